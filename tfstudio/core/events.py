@@ -1,0 +1,194 @@
+"""Everything a run reports, as small immutable records.
+
+The training thread creates these and puts them on the channel; the UI and the
+headless runner read them. They hold plain Python values only (no tensors), so
+any consumer can use them without TensorFlow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class RunStarted:
+    """A script run began.
+
+    Args:
+        script: absolute path of the user's script.
+        argv: the script's ``sys.argv`` (``argv[0]`` is the script).
+        cwd: working directory the script runs in.
+        wall_time: ``time.time()`` at the start.
+    """
+
+    script: str
+    argv: tuple[str, ...]
+    cwd: str
+    wall_time: float
+
+
+@dataclass(frozen=True, slots=True)
+class EngineStatus:
+    """Progress of work before training starts (e.g. importing TensorFlow)."""
+
+    state: str
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LayerSummary:
+    """One layer of a model as shown in summaries.
+
+    Args:
+        depth: nesting level (0 for the model's own layers).
+        output_shape: printable shape, ``"?"`` when Keras cannot tell.
+    """
+
+    name: str
+    class_name: str
+    output_shape: str
+    params: int
+    trainable_params: int
+    depth: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSummary:
+    """A model announced when its ``fit`` starts."""
+
+    name: str
+    class_name: str
+    layers: tuple[LayerSummary, ...]
+    total_params: int
+    trainable_params: int
+
+
+@dataclass(frozen=True, slots=True)
+class FitStarted:
+    """A ``model.fit`` call began: one segment of the run.
+
+    Args:
+        fit_index: 0 for the run's first ``fit``, then 1, 2, ...
+        global_step: the run's step count before this fit's first step.
+        steps_per_epoch: ``None`` when the data has unknown length.
+        steps_per_execution: Keras runs this many steps per batch hook.
+    """
+
+    fit_index: int
+    model: ModelSummary
+    epochs: int
+    initial_epoch: int
+    steps_per_epoch: int | None
+    steps_per_execution: int
+    global_step: int
+    time: float
+
+
+@dataclass(frozen=True, slots=True)
+class StepEnded:
+    """One batch hook fired (covering ``steps`` training steps).
+
+    Args:
+        global_step: steps done in the whole run, this one included.
+        epoch: 0-based epoch index as Keras counts it.
+        step: steps done in this epoch (1-based, after this hook).
+        steps: how many steps this hook covers (``steps_per_execution``).
+        values: the batch's own loss and metrics (mean over the ``steps`` it
+            covers); only keys whose own value can be known are present.
+        running: what Keras reported: the running means over the epoch.
+        time: seconds since the run started.
+    """
+
+    fit_index: int
+    global_step: int
+    epoch: int
+    step: int
+    steps: int
+    values: Mapping[str, float]
+    running: Mapping[str, float]
+    time: float
+
+
+@dataclass(frozen=True, slots=True)
+class EpochEnded:
+    """An epoch ended, with the epoch's metrics and any ``val_`` metrics."""
+
+    fit_index: int
+    epoch: int
+    global_step: int
+    metrics: Mapping[str, float]
+    time: float
+
+
+@dataclass(frozen=True, slots=True)
+class FitEnded:
+    """A ``model.fit`` call returned (or was stopped by the user)."""
+
+    fit_index: int
+    global_step: int
+    stopped: bool
+    time: float
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleOutput:
+    """Text the script (or TensorFlow) wrote.
+
+    Args:
+        stream: ``"stdout"``, ``"stderr"`` or ``"tfstudio"`` (our own notes).
+    """
+
+    stream: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptError:
+    """An exception that ended the user's script.
+
+    Args:
+        filename: the user's file the innermost frame of theirs points to.
+        lineno: line in ``filename`` (0 when unknown).
+        traceback: the formatted traceback, user frames only where possible.
+    """
+
+    type_name: str
+    message: str
+    filename: str
+    lineno: int
+    traceback: str
+
+    def location(self) -> str:
+        """``file:line`` of the error, for messages."""
+        return f"{self.filename}:{self.lineno}" if self.filename else "<unknown>"
+
+
+@dataclass(frozen=True, slots=True)
+class MonitorError:
+    """tfstudio's own monitoring failed; training goes on without that part."""
+
+    where: str
+    message: str
+    traceback: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunEnded:
+    """The script run is over.
+
+    Args:
+        status: ``"finished"``, ``"failed"`` or ``"stopped"``.
+        exit_code: what ``python script.py`` would have exited with.
+        fits: how many ``fit`` calls were monitored.
+        error: the exception that failed the run, if any.
+    """
+
+    status: str
+    exit_code: int
+    fits: int
+    global_step: int
+    time: float
+    error: ScriptError | None = None
+    message: str = ""
+

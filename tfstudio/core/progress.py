@@ -1,0 +1,131 @@
+"""Where a run stands: epoch, step, speed and time left.
+
+Shared by the window's status bar and the terminal progress line, so both
+report the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from tfstudio.core.events import EpochEnded, FitEnded, FitStarted, StepEnded
+
+
+@dataclass(slots=True)
+class Progress:
+    """Snapshot of a run's progress (plain values, ready to print)."""
+
+    fit_index: int = -1
+    model_name: str = ""
+    epoch: int = 0  # 1-based for display; 0 before the first step
+    epochs: int = 0
+    step: int = 0
+    steps_per_epoch: int | None = None
+    steps_per_execution: int = 1
+    global_step: int = 0
+    rate: float = 0.0  # steps per second
+    eta: float | None = None  # seconds left in the current fit
+    loss: float | None = None
+    loss_key: str = ""
+
+    def fraction(self) -> float | None:
+        """Share of the current fit done, 0..1, or None when unknown."""
+        if not self.steps_per_epoch or not self.epochs:
+            return None
+        done = (self.epoch - 1) * self.steps_per_epoch + self.step
+        return max(0.0, min(1.0, done / (self.epochs * self.steps_per_epoch)))
+
+
+class ProgressTracker:
+    """Folds events into a :class:`Progress`; steps/s is smoothed over ~1 s.
+
+    Args:
+        window: seconds over which the step rate is averaged.
+    """
+
+    def __init__(self, window: float = 1.0) -> None:
+        self.window = window
+        self.progress = Progress()
+        self._initial_epoch = 0
+        self._rate_t0: float | None = None
+        self._rate_s0 = 0
+        self._last_t = 0.0
+
+    def feed(self, event: object) -> None:
+        """Update from one event; events of other kinds are ignored."""
+        p = self.progress
+        if isinstance(event, StepEnded):
+            p.epoch = event.epoch + 1
+            p.step = event.step
+            p.global_step = event.global_step
+            self._last_t = event.time
+            if p.loss_key not in event.running:
+                p.loss_key = _pick_loss_key(event.running)
+            if p.loss_key:
+                p.loss = event.values.get(p.loss_key, event.running.get(p.loss_key))
+            self._update_rate(event.time, event.global_step)
+        elif isinstance(event, FitStarted):
+            p.fit_index = event.fit_index
+            p.model_name = event.model.name
+            p.epochs = event.epochs
+            p.steps_per_epoch = event.steps_per_epoch
+            p.steps_per_execution = event.steps_per_execution
+            p.epoch = event.initial_epoch
+            p.step = 0
+            p.global_step = event.global_step
+            p.eta = None
+            self._initial_epoch = event.initial_epoch
+            self._rate_t0 = event.time
+            self._rate_s0 = event.global_step
+        elif isinstance(event, EpochEnded):
+            p.epoch = event.epoch + 1
+        elif isinstance(event, FitEnded) and not event.stopped:
+            p.eta = 0.0
+
+    def _update_rate(self, t: float, global_step: int) -> None:
+        p = self.progress
+        if self._rate_t0 is None:
+            self._rate_t0, self._rate_s0 = t, global_step
+            return
+        dt = t - self._rate_t0
+        if dt <= 0:
+            return
+        if dt >= self.window or p.rate == 0.0:
+            p.rate = (global_step - self._rate_s0) / dt
+        if dt >= self.window:  # start a new window; the last rate stands meanwhile
+            self._rate_t0, self._rate_s0 = t, global_step
+        if p.steps_per_epoch and p.epochs and p.rate > 0:
+            left = (p.epochs - p.epoch) * p.steps_per_epoch + (p.steps_per_epoch - p.step)
+            p.eta = max(0.0, left / p.rate)
+        else:
+            p.eta = None
+
+
+def _pick_loss_key(running: dict[str, float] | object) -> str:
+    keys = list(running)  # type: ignore[call-overload]
+    if "loss" in keys:
+        return "loss"
+    for k in keys:
+        if "loss" in k:
+            return k
+    return keys[0] if keys else ""
+
+
+def format_duration(seconds: float | None) -> str:
+    """``1:02:03`` / ``2:03`` style duration, ``--`` when unknown."""
+    if seconds is None or not math.isfinite(seconds):
+        return "--"
+    s = int(round(seconds))
+    h, rem = divmod(s, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+def format_value(value: float | None) -> str:
+    """Compact number for status lines: 4 significant digits."""
+    if value is None:
+        return "--"
+    if not math.isfinite(value):
+        return str(value)
+    return f"{value:.4g}"
