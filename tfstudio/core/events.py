@@ -191,4 +191,3 @@ class RunEnded:
     time: float
     error: ScriptError | None = None
     message: str = ""
-

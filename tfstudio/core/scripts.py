@@ -25,9 +25,8 @@ def check_script(path: str | os.PathLike[str]) -> Path:
     if p.is_dir():
         raise ScriptPathError(f"{shown} is a folder; expected a Python script (.py file)")
     if p.suffix.lower() not in PYTHON_SUFFIXES:
-        raise ScriptPathError(
-            f"{shown} is not a Python script: expected a .py file, got '{p.suffix or 'no extension'}'"
-        )
+        got = p.suffix or "no extension"
+        raise ScriptPathError(f"{shown} is not a Python script: expected a .py file, got '{got}'")
     try:
         with open(p, "rb") as f:
             head = f.read(8192)

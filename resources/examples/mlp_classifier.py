@@ -1,0 +1,62 @@
+"""A small MLP classifier on synthetic data, with validation.
+
+Three classes of points on interleaved spirals, made in the script (nothing is
+downloaded). Watch loss and accuracy per step, their epoch means, and the
+validation curves.
+
+    python mlp_classifier.py [--epochs N]
+"""
+
+import argparse
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("--epochs", type=int, default=20)
+parser.add_argument("--samples", type=int, default=6000)
+args = parser.parse_args()
+
+
+def spirals(n, classes=3, noise=0.25, seed=0):
+    """Points on ``classes`` interleaved spiral arms, with labels."""
+    rng = np.random.default_rng(seed)
+    per = n // classes
+    xs, ys = [], []
+    for c in range(classes):
+        r = np.linspace(0.05, 1.0, per)
+        t = np.linspace(c * 2 * np.pi / classes, c * 2 * np.pi / classes + 3.5, per)
+        t = t + rng.normal(0.0, noise, per)
+        xs.append(np.stack([r * np.sin(t), r * np.cos(t)], axis=1))
+        ys.append(np.full(per, c))
+    x = np.concatenate(xs).astype("float32")
+    y = np.concatenate(ys).astype("int32")
+    order = rng.permutation(len(x))
+    return x[order], y[order]
+
+
+x, y = spirals(args.samples)
+split = int(0.8 * len(x))
+train = tf.data.Dataset.from_tensor_slices((x[:split], y[:split]))
+train = train.shuffle(split, seed=1).batch(32).prefetch(2)
+val = tf.data.Dataset.from_tensor_slices((x[split:], y[split:])).batch(256)
+
+model = keras.Sequential(
+    [
+        keras.Input(shape=(2,)),
+        keras.layers.Dense(64, activation="relu"),
+        keras.layers.Dense(64, activation="relu"),
+        keras.layers.Dense(3, activation="softmax"),
+    ],
+    name="spiral_mlp",
+)
+model.compile(
+    optimizer=keras.optimizers.Adam(learning_rate=3e-3),
+    loss="sparse_categorical_crossentropy",
+    metrics=["accuracy"],
+)
+model.summary()
+model.fit(train, validation_data=val, epochs=args.epochs, verbose=2)
+loss, acc = model.evaluate(val, verbose=0)
+print(f"validation accuracy: {acc:.3f}")

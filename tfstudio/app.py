@@ -1,0 +1,64 @@
+"""Composition root of the window: builds QApplication, engine objects and window; wires them."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from tfstudio.core.channel import Channel
+from tfstudio.core.resources import default_example
+
+
+def run_app(
+    script: str | None,
+    script_args: Sequence[str] = (),
+    *,
+    run: bool = False,
+    quit_when_done: bool = False,
+    screenshot: str | None = None,
+) -> int:
+    """Show the window (before TensorFlow is imported), open ``script`` and maybe run it.
+
+    Returns the process exit status: with ``quit_when_done``, 0 if the run
+    finished and non-zero if it failed or was stopped.
+    """
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from tfstudio.engine.session import EngineLauncher
+    from tfstudio.ui.main_window import MainWindow
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("tfstudio")
+    app.setOrganizationName("tfstudio")
+    channel = Channel()
+    launcher = EngineLauncher(channel, script_cwd=True)
+    window = MainWindow(channel, launcher)
+    window.show()
+    launcher.preload()  # TensorFlow imports in the background; the window is already up
+
+    outcome = {"code": 0}
+
+    def on_run_finished(status: str, exit_code: int) -> None:
+        if screenshot:
+            window.grab().save(screenshot)
+        if quit_when_done:
+            outcome["code"] = exit_code if exit_code else (0 if status == "finished" else 1)
+            app.exit(outcome["code"])
+
+    window.run_finished.connect(on_run_finished)
+    opened = window.open_script(script if script else str(default_example()))
+    if run:
+        if opened:
+            QTimer.singleShot(0, lambda: window.run_script(script_args))
+        elif quit_when_done:
+            return 2
+
+    def shut_down() -> None:
+        launcher.stop()
+        if launcher.session is not None:
+            launcher.session.join(timeout=10)
+
+    app.aboutToQuit.connect(shut_down)
+    code = app.exec()
+    return outcome["code"] if quit_when_done else code

@@ -1,0 +1,318 @@
+"""StudioCallback: Keras batch and epoch hooks -> events; commands applied between steps.
+
+Per-step cost is the budget that matters (Keras 3 runs batch hooks
+synchronously): ``on_train_batch_end`` only turns a few floats into one event
+and checks for commands. Everything else happens once per epoch or per fit.
+
+Keras 3 reports running means over the epoch in ``logs``; the batch's own value
+of a mean metric is derived from two successive running means weighted by the
+samples seen: ``own = (c_k*m_k - c_j*m_j) / (c_k - c_j)``. Metrics that are not
+means (AUC, precision) have no per-batch value: only their running value is sent.
+Values a custom ``train_step`` returns that are not tracked metrics are taken as
+the batch's own.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import keras
+import numpy as np
+
+from tfstudio.core.commands import Pause, Resume, Stop
+from tfstudio.core.events import (
+    EpochEnded,
+    FitEnded,
+    FitStarted,
+    LayerSummary,
+    ModelSummary,
+    StepEnded,
+)
+from tfstudio.engine.monitor import RunMonitor
+
+_MEAN, _RAW, _RUNNING = 0, 1, 2
+
+
+class StudioCallback(keras.callbacks.Callback):
+    """Reports one ``fit`` call as events and applies Stop/Pause/Resume at batch ends.
+
+    Args:
+        monitor: the run's shared counters, flags and channel.
+        fit_index: which fit of the run this is.
+        initial_epoch: the fit's ``initial_epoch``.
+    """
+
+    def __init__(self, monitor: RunMonitor, fit_index: int, initial_epoch: int = 0) -> None:
+        super().__init__()
+        self._monitor = monitor
+        self._emit = monitor.channel.emit
+        self._has_commands = monitor.channel.has_commands
+        self.fit_index = fit_index
+        self.initial_epoch = initial_epoch
+        self.stopped = False
+        self._kinds: dict[str, int] | None = None
+        self._loss_count: Any = None  # the loss tracker's sample count variable
+        self._steps: int | None = None
+        self._epoch = initial_epoch
+        self._prev_k = 0
+        self._prev_c = 0.0
+        self._prev_running: dict[str, float] = {}
+        self._per_batch = 1.0  # samples per batch (weights of the derivation)
+
+    # -- fit -----------------------------------------------------------
+    def on_train_begin(self, logs: dict | None = None) -> None:
+        """Announce the fit and its model."""
+        try:
+            params = self.params or {}
+            self._steps = params.get("steps")
+            model = self.model
+            spe = _steps_per_execution(model)
+            self._emit(
+                FitStarted(
+                    fit_index=self.fit_index,
+                    model=summarize_model(model),
+                    epochs=int(params.get("epochs") or 0),
+                    initial_epoch=self.initial_epoch,
+                    steps_per_epoch=self._steps,
+                    steps_per_execution=spe,
+                    global_step=self._monitor.global_step,
+                    time=self._monitor.now(),
+                )
+            )
+        except Exception as exc:  # noqa: BLE001 - monitoring must never break training
+            self._monitor.report_error("on_train_begin", exc)
+
+    def on_train_end(self, logs: dict | None = None) -> None:
+        """Mark the end of this fit segment."""
+        try:
+            self._emit(
+                FitEnded(
+                    self.fit_index, self._monitor.global_step, self.stopped, self._monitor.now()
+                )
+            )
+        except Exception as exc:  # noqa: BLE001
+            self._monitor.report_error("on_train_end", exc)
+
+    # -- epochs --------------------------------------------------------
+    def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
+        """Reset the per-epoch running-mean bookkeeping."""
+        self._epoch = epoch
+        self._prev_k = 0
+        self._prev_c = 0.0
+        self._prev_running = {}
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        """Send the epoch's metrics, ``val_`` metrics included."""
+        try:
+            metrics = {k: _to_float(v) for k, v in (logs or {}).items()}
+            self._emit(
+                EpochEnded(
+                    self.fit_index, epoch, self._monitor.global_step, metrics, self._monitor.now()
+                )
+            )
+        except Exception as exc:  # noqa: BLE001
+            self._monitor.report_error("on_epoch_end", exc)
+
+    # -- steps (the hot path) ------------------------------------------
+    def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
+        """Turn this hook's logs into one StepEnded event; apply waiting commands."""
+        try:
+            self._step(batch, logs or {})
+        except Exception as exc:  # noqa: BLE001
+            self._monitor.report_error("on_train_batch_end", exc)
+        if self._has_commands():
+            self._apply_commands()
+        if not self._monitor.resume.is_set():
+            self._wait_while_paused()
+
+    def _step(self, batch: int, logs: dict) -> None:
+        k = batch + 1
+        steps_per_epoch = self._steps
+        last = False
+        if steps_per_epoch is not None and k >= steps_per_epoch:
+            # Keras may report the end of the last execution past the epoch's end.
+            k = steps_per_epoch
+            last = True
+        n = k - self._prev_k
+        if n <= 0:
+            return
+        kinds = self._kinds
+        if kinds is None:
+            kinds = self._classify(logs)
+        if self._prev_k == 0 and self._loss_count is not None:
+            self._per_batch = max(_count(self._loss_count) / k, 1e-12)
+        c_k = k * self._per_batch
+        if last and self._loss_count is not None:
+            c_k = _count(self._loss_count)
+        c_j = self._prev_c
+        prev = self._prev_running
+        running: dict[str, float] = {}
+        values: dict[str, float] = {}
+        for key, raw in logs.items():
+            m = float(raw)
+            running[key] = m
+            kind = kinds.get(key, _RAW)
+            if kind == _MEAN:
+                m_j = prev.get(key)
+                if m_j is None or c_j == 0.0:
+                    values[key] = m
+                else:
+                    values[key] = (c_k * m - c_j * m_j) / (c_k - c_j)
+            elif kind == _RAW:
+                values[key] = m
+        self._prev_k = k
+        self._prev_c = c_k
+        self._prev_running = running
+        mon = self._monitor
+        mon.global_step += n
+        self._emit(
+            StepEnded(
+                self.fit_index, mon.global_step, self._epoch, k, n, values, running, mon.now()
+            )
+        )
+
+    def _classify(self, logs: dict) -> dict[str, int]:
+        """Decide once per fit which log keys are running means, from the model's metrics."""
+        means: set[str] = set()
+        stateful: set[str] = set()
+        for metric in _flat_metrics(self.model):
+            if isinstance(metric, keras.metrics.Mean):
+                means.add(metric.name)
+                if metric.name == "loss" and hasattr(metric, "count"):
+                    self._loss_count = metric.count
+            else:
+                stateful.add(metric.name)
+        kinds = {}
+        for key in logs:
+            kinds[key] = _MEAN if key in means else (_RUNNING if key in stateful else _RAW)
+        self._kinds = kinds
+        return kinds
+
+    # -- commands ------------------------------------------------------
+    def _apply_commands(self) -> None:
+        for command in self._monitor.channel.take_commands():
+            if isinstance(command, Stop):
+                self._monitor.request_stop()
+            elif isinstance(command, Pause):
+                self._monitor.resume.clear()
+                self._monitor.note("Paused.")
+            elif isinstance(command, Resume):
+                self._monitor.resume.set()
+        if self._monitor.stop_requested.is_set():
+            self.request_stop()
+
+    def request_stop(self) -> None:
+        """End this fit after the current batch, skipping the validation pass."""
+        if self.stopped:
+            return
+        self.stopped = True
+        self.model.stop_training = True
+        _skip_evaluation(self.model)
+
+    def _wait_while_paused(self) -> None:
+        mon = self._monitor
+        while not mon.resume.wait(0.1):
+            if mon.channel.has_commands():
+                self._apply_commands()
+        if mon.stop_requested.is_set():
+            self.request_stop()
+        else:
+            mon.note("Resumed.")
+
+
+def _skip_evaluation(model: Any) -> None:
+    """After Stop, Keras would still run validation; make this model's evaluate a no-op.
+
+    The instance attribute is removed again when the fit returns (see instrument).
+    """
+
+    def evaluate(*args: Any, **kwargs: Any) -> dict:
+        return {}
+
+    model.evaluate = evaluate
+    model._tfstudio_skipped_evaluate = True
+
+
+def restore_evaluation(model: Any) -> None:
+    """Undo :func:`_skip_evaluation` (no-op if it was not applied)."""
+    if model.__dict__.pop("_tfstudio_skipped_evaluate", False):
+        model.__dict__.pop("evaluate", None)
+
+
+def _count(variable: Any) -> float:
+    return float(np.asarray(variable.numpy() if hasattr(variable, "numpy") else variable))
+
+
+def _to_float(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _flat_metrics(model: Any) -> list[Any]:
+    out: list[Any] = []
+    for metric in getattr(model, "metrics", []) or []:
+        inner = getattr(metric, "metrics", None)
+        if inner and not isinstance(metric, keras.metrics.Mean):
+            out.extend(inner)  # CompileMetrics / CompileLoss wrap the real ones
+        out.append(metric)
+    return out
+
+
+def _steps_per_execution(model: Any) -> int:
+    spe = getattr(model, "steps_per_execution", 1)
+    try:
+        return max(1, int(spe))
+    except (TypeError, ValueError):
+        return 1
+
+
+def summarize_model(model: Any) -> ModelSummary:
+    """Name, layers (nested ones indented), output shapes and parameter counts."""
+    layers: list[LayerSummary] = []
+
+    def walk(owner: Any, depth: int) -> None:
+        for layer in getattr(owner, "layers", []) or []:
+            layers.append(
+                LayerSummary(
+                    name=layer.name,
+                    class_name=type(layer).__name__,
+                    output_shape=_output_shape(layer),
+                    params=_param_count(layer.weights),
+                    trainable_params=_param_count(layer.trainable_weights),
+                    depth=depth,
+                )
+            )
+            if depth < 4 and getattr(layer, "layers", None):
+                walk(layer, depth + 1)
+
+    walk(model, 0)
+    return ModelSummary(
+        name=model.name,
+        class_name=type(model).__name__,
+        layers=tuple(layers),
+        total_params=_param_count(model.weights),
+        trainable_params=_param_count(model.trainable_weights),
+    )
+
+
+def _param_count(weights: Any) -> int:
+    total = 0
+    for w in weights or []:
+        total += int(np.prod(tuple(w.shape))) if len(w.shape) else 1
+    return total
+
+
+def _output_shape(layer: Any) -> str:
+    try:
+        output = layer.output
+    except Exception:  # noqa: BLE001 - subclassed models have no symbolic outputs
+        return "?"
+    try:
+        if isinstance(output, list | tuple):
+            return ", ".join(str(tuple(o.shape)) for o in output)
+        return str(tuple(output.shape))
+    except Exception:  # noqa: BLE001
+        return "?"

@@ -1,0 +1,59 @@
+"""State shared by one run's instrumentation: counters, stop and pause.
+
+Lives on the training side; the consumer reaches it only through the channel
+(commands) and :meth:`RunMonitor.request_stop`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+
+from tfstudio.core.channel import Channel
+from tfstudio.core.events import ConsoleOutput, MonitorError
+
+
+class RunMonitor:
+    """Per-run counters and flags the fit interceptor and callbacks share.
+
+    Args:
+        channel: where events go.
+        t0: ``time.perf_counter()`` at the run's start; event times count from it.
+    """
+
+    def __init__(self, channel: Channel, t0: float | None = None) -> None:
+        self.channel = channel
+        self.t0 = time.perf_counter() if t0 is None else t0
+        self.fits = 0
+        self.global_step = 0
+        self.in_fit = False
+        self.stop_requested = threading.Event()
+        self.resume = threading.Event()
+        self.resume.set()
+        self._reported: set[str] = set()
+
+    def now(self) -> float:
+        """Seconds since the run started."""
+        return time.perf_counter() - self.t0
+
+    def note(self, text: str) -> None:
+        """A tfstudio message for the run's console."""
+        self.channel.emit(ConsoleOutput("tfstudio", text if text.endswith("\n") else text + "\n"))
+
+    def report_error(self, where: str, exc: BaseException) -> None:
+        """Report a failure of tfstudio's own monitoring once per place; training goes on."""
+        if where in self._reported:
+            return
+        self._reported.add(where)
+        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        self.channel.emit(MonitorError(where, f"{type(exc).__name__}: {exc}", tb))
+        self.note(
+            f"tfstudio: monitoring failed in {where} ({type(exc).__name__}: {exc}); "
+            "training goes on without it."
+        )
+
+    def request_stop(self) -> None:
+        """Ask the run to stop at the next batch boundary; releases a pause."""
+        self.stop_requested.set()
+        self.resume.set()

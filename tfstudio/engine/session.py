@@ -1,0 +1,234 @@
+"""TrainingSession: one run of a user's script, its thread and its events.
+
+A session runs the script in a background thread with ``fit`` intercepted and
+output captured, and reports everything on the channel, ending with exactly one
+:class:`RunEnded`. :class:`EngineLauncher` starts sessions for a viewer.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from tfstudio.core.channel import Channel
+from tfstudio.core.events import ConsoleOutput, EngineStatus, RunEnded, RunStarted, ScriptError
+from tfstudio.core.scripts import ScriptPathError, check_script
+from tfstudio.engine.capture import OutputCapture
+from tfstudio.engine.monitor import RunMonitor
+from tfstudio.engine.script import (
+    RunStopped,
+    describe_error,
+    execute,
+    exit_code_of,
+    script_environment,
+)
+from tfstudio.engine.tf_import import ensure_keras, is_loaded
+
+STOPPED_EXIT_CODE = 130  # as for Ctrl-C
+
+
+class TrainingSession:
+    """One run of a script with every ``fit`` monitored.
+
+    Args:
+        script: path of the user's script.
+        args: the script's arguments (``sys.argv[1:]``).
+        channel: where events go; commands come from it too.
+        cwd: working directory for the run; ``None`` keeps the caller's.
+        stdin_eof: give the script an empty stdin (the window has no terminal).
+        capture_output: capture stdout/stderr (fds 1 and 2 included) as events.
+    """
+
+    def __init__(
+        self,
+        script: str | os.PathLike[str],
+        args: Sequence[str] = (),
+        channel: Channel | None = None,
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        stdin_eof: bool = True,
+        capture_output: bool = True,
+    ) -> None:
+        self.script = str(script)
+        self.args = tuple(args)
+        self.channel = channel if channel is not None else Channel()
+        self.cwd = None if cwd is None else Path(cwd)
+        self.stdin_eof = stdin_eof
+        self.capture_output = capture_output
+        self.monitor = RunMonitor(self.channel)
+        self.result: RunEnded | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._script_running = False
+        self._done = threading.Event()
+
+    # -- lifecycle -----------------------------------------------------
+    def start(self) -> None:
+        """Run in a background thread; returns at once."""
+        if self._thread is not None:
+            raise RuntimeError("a TrainingSession runs once; make a new one for another run")
+        self._thread = threading.Thread(target=self.run, name="tfstudio-training", daemon=True)
+        self._thread.start()
+
+    def join(self, timeout: float | None = None) -> RunEnded | None:
+        """Wait for the run to end; returns its RunEnded (None on timeout)."""
+        self._done.wait(timeout)
+        return self.result
+
+    def is_running(self) -> bool:
+        """True from start until RunEnded was sent."""
+        return self._thread is not None and not self._done.is_set()
+
+    def stop(self) -> None:
+        """Stop at the next batch boundary; between fits, interrupt the script at once."""
+        self.monitor.request_stop()
+        with self._lock:
+            if self._script_running and not self.monitor.in_fit and self._thread is not None:
+                _raise_in_thread(self._thread, RunStopped)
+
+    # -- the run itself (training thread) ------------------------------
+    def run(self) -> RunEnded:
+        """Run the script in the calling thread and return how it ended."""
+        self.channel.take_commands()  # stale commands from an earlier run
+        try:
+            ended = self._run()
+        except BaseException as exc:  # noqa: BLE001 - a run must always end with RunEnded
+            ended = self._ended("failed", 1, message=f"tfstudio internal error: {exc!r}")
+        self.result = ended
+        self.channel.emit(ended)
+        self._done.set()
+        return ended
+
+    def _run(self) -> RunEnded:
+        mon = self.monitor
+        emit = self.channel.emit
+        try:
+            path = check_script(self.script)
+        except ScriptPathError as exc:
+            mon.note(f"Cannot run: {exc}")
+            return self._ended("failed", 2, message=str(exc))
+        cwd = self.cwd if self.cwd is not None else Path.cwd()
+        emit(RunStarted(str(path), (str(path), *self.args), str(cwd), time.time()))
+        if not is_loaded():
+            emit(EngineStatus("loading", "importing TensorFlow"))
+        ensure_keras()
+        emit(EngineStatus("ready"))
+        from tfstudio.engine.instrument import FitInterceptor
+
+        mon.note(f"Running {path.name} {' '.join(self.args)}".rstrip())
+        mon.t0 = time.perf_counter()
+        capture = OutputCapture(emit) if self.capture_output else None
+        status, code, error, message = "finished", 0, None, ""
+        try:
+            with (
+                FitInterceptor(mon),
+                script_environment(path, self.args, self.cwd, self.stdin_eof) as module,
+            ):
+                if capture is not None:
+                    capture.__enter__()
+                try:
+                    with self._lock:
+                        self._script_running = True
+                    try:
+                        if mon.stop_requested.is_set():
+                            raise RunStopped()
+                        execute(path, module)
+                    finally:
+                        with self._lock:
+                            self._script_running = False
+                            _clear_pending(threading.current_thread())
+                finally:
+                    if capture is not None:
+                        capture.__exit__(None, None, None)
+        except RunStopped:
+            status, code = "stopped", STOPPED_EXIT_CODE
+            message = f"stopped by the user at step {mon.global_step}"
+        except SystemExit as exc:
+            code, text = exit_code_of(exc)
+            if text:
+                emit(ConsoleOutput("stderr", text + "\n"))
+            status = "finished" if code == 0 else "failed"
+            message = f"the script called sys.exit({exc.code!r})"
+        except BaseException as exc:  # noqa: BLE001 - the user's error ends the run, not the app
+            error = describe_error(exc, path)
+            emit(ConsoleOutput("stderr", error.traceback))
+            status, code = "failed", 1
+            message = f"{error.type_name} at {error.location()}: {error.message}"
+        if status == "finished" and mon.fits == 0:
+            message = "no fit was monitored (the script never called model.fit)"
+        return self._ended(status, code, error=error, message=message)
+
+    def _ended(
+        self, status: str, code: int, *, error: ScriptError | None = None, message: str = ""
+    ) -> RunEnded:
+        mon = self.monitor
+        summary = f"Run {status}" + (f": {message}" if message else "") + f" (exit code {code})."
+        mon.note(summary)
+        return RunEnded(status, code, mon.fits, mon.global_step, mon.now(), error, message)
+
+
+def _raise_in_thread(thread: threading.Thread, exc_type: type[BaseException]) -> None:
+    """Raise ``exc_type`` in ``thread`` at its next Python bytecode."""
+    if thread.ident is None:
+        return
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(thread.ident), ctypes.py_object(exc_type)
+    )
+
+
+def _clear_pending(thread: threading.Thread) -> None:
+    """Cancel an async exception that arrived too late to matter."""
+    if thread.ident is not None:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), None)
+
+
+class EngineLauncher:
+    """Starts one session at a time for a viewer; implements core's Launcher.
+
+    Args:
+        channel: the viewer's channel; every run reports there.
+        script_cwd: run scripts in their own folder (the window) instead of the
+            caller's working directory (headless).
+    """
+
+    def __init__(self, channel: Channel, *, script_cwd: bool = True) -> None:
+        self.channel = channel
+        self.script_cwd = script_cwd
+        self.session: TrainingSession | None = None
+
+    def preload(self) -> threading.Thread:
+        """Import TensorFlow in the background, reporting loading/ready on the channel."""
+
+        def load() -> None:
+            self.channel.emit(EngineStatus("loading", "importing TensorFlow"))
+            try:
+                ensure_keras()
+            except Exception as exc:  # noqa: BLE001 - show it; a run will report it again
+                self.channel.emit(EngineStatus("error", f"TensorFlow failed to import: {exc}"))
+                return
+            self.channel.emit(EngineStatus("ready"))
+
+        thread = threading.Thread(target=load, name="tfstudio-import", daemon=True)
+        thread.start()
+        return thread
+
+    def start(self, script: str, args: Sequence[str] = ()) -> None:
+        """Start a run; raises RuntimeError if one is already running."""
+        if self.is_running():
+            raise RuntimeError("a run is already in progress; stop it first")
+        cwd = Path(script).expanduser().resolve().parent if self.script_cwd else None
+        self.session = TrainingSession(script, args, self.channel, cwd=cwd)
+        self.session.start()
+
+    def stop(self) -> None:
+        """Stop the current run, if any."""
+        if self.session is not None:
+            self.session.stop()
+
+    def is_running(self) -> bool:
+        """True while a run is in progress."""
+        return self.session is not None and self.session.is_running()
