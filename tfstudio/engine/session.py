@@ -159,7 +159,8 @@ class TrainingSession:
             status, code = "failed", 1
             message = f"{error.type_name} at {error.location()}: {error.message}"
         if status == "finished" and mon.fits == 0:
-            message = "no fit was monitored (the script never called model.fit)"
+            note = "no fit was monitored (the script never called model.fit)"
+            message = f"{message}; {note}" if message else note
         return self._ended(status, code, error=error, message=message)
 
     def _ended(

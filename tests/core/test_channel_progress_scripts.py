@@ -1,0 +1,76 @@
+"""Channel order and non-blocking; progress numbers; script path checks."""
+
+import threading
+
+import pytest
+
+from tfstudio.core.channel import Channel
+from tfstudio.core.commands import Pause, Stop
+from tfstudio.core.events import FitStarted, ModelSummary, StepEnded
+from tfstudio.core.progress import ProgressTracker, format_duration, format_value
+from tfstudio.core.scripts import ScriptPathError, check_script
+
+
+def test_channel_keeps_order_across_threads_and_drops_nothing():
+    ch = Channel()
+    n = 50_000
+
+    def produce():
+        for i in range(n):
+            ch.emit(i)
+
+    t = threading.Thread(target=produce)
+    t.start()
+    got: list[int] = []
+    while t.is_alive() or ch.pending():
+        got.extend(ch.drain())
+    t.join()
+    got.extend(ch.drain())
+    assert got == list(range(n))
+
+
+def test_channel_commands():
+    ch = Channel()
+    assert not ch.has_commands()
+    ch.send(Pause())
+    ch.send(Stop())
+    assert ch.has_commands()
+    assert ch.take_commands() == [Pause(), Stop()]
+    assert ch.take_commands() == []
+
+
+def _step(g, epoch, step, t, loss=1.0):
+    return StepEnded(0, g, epoch, step, 1, {"loss": loss}, {"loss": loss}, t)
+
+
+def test_progress_rate_eta_and_fraction():
+    tr = ProgressTracker(window=1.0)
+    model = ModelSummary("m", "Sequential", (), 10, 10)
+    tr.feed(FitStarted(0, model, 2, 0, 100, 1, 0, 0.0))
+    for i in range(1, 51):
+        tr.feed(_step(i, 0, i, i * 0.01, loss=2.0 / i))
+    p = tr.progress
+    assert (p.epoch, p.epochs, p.step, p.steps_per_epoch) == (1, 2, 50, 100)
+    assert p.rate == pytest.approx(100.0)
+    assert p.eta == pytest.approx(1.5)  # 150 steps left at 100 steps/s
+    assert p.fraction() == pytest.approx(0.25)
+    assert p.loss_key == "loss" and p.loss == pytest.approx(2.0 / 50)
+
+
+def test_formatting():
+    assert format_duration(None) == "--"
+    assert format_duration(75) == "1:15"
+    assert format_duration(3725) == "1:02:05"
+    assert format_value(0.123456) == "0.1235"
+    assert format_value(float("nan")) == "nan"
+
+
+def test_check_script(tmp_path):
+    good = tmp_path / "ok.py"
+    good.write_text("print(1)\n")
+    assert check_script(good) == good.resolve()
+    with pytest.raises(ScriptPathError, match="No such file"):
+        check_script(tmp_path / "nope.py")
+    (tmp_path / "data.csv").write_text("a,b\n")
+    with pytest.raises(ScriptPathError, match=r"expected a \.py file, got '\.csv'"):
+        check_script(tmp_path / "data.csv")

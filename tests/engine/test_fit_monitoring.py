@@ -1,0 +1,213 @@
+"""Every model.fit an unmodified script makes is monitored: steps, epochs, segments."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+
+from tests.engine.helpers import console, of, run_script
+from tfstudio.core.events import EpochEnded, FitEnded, FitStarted, RunEnded, StepEnded
+
+pytestmark = pytest.mark.tf
+
+
+def test_per_step_loss_is_the_batch_own_loss(write_script, tmp_path):
+    # lr=0 freezes the weights, so each batch's true loss can be recomputed afterwards.
+    # 100 samples / batch 32 leaves a partial last batch of 4 (weighted by samples).
+    path = write_script(
+        """
+        import numpy as np, keras
+        rng = np.random.default_rng(0)
+        x = rng.normal(size=(100, 3)).astype("float32")
+        y = rng.normal(size=(100, 1)).astype("float32")
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+        model.compile(keras.optimizers.SGD(learning_rate=0.0), "mse", metrics=["mae"])
+        model.fit(x, y, batch_size=32, epochs=2, shuffle=False, verbose=0)
+        np.save("x.npy", x); np.save("y.npy", y); np.save("pred.npy", model.predict(x, verbose=0))
+        """
+    )
+    ended, events = run_script(path, cwd=tmp_path)
+    assert ended.status == "finished", console(events)
+    steps = of(events, StepEnded)
+    assert [s.global_step for s in steps] == list(range(1, 9))
+    assert [s.step for s in steps[:4]] == [1, 2, 3, 4]
+    assert [s.epoch for s in steps] == [0] * 4 + [1] * 4
+    y, pred = np.load(tmp_path / "y.npy"), np.load(tmp_path / "pred.npy")
+    bounds = [(0, 32), (32, 64), (64, 96), (96, 100)]
+    want_loss = [float(np.mean((pred[a:b] - y[a:b]) ** 2)) for a, b in bounds]
+    want_mae = [float(np.mean(np.abs(pred[a:b] - y[a:b]))) for a, b in bounds]
+    for s, loss, mae in zip(steps[4:], want_loss, want_mae, strict=True):
+        assert s.values["loss"] == pytest.approx(loss, rel=1e-3)
+        assert s.values["mae"] == pytest.approx(mae, rel=1e-3)
+    # running means are what Keras reported: the last one is the epoch mean
+    epoch_end = of(events, EpochEnded)[1]
+    assert steps[-1].running["loss"] == pytest.approx(epoch_end.metrics["loss"])
+    assert epoch_end.metrics["loss"] == pytest.approx(float(np.mean((pred - y) ** 2)), rel=1e-4)
+
+
+def test_two_fits_and_a_custom_train_step_gan_are_segments(write_script):
+    path = write_script(
+        """
+        import numpy as np, keras, tensorflow as tf
+
+        x = np.random.default_rng(1).normal(size=(64, 4)).astype("float32")
+        y = (x.sum(axis=1) > 0).astype("float32")
+        clf = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1, activation="sigmoid")])
+        clf.compile("adam", "binary_crossentropy", metrics=["accuracy", keras.metrics.AUC()])
+        clf.fit(x, y, batch_size=16, epochs=2, verbose=0, validation_split=0.25)
+
+        class GAN(keras.Model):
+            def __init__(self):
+                super().__init__()
+                self.gen = keras.Sequential([keras.Input((2,)), keras.layers.Dense(4)])
+                self.disc = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+                self.d_tracker = keras.metrics.Mean(name="d_loss")
+                self.g_tracker = keras.metrics.Mean(name="g_loss")
+
+            def compile(self, d_opt, g_opt):
+                super().compile()
+                self.d_opt, self.g_opt = d_opt, g_opt
+
+            @property
+            def metrics(self):
+                return [self.d_tracker, self.g_tracker]
+
+            def train_step(self, real):
+                noise = tf.random.normal((tf.shape(real)[0], 2))
+                bce = keras.losses.BinaryCrossentropy(from_logits=True)
+                with tf.GradientTape() as tape:
+                    fake = self.gen(noise)
+                    d_loss = bce(tf.ones_like(real[:, :1]), self.disc(real)) + bce(
+                        tf.zeros_like(real[:, :1]), self.disc(fake))
+                grads = tape.gradient(d_loss, self.disc.trainable_weights)
+                self.d_opt.apply_gradients(zip(grads, self.disc.trainable_weights))
+                with tf.GradientTape() as tape:
+                    g_loss = bce(tf.ones_like(real[:, :1]), self.disc(self.gen(noise)))
+                grads = tape.gradient(g_loss, self.gen.trainable_weights)
+                self.g_opt.apply_gradients(zip(grads, self.gen.trainable_weights))
+                self.d_tracker.update_state(d_loss)
+                self.g_tracker.update_state(g_loss)
+                return {"d_loss": self.d_tracker.result(), "g_loss": self.g_tracker.result()}
+
+        gan = GAN()
+        gan.compile(keras.optimizers.Adam(1e-3), keras.optimizers.Adam(1e-3))
+        gan.fit(tf.data.Dataset.from_tensor_slices(x).batch(16), epochs=1, verbose=0)
+        print("script went on after both fits")
+        """
+    )
+    ended, events = run_script(path)
+    assert ended.status == "finished", console(events)
+    assert ended.fits == 2
+    starts = of(events, FitStarted)
+    assert [f.fit_index for f in starts] == [0, 1]
+    assert starts[0].model.class_name == "Sequential"
+    assert starts[0].model.total_params == 5
+    assert starts[0].steps_per_epoch == 3 and starts[0].epochs == 2
+    assert starts[1].model.class_name == "GAN"
+    assert starts[1].global_step == 6  # the second segment continues the step axis
+    steps = of(events, StepEnded)
+    first = [s for s in steps if s.fit_index == 0]
+    second = [s for s in steps if s.fit_index == 1]
+    assert [s.global_step for s in first] == list(range(1, 7))
+    assert [s.global_step for s in second] == [7, 8, 9, 10]
+    # AUC is stateful: no per-batch value, only the running one
+    assert "auc" in first[0].running and "auc" not in first[0].values
+    assert set(first[0].values) == {"loss", "accuracy"}
+    assert set(second[0].values) == {"d_loss", "g_loss"} and "loss" not in second[0].running
+    val = of(events, EpochEnded)[0].metrics
+    assert {"val_loss", "val_accuracy", "val_auc"} <= set(val)
+    assert [e.stopped for e in of(events, FitEnded)] == [False, False]
+    assert "script went on after both fits" in console(events, "stdout")
+
+
+def test_steps_per_execution_reports_every_n_steps(write_script):
+    path = write_script(
+        """
+        import numpy as np, keras
+        x = np.zeros((90, 2), "float32"); y = np.zeros((90, 1), "float32")
+        m = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        m.compile("sgd", "mse", steps_per_execution=4)
+        m.fit(x, y, batch_size=10, epochs=1, verbose=0)
+        """
+    )
+    ended, events = run_script(path)
+    assert ended.status == "finished", console(events)
+    assert of(events, FitStarted)[0].steps_per_execution == 4
+    steps = of(events, StepEnded)
+    # 9 batches: hooks after 4, 8 and the last 1 (never past the epoch's end)
+    assert [(s.step, s.steps) for s in steps] == [(4, 4), (8, 4), (9, 1)]
+    assert steps[-1].global_step == 9
+
+
+def test_fit_is_restored_after_the_run(write_script):
+    original = keras.Model.fit
+    ended, _ = run_script(write_script("import keras\nprint(keras.Model.fit.__name__)\n"))
+    assert ended.status == "finished"
+    assert keras.Model.fit is original
+    assert not hasattr(keras.Model.fit, "__tfstudio_wrapped__")
+
+
+def test_error_in_tfstudio_callback_is_reported_and_training_goes_on(write_script, monkeypatch):
+    from tfstudio.core.events import MonitorError
+    from tfstudio.engine.callback import StudioCallback
+
+    def broken(self, batch, logs):
+        raise RuntimeError("probe exploded")
+
+    monkeypatch.setattr(StudioCallback, "_step", broken)
+    path = write_script(
+        """
+        import numpy as np, keras
+        m = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        m.compile("sgd", "mse")
+        h = m.fit(np.zeros((40, 2)), np.zeros((40, 1)), batch_size=10, epochs=2, verbose=0)
+        print("epochs trained:", len(h.history["loss"]))
+        """
+    )
+    ended, events = run_script(path)
+    assert ended.status == "finished"
+    errors = of(events, MonitorError)
+    assert len(errors) == 1 and "probe exploded" in errors[0].message  # reported once
+    assert "epochs trained: 2" in console(events, "stdout")
+    assert of(events, EpochEnded)  # the rest of the monitoring still works
+
+
+def test_error_in_user_callback_fails_the_run_with_its_traceback(write_script):
+    path = write_script(
+        """
+        import numpy as np, keras
+
+        class Bad(keras.callbacks.Callback):
+            def on_train_batch_end(self, batch, logs=None):
+                raise ValueError("user callback is broken")
+
+        m = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        m.compile("sgd", "mse")
+        m.fit(np.zeros((20, 2)), np.zeros((20, 1)), epochs=1, verbose=0, callbacks=[Bad()])
+        """
+    )
+    ended, events = run_script(path)
+    assert ended.status == "failed" and ended.exit_code == 1
+    assert ended.error.type_name == "ValueError"
+    assert ended.error.lineno == 6  # the raise in the user's callback
+    assert "user callback is broken" in console(events, "stderr")
+    assert isinstance(events[-1], RunEnded)
+
+
+def test_tf_print_and_cpp_output_reach_the_console(write_script):
+    path = write_script(
+        """
+        import os, tensorflow as tf
+        print("from python")
+        tf.print("from tf.print")
+        os.write(1, b"raw fd one\\n")
+        os.write(2, b"raw fd two\\n")
+        """
+    )
+    ended, events = run_script(path)
+    assert ended.status == "finished"
+    assert "from python" in console(events, "stdout")
+    assert "from tf.print" in console(events, "stderr")
+    assert "raw fd one" in console(events, "stdout")
+    assert "raw fd two" in console(events, "stderr")
