@@ -1,0 +1,145 @@
+"""Per-step cost of tfstudio's monitoring: steps/s of a small MLP `fit`, bare vs monitored.
+
+Both run in this one process, interleaved in short adjacent pairs (bare then
+monitored, monitored then bare, ...) on the same model, data and thread, and R is
+the median of the pairs' ratios: on a shared 2-core VM the speed of TF's thread
+pools jumps between regimes for seconds at a time, and short adjacent pairs
+mostly see the same regime. The
+monitored fit goes through the real interceptor and StudioCallback, with a
+consumer thread draining the channel at 60 Hz as the window's bridge does.
+
+    python bench/overhead.py [--rounds 40] [--steps 400]
+
+Ends with one line: ``overhead: monitored/bare = R`` (R: median ratio of steps/s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import threading
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=40, help="pairs of fits to compare")
+    parser.add_argument("--steps", type=int, default=400, help="training steps per fit")
+    parser.add_argument("--batch", type=int, default=64)
+    args = parser.parse_args()
+
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from tfstudio.core.channel import Channel
+    from tfstudio.engine.instrument import FitInterceptor
+    from tfstudio.engine.monitor import RunMonitor
+
+    rng = np.random.default_rng(0)
+    n = args.batch * 100
+    x = rng.normal(size=(n, 32)).astype("float32")
+    y = rng.integers(0, 10, size=n).astype("int32")
+    data = tf.data.Dataset.from_tensor_slices((x, y)).batch(args.batch).repeat().prefetch(4)
+    model = keras.Sequential(
+        [
+            keras.Input((32,)),
+            keras.layers.Dense(128, activation="relu"),
+            keras.layers.Dense(128, activation="relu"),
+            keras.layers.Dense(10),
+        ]
+    )
+    model.compile(
+        "adam",
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+    )
+    epochs = 2
+    steps_per_epoch = args.steps // epochs
+
+    def fit_rate() -> float:
+        start = time.perf_counter()
+        model.fit(data, epochs=epochs, steps_per_epoch=steps_per_epoch, verbose=0)
+        return epochs * steps_per_epoch / (time.perf_counter() - start)
+
+    def monitored_rate() -> float:
+        channel = Channel()
+        done = threading.Event()
+        drained = [0]
+
+        def consume() -> None:  # what the UI bridge does: drain at frame rate
+            while not done.is_set():
+                drained[0] += len(channel.drain())
+                time.sleep(1 / 60)
+            drained[0] += len(channel.drain())
+
+        consumer = threading.Thread(target=consume, daemon=True)
+        consumer.start()
+        with FitInterceptor(RunMonitor(channel)):
+            rate = fit_rate()
+        done.set()
+        consumer.join()
+        assert drained[0] >= epochs * steps_per_epoch, "monitoring did not report every step"
+        return rate
+
+    fit_rate()  # warm-up: tracing, allocator
+    monitored_rate()
+    bare: list[float] = []
+    monitored: list[float] = []
+    ratios: list[float] = []
+    for r in range(args.rounds):
+        if r % 2 == 0:
+            b = fit_rate()
+            m = monitored_rate()
+        else:
+            m = monitored_rate()
+            b = fit_rate()
+        bare.append(b)
+        monitored.append(m)
+        ratios.append(m / b)
+        print(f"round {r + 1:2d}: bare {b:7.1f} steps/s  monitored {m:7.1f} steps/s", end="")
+        print(f"  ratio {m / b:.4f}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus; "
+        f"TF {tf.__version__}, Keras {keras.__version__}; "
+        f"MLP 32-128-128-10, batch {args.batch}, {epochs * steps_per_epoch} steps per fit"
+    )
+    # The hook's own time per step, measured apart (timing it adds a little cost).
+    from tfstudio.engine.callback import StudioCallback
+
+    hook = StudioCallback.on_train_batch_end
+    spent = [0.0, 0]
+
+    def timed_hook(self, batch, logs=None):  # noqa: ANN001, ANN202
+        t = time.perf_counter()
+        hook(self, batch, logs)
+        spent[0] += time.perf_counter() - t
+        spent[1] += 1
+
+    StudioCallback.on_train_batch_end = timed_hook
+    try:
+        for _ in range(3):
+            monitored_rate()
+    finally:
+        StudioCallback.on_train_batch_end = hook
+    per_step_us = spent[0] / spent[1] * 1e6
+    bare_step_us = 1e6 / statistics.median(bare)
+    print(
+        f"StudioCallback.on_train_batch_end: {per_step_us:.1f} us per step = "
+        f"{100 * per_step_us / bare_step_us:.2f}% of a bare step ({bare_step_us:.0f} us)"
+    )
+    q = statistics.quantiles(ratios, n=4)
+    print(
+        f"median: bare {statistics.median(bare):.1f} steps/s, "
+        f"monitored {statistics.median(monitored):.1f} steps/s; "
+        f"ratio quartiles {q[0]:.4f} / {q[1]:.4f} / {q[2]:.4f} over {len(ratios)} pairs"
+    )
+    print(f"overhead: monitored/bare = {statistics.median(ratios):.4f}")
+
+
+if __name__ == "__main__":
+    main()
