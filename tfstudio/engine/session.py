@@ -167,7 +167,12 @@ class TrainingSession:
         self, status: str, code: int, *, error: ScriptError | None = None, message: str = ""
     ) -> RunEnded:
         mon = self.monitor
-        summary = f"Run {status}" + (f": {message}" if message else "") + f" (exit code {code})."
+        fits = f"{mon.fits} fit{'s' if mon.fits != 1 else ''}"
+        summary = (
+            f"Run {status} after {fits}, {mon.global_step} steps in {mon.now():.1f} s"
+            + (f": {message}" if message else "")
+            + f" (exit code {code})."
+        )
         mon.note(summary)
         return RunEnded(status, code, mon.fits, mon.global_step, mon.now(), error, message)
 

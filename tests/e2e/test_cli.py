@@ -1,0 +1,43 @@
+"""The command line: entry points, --version without TensorFlow, --help."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tfstudio import __version__
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT
+    )
+
+
+def test_version_answers_without_importing_tensorflow_or_qt():
+    result = run("-X", "importtime", "-m", "tfstudio", "--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"tfstudio {__version__}"
+    imported = result.stderr
+    assert "tensorflow" not in imported and "PySide6" not in imported
+
+
+def test_main_py_and_module_share_the_cli():
+    for entry in (["main.py"], ["-m", "tfstudio"]):
+        result = run(*entry, "--help")
+        assert result.returncode == 0
+        assert "--quit-when-done" in result.stdout and "--screenshot" in result.stdout
+    result = run("-m", "tfstudio", "run", "--help")
+    assert result.returncode == 0 and "script" in result.stdout
+
+
+def test_console_script_is_installed():
+    import shutil
+
+    exe = shutil.which("tfstudio")
+    assert exe is not None, "the tfstudio console script is not on PATH (pip install -e .)"
+    result = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == f"tfstudio {__version__}"

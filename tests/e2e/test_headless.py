@@ -1,0 +1,60 @@
+"""`tfstudio run SCRIPT`: the engine in a terminal, each bundled example included."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tfstudio.core.resources import examples
+from tfstudio.headless import run_headless
+
+pytestmark = pytest.mark.tf
+
+QUICK_ARGS = {
+    "linear_regression.py": ["--epochs", "2"],
+    "mlp_classifier.py": ["--epochs", "1", "--samples", "1200"],
+    "cnn_shapes.py": ["--epochs", "1", "--samples", "256"],
+}
+
+
+def test_every_bundled_example_is_covered():
+    assert sorted(p.name for p in examples()) == sorted(QUICK_ARGS)
+
+
+@pytest.mark.parametrize("name", sorted(QUICK_ARGS))
+def test_example_runs_headless_with_per_step_points(name, capfd):
+    script = next(p for p in examples() if p.name == name)
+    code = run_headless(str(script), QUICK_ARGS[name])
+    out, err = capfd.readouterr()
+    assert code == 0, out + err
+    assert "tfstudio: fit 1:" in err
+    steps = int(re.search(r"Run finished after 1 fit, (\d+) steps", err).group(1))
+    assert steps > 0
+    assert "tfstudio: epoch 1:" in err and "loss" in err  # per-epoch lines off a terminal
+
+
+def test_headless_failure_returns_nonzero_with_the_traceback(write_script, capfd):
+    path = write_script("x = 1\nraise RuntimeError('broken data pipeline')\n")
+    code = run_headless(str(path))
+    _, err = capfd.readouterr()
+    assert code == 1
+    assert "RuntimeError: broken data pipeline" in err
+    assert f'File "{path}", line 2' in err
+
+
+def test_headless_passes_the_scripts_exit_status(write_script, capfd):
+    path = write_script("import sys\nprint('partial')\nsys.exit(4)\n")
+    assert run_headless(str(path)) == 4
+    out, _ = capfd.readouterr()
+    assert "partial" in out
+
+
+def test_headless_keeps_the_callers_working_directory(write_script, capfd, tmp_path, monkeypatch):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    path = write_script("import os\nprint('cwd=' + os.getcwd())\n")
+    assert run_headless(str(path)) == 0
+    out, _ = capfd.readouterr()
+    assert f"cwd={elsewhere}" in out
