@@ -121,21 +121,25 @@ def _run(script: str, args: Sequence[str], out: TextIO, err: TextIO) -> int:
     session = TrainingSession(script, args, channel, cwd=None, stdin_eof=False)
     tracker = ProgressTracker()
     line = ProgressLine(err, interactive=err.isatty())
-    interrupts = 0
+    interrupts = [0]
 
     def on_sigint(signum: int, frame: FrameType | None) -> None:
-        nonlocal interrupts
-        interrupts += 1
-        if interrupts > 1:
+        # Only count here: the loop below acts on it (writing from a signal handler
+        # could re-enter a stream the loop is writing to).
+        interrupts[0] += 1
+        if interrupts[0] > 1:
             raise KeyboardInterrupt
-        line.print("tfstudio: stopping at the next batch boundary (Ctrl-C again to abort)")
-        session.stop()
 
     previous = signal.signal(signal.SIGINT, on_sigint)
     session.start()
     ended: RunEnded | None = None
+    asked_to_stop = False
     try:
         while ended is None:
+            if interrupts[0] and not asked_to_stop:
+                asked_to_stop = True
+                line.print("tfstudio: stopping at the next batch boundary (Ctrl-C again to abort)")
+                session.stop()
             events = channel.drain()
             if not events:
                 time.sleep(0.02)

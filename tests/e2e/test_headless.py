@@ -58,3 +58,39 @@ def test_headless_keeps_the_callers_working_directory(write_script, capfd, tmp_p
     assert run_headless(str(path)) == 0
     out, _ = capfd.readouterr()
     assert f"cwd={elsewhere}" in out
+
+
+def test_ctrl_c_stops_a_headless_run_at_a_batch_boundary(write_script):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    path = write_script(
+        """
+        import numpy as np, keras
+        m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+        m.compile("sgd", "mse")
+        m.fit(np.zeros((6400, 4)), np.zeros((6400, 1)), batch_size=8, epochs=100, verbose=0)
+        print("after fit")
+        """
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tfstudio", "run", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        seen = ""
+        while "fit 1:" not in seen and time.monotonic() < deadline:
+            seen += proc.stderr.readline()
+        assert "fit 1:" in seen, seen
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "Run stopped" in err and "after fit" not in out

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tfstudio.core.channel import Channel
+from tfstudio.core.commands import Stop
 from tfstudio.core.events import ConsoleOutput, EngineStatus, RunEnded, RunStarted, ScriptError
 from tfstudio.core.scripts import ScriptPathError, check_script
 from tfstudio.engine.capture import OutputCapture
@@ -86,6 +87,7 @@ class TrainingSession:
     def stop(self) -> None:
         """Stop at the next batch boundary; between fits, interrupt the script at once."""
         self.monitor.request_stop()
+        self.channel.send(Stop())  # the callback acts on it at the next batch end
         with self._lock:
             if self._script_running and not self.monitor.in_fit and self._thread is not None:
                 _raise_in_thread(self._thread, RunStopped)
