@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from tfstudio.core.channel import Channel
 from tfstudio.core.resources import default_example
@@ -28,6 +30,7 @@ def run_app(
     from tfstudio.engine.session import EngineLauncher
     from tfstudio.ui.main_window import MainWindow
 
+    _route_qt_messages_to_terminal()
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("tfstudio")
     app.setOrganizationName("tfstudio")
@@ -62,3 +65,26 @@ def run_app(
     app.aboutToQuit.connect(shut_down)
     code = app.exec()
     return outcome["code"] if quit_when_done else code
+
+
+def _route_qt_messages_to_terminal() -> None:
+    """Send Qt's own warnings to the real terminal, not into a run's captured output.
+
+    While a run lasts its fds 1 and 2 are captured for the console; Qt's
+    messages are about the app, not the user's script.
+    """
+    from PySide6.QtCore import qInstallMessageHandler
+
+    try:
+        terminal = os.fdopen(os.dup(2), "w", encoding="utf-8", errors="replace")
+    except OSError:
+        return
+
+    def handler(mode: Any, context: Any, message: str) -> None:
+        try:
+            terminal.write(f"qt: {message}\n")
+            terminal.flush()
+        except (OSError, ValueError):
+            pass
+
+    qInstallMessageHandler(handler)
