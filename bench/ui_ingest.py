@@ -1,0 +1,313 @@
+"""UI ingest benchmark: how the real MainWindow keeps up with a fast synthetic run.
+
+Drives ``MainWindow`` offscreen (no TensorFlow) with a producer thread that puts
+``StepEnded`` events on the channel at a paced rate (1k, 10k, 100k steps/s), an
+``EpochEnded`` every 1,000 steps, and reports per rate: the bridge's frame time
+(drain + process + setData; median and p99), the frame rate reached, events
+produced vs consumed (dropped must be 0) and the largest backlog. Then it pushes
+1M steps as fast as the UI takes them and reports the process RSS and the bytes
+held by the decimated Series stores.
+
+    QT_QPA_PLATFORM=offscreen python bench/ui_ingest.py [--seconds 4]
+
+The last line is the summary: ``ui: median frame ms = X, p99 = Y, dropped = D at
+10000 steps/s``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import psutil  # noqa: E402
+from PySide6.QtCore import QSettings  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+
+from tfstudio.core.channel import Channel  # noqa: E402
+from tfstudio.core.events import (  # noqa: E402
+    EpochEnded,
+    FitEnded,
+    FitStarted,
+    ModelSummary,
+    RunEnded,
+    RunStarted,
+    StepEnded,
+)
+from tfstudio.ui.main_window import MainWindow  # noqa: E402
+
+STEPS_PER_EPOCH = 1000
+MODEL = ModelSummary("bench_mlp", "Sequential", (), 10_000, 10_000)
+
+
+class IdleLauncher:
+    """A launcher that starts nothing: the benchmark feeds the channel itself."""
+
+    def __init__(self) -> None:
+        self.running = False
+
+    def start(self, script, args=()):
+        self.running = True
+
+    def stop(self):
+        self.running = False
+
+    def is_running(self):
+        return self.running
+
+
+def iter_events(start_step, total, shared_dicts=False):
+    """``total`` steps of realistic events (+ an EpochEnded every 1,000 steps).
+
+    The paced phases build them before they start (``list(iter_events(...))``), so the
+    Python cost of creating events (the engine's business) stays out of the UI's
+    numbers; the producer thread then only paces ``Channel.emit`` calls. There,
+    ``shared_dicts`` reuses one epoch's worth of value dicts, so 400k pre-built events
+    do not leave the allocator hundreds of MB larger before the memory phase.
+    """
+    rng = random.Random(start_step)
+    loss_sum = acc_sum = 0.0
+    ring = {}
+    for g in range(start_step + 1, start_step + total + 1):
+        reuse = shared_dicts and start_step % STEPS_PER_EPOCH == 0
+        if reuse and g - start_step > STEPS_PER_EPOCH:
+            event = ring[(g - start_step - 1) % STEPS_PER_EPOCH]
+            in_epoch = (g - 1) % STEPS_PER_EPOCH + 1
+            epoch = (g - 1) // STEPS_PER_EPOCH
+            yield StepEnded(0, g, epoch, in_epoch, 1, event.values, event.running, g * 1e-4)
+            if in_epoch == STEPS_PER_EPOCH:
+                yield EpochEnded(0, epoch, g, ring["epoch"].metrics, g * 1e-4)
+            continue
+        in_epoch = (g - 1) % STEPS_PER_EPOCH + 1
+        epoch = (g - 1) // STEPS_PER_EPOCH
+        if in_epoch == 1:
+            loss_sum = acc_sum = 0.0
+        loss = 1.0 / (1.0 + g * 1e-4) + rng.random() * 0.1
+        acc = 1.0 - loss / 2
+        loss_sum += loss
+        acc_sum += acc
+        values = {"loss": loss, "accuracy": acc}
+        running = {"loss": loss_sum / in_epoch, "accuracy": acc_sum / in_epoch}
+        event = StepEnded(0, g, epoch, in_epoch, 1, values, running, g * 1e-4)
+        ring[(g - start_step - 1) % STEPS_PER_EPOCH] = event
+        yield event
+        if in_epoch == STEPS_PER_EPOCH:
+            metrics = {
+                "loss": loss_sum / in_epoch,
+                "accuracy": acc_sum / in_epoch,
+                "val_loss": loss_sum / in_epoch * 1.05,
+                "val_accuracy": acc_sum / in_epoch * 0.98,
+            }
+            ring["epoch"] = EpochEnded(0, epoch, g, metrics, g * 1e-4)
+            yield ring["epoch"]
+
+
+class Producer(threading.Thread):
+    """Emits ``events`` on the channel at ``rate`` steps/s (EpochEnded ride along).
+
+    ``rate=None`` means as fast as possible, but never more than ``max_backlog`` events
+    ahead of the UI (so the memory measured is the UI's, not the queue's).
+    """
+
+    def __init__(self, channel, events, rate, max_backlog=50_000):
+        super().__init__(daemon=True)
+        self.channel = channel
+        self.events = events
+        self.rate = rate
+        self.max_backlog = max_backlog
+        self.produced = 0
+        self.steps = 0
+        self.elapsed = 0.0
+
+    def run(self):
+        emit = self.channel.emit
+        it = iter(self.events)
+        t0 = time.perf_counter()
+        exhausted = False
+        while not exhausted:
+            if self.rate is None:
+                if self.channel.pending() > self.max_backlog:
+                    time.sleep(0.001)
+                    continue
+                due = self.steps + 5000
+            else:
+                due = int((time.perf_counter() - t0) * self.rate)
+            while self.steps < due:
+                event = next(it, None)
+                if event is None:
+                    exhausted = True
+                    break
+                emit(event)
+                self.produced += 1
+                if type(event) is StepEnded:
+                    self.steps += 1
+            if self.rate is not None:
+                time.sleep(0.001)  # paced: a training loop spends its time outside Python
+        self.elapsed = time.perf_counter() - t0
+
+
+def pump_until(app, done, timeout):
+    """Run the Qt event loop until ``done()`` or ``timeout`` seconds."""
+    end = time.perf_counter() + timeout
+    while not done() and time.perf_counter() < end:
+        app.processEvents()
+        time.sleep(0.0005)
+
+
+def percentile(values, q):
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    i = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[i]
+
+
+def run_rate(app, window, channel, rate, seconds, start_step):
+    """One paced phase; returns a result dict."""
+    bridge = window.bridge
+    pump_until(app, lambda: channel.pending() == 0, 5)
+    bridge.reset_stats()
+    backlog = []
+    bridge.frame_done.connect(lambda _n: backlog.append(channel.pending()))
+    events = list(iter_events(start_step, int(rate * seconds), shared_dicts=True))
+    end_step = start_step + int(rate * seconds)
+    producer = Producer(channel, events, rate)
+    t0 = time.perf_counter()
+    producer.start()
+    ticks_before = bridge.frames
+    pump_until(app, lambda: not producer.is_alive(), seconds * 5 + 10)
+    producer.join()
+    wall = time.perf_counter() - t0
+    left_before_final_drain = channel.pending()
+    frame_times = [t * 1000 for t in bridge.frame_times]
+    frames = bridge.frames - ticks_before
+    bridge.tick()  # final drain
+    bridge.frame_done.disconnect()
+    consumed = bridge.events_consumed
+    return {
+        "rate": rate,
+        "achieved": producer.steps / producer.elapsed if producer.elapsed else 0.0,
+        "produced": producer.produced,
+        "consumed": consumed,
+        "dropped": producer.produced - consumed,
+        "median": statistics.median(frame_times) if frame_times else float("nan"),
+        "p99": percentile(frame_times, 99),
+        "max": max(frame_times) if frame_times else float("nan"),
+        "fps": frames / wall if wall else 0.0,
+        "backlog_max": max(backlog) if backlog else 0,
+        "left": left_before_final_drain,
+        "end_step": end_step,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=4.0, help="seconds per rate")
+    parser.add_argument("--total", type=int, default=1_000_000, help="steps of the memory phase")
+    parser.add_argument("--rates", default="1000,10000,100000")
+    opts = parser.parse_args()
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    settings_dir = tempfile.mkdtemp(prefix="tfstudio-bench-")
+    settings = QSettings(os.path.join(settings_dir, "s.ini"), QSettings.Format.IniFormat)
+    channel = Channel()
+    window = MainWindow(channel, IdleLauncher(), settings)
+    window.resize(1200, 800)
+    window.show()
+    proc = psutil.Process()
+    app.processEvents()
+    rss_start = proc.memory_info().rss
+
+    channel.emit(RunStarted("/bench/train.py", ("train.py",), "/bench", time.time()))
+    channel.emit(FitStarted(0, MODEL, 10**6, 0, STEPS_PER_EPOCH, 1, 0, 0.0))
+    window.bridge.tick()
+
+    print(f"bridge: {1000 / window.bridge.interval_ms():.0f} Hz timer; window 1200x800 offscreen")
+    header = (
+        f"{'steps/s':>8} {'achieved':>9} {'produced':>9} {'consumed':>9} {'dropped':>7} "
+        f"{'median ms':>9} {'p99 ms':>7} {'max ms':>7} {'frames/s':>8} {'backlog max':>11}"
+    )
+    print(header)
+    results = {}
+    step = 0
+    for rate in (int(r) for r in opts.rates.split(",")):
+        r = run_rate(app, window, channel, rate, opts.seconds, step)
+        step = r["end_step"]
+        results[rate] = r
+        print(
+            f"{rate:>8} {r['achieved']:>9.0f} {r['produced']:>9} {r['consumed']:>9} "
+            f"{r['dropped']:>7} {r['median']:>9.2f} {r['p99']:>7.2f} {r['max']:>7.2f} "
+            f"{r['fps']:>8.1f} {r['backlog_max']:>11}"
+        )
+
+    # Memory: 1M more steps as fast as the UI takes them.
+    bytes0 = window.metrics.series_nbytes()
+    bridge = window.bridge
+    bridge.reset_stats()
+    end_step = step + opts.total
+    gc.collect()
+    rss0 = proc.memory_info().rss
+    producer = Producer(channel, iter_events(step, opts.total), None, max_backlog=10_000)
+    t0 = time.perf_counter()
+    producer.start()
+    samples = []  # (steps consumed, RSS) every 250k steps: flat if memory is bounded
+
+    def sample(_n):
+        if bridge.steps_consumed >= (len(samples) + 1) * opts.total // 4:
+            samples.append((bridge.steps_consumed, proc.memory_info().rss))
+
+    bridge.frame_done.connect(sample)
+    pump_until(app, lambda: not producer.is_alive(), 600)
+    producer.join()
+    bridge.tick()
+    bridge.frame_done.disconnect(sample)
+    wall = time.perf_counter() - t0
+    gc.collect()
+    rss1 = proc.memory_info().rss
+    bytes1 = window.metrics.series_nbytes()
+    drawn = sum(
+        len(c.x) for p in window.metrics.plots.values() for c in p.curves() if c.series is not None
+    )
+    mem_ft = [t * 1000 for t in bridge.frame_times]
+    print(
+        f"memory phase: {producer.produced:,} events in {wall:.1f} s "
+        f"({producer.produced / wall:,.0f}/s), consumed {bridge.events_consumed:,}, "
+        f"dropped {producer.produced - bridge.events_consumed}; "
+        f"frame median {statistics.median(mem_ft):.2f} ms, p99 {percentile(mem_ft, 99):.2f} ms"
+    )
+    print(
+        f"RSS {rss_start / 2**20:.0f} MiB with the window shown; "
+        f"{rss0 / 2**20:.0f} MiB -> {rss1 / 2**20:.0f} MiB "
+        f"(+{(rss1 - rss0) / 2**20:.1f} MiB) after {end_step:,} steps in total; "
+        f"Series stores {bytes0 / 2**10:.0f} KiB -> {bytes1 / 2**10:.0f} KiB "
+        f"(fixed capacity); points handed to setData per frame: {drawn:,}"
+    )
+    print(
+        "RSS during the memory phase: "
+        + ", ".join(f"{n / 1e6:.2f}M steps {r / 2**20:.0f} MiB" for n, r in samples)
+    )
+    channel.emit(FitEnded(0, end_step, False, 0.0))
+    channel.emit(RunEnded("finished", 0, 1, end_step, 0.0))
+    bridge.tick()
+    window.close()
+
+    r = results.get(10000)
+    if r is None:
+        return 0
+    print(
+        f"ui: median frame ms = {r['median']:.2f}, p99 = {r['p99']:.2f}, "
+        f"dropped = {r['dropped']} at 10000 steps/s"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,111 @@
+"""Bridge: drains the channel at frame rate, in order, coalescing steps, dropping nothing."""
+
+from __future__ import annotations
+
+from tfstudio.core.channel import Channel
+from tfstudio.core.events import (
+    ConsoleOutput,
+    EngineStatus,
+    EpochEnded,
+    RunEnded,
+    RunStarted,
+    StepEnded,
+)
+from tfstudio.ui.bridge import Bridge
+
+
+class SpyPanel:
+    def __init__(self, log):
+        self.log = log
+
+    def ingest_steps(self, steps):
+        self.log.append(("steps", [s.global_step for s in steps]))
+
+    def ingest_event(self, event):
+        self.log.append(("event", type(event).__name__))
+
+    def refresh(self):
+        self.log.append(("refresh",))
+
+
+def step(g):
+    return StepEnded(0, g, 0, g, 1, {"loss": 1.0}, {"loss": 1.0}, g * 0.1)
+
+
+def test_steps_are_coalesced_in_order_and_each_panel_refreshes_once(qtbot):
+    channel = Channel()
+    bridge = Bridge(channel)
+    log = []
+    bridge.add_panel(SpyPanel(log))
+    for g in (1, 2, 3):
+        channel.emit(step(g))
+    channel.emit(ConsoleOutput("stdout", "x"))
+    for g in (4, 5):
+        channel.emit(step(g))
+    channel.emit(EpochEnded(0, 0, 5, {"loss": 1.0}, 0.5))
+
+    assert bridge.tick() == 7
+    assert log == [
+        ("steps", [1, 2, 3]),
+        ("event", "ConsoleOutput"),
+        ("steps", [4, 5]),
+        ("event", "EpochEnded"),
+        ("refresh",),
+    ]
+    assert bridge.events_consumed == 7 and bridge.steps_consumed == 5
+    assert len(bridge.frame_times) == 1 and bridge.frame_times[0] > 0
+
+
+def test_many_steps_are_never_dropped(qtbot):
+    channel = Channel()
+    bridge = Bridge(channel)
+    seen = []
+
+    class Counter(SpyPanel):
+        def ingest_steps(self, steps):
+            seen.extend(s.global_step for s in steps)
+
+    bridge.add_panel(Counter([]))
+    for g in range(1, 50_001):
+        channel.emit(step(g))
+    bridge.tick()
+    assert seen == list(range(1, 50_001))
+    assert channel.pending() == 0
+
+
+def test_run_ended_is_signalled_after_the_panels_redrew(qtbot):
+    channel = Channel()
+    bridge = Bridge(channel)
+    log = []
+    bridge.add_panel(SpyPanel(log))
+    bridge.run_ended.connect(lambda e: log.append(("run_ended", e.status)))
+    channel.emit(step(1))
+    channel.emit(RunEnded("finished", 0, 1, 1, 1.0))
+    bridge.tick()
+    assert log.index(("refresh",)) < log.index(("run_ended", "finished"))
+
+
+def test_signals_for_run_and_engine_events(qtbot):
+    channel = Channel()
+    bridge = Bridge(channel)
+    got = []
+    bridge.run_started.connect(lambda e: got.append("started"))
+    bridge.engine_status.connect(lambda e: got.append(e.state))
+    channel.emit(EngineStatus("loading"))
+    channel.emit(RunStarted("/x/t.py", ("t.py",), "/x", 0.0))
+    channel.emit(EngineStatus("ready"))
+    bridge.tick()
+    assert got == ["loading", "started", "ready"]
+
+
+def test_timer_drains_the_channel_by_itself(qtbot):
+    channel = Channel()
+    bridge = Bridge(channel, fps=60)
+    assert 15 <= bridge.interval_ms() <= 17
+    bridge.start()
+    try:
+        channel.emit(step(1))
+        qtbot.waitUntil(lambda: bridge.events_consumed == 1, timeout=2000)
+    finally:
+        bridge.stop()
+    assert not bridge.is_active()

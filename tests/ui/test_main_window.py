@@ -1,0 +1,219 @@
+"""Main window: open / run / stop, recent scripts, drag and drop, run_finished."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
+
+from tfstudio.ui.main_window import MAX_RECENT, MainWindow
+
+
+def test_title_and_default_size(window, script):
+    assert window.windowTitle() == "tfstudio"
+    assert window.width() >= 1000 and window.height() >= 700
+    assert window.open_script(str(script))
+    assert window.script_path == str(script.resolve())
+    assert window.windowTitle().startswith("train.py")
+
+
+def test_open_missing_file_says_why_and_starts_nothing(window, launcher, tmp_path):
+    missing = tmp_path / "nope.py"
+    assert window.open_script(str(missing)) is False
+    assert window.script_path is None
+    assert launcher.calls == []
+    assert f"No such file: {missing}" in window.console.text()
+    assert "No such file" in window.statusBar().currentMessage()
+    assert not window.run_action.isEnabled()
+
+
+def test_open_non_python_file_is_refused(window, launcher, tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hi")
+    assert window.open_script(str(notes)) is False
+    assert "expected a .py file" in window.console.text()
+    assert launcher.calls == []
+
+
+def test_open_binary_py_is_refused(window, launcher, tmp_path):
+    blob = tmp_path / "blob.py"
+    blob.write_bytes(b"\x00\x01\x02binary")
+    assert window.open_script(str(blob)) is False
+    assert "binary data" in window.console.text()
+    assert window.script_path is None and launcher.calls == []
+
+
+def test_open_folder_is_refused(window, tmp_path):
+    assert window.open_script(str(tmp_path)) is False
+    assert "is a folder" in window.console.text()
+
+
+def test_run_and_stop_enabling(window, launcher, run, script):
+    assert not window.run_action.isEnabled() and not window.stop_action.isEnabled()
+    window.open_script(str(script))
+    assert window.run_action.isEnabled() and not window.stop_action.isEnabled()
+
+    assert window.run_script(["--epochs", "2"]) is True
+    assert launcher.calls == [("start", str(script.resolve()), ("--epochs", "2"))]
+    assert not window.run_action.isEnabled() and window.stop_action.isEnabled()
+    assert not window.open_action.isEnabled()
+
+    assert window.run_script() is False  # refuses while running
+    assert len([c for c in launcher.calls if c[0] == "start"]) == 1
+
+    window.stop_action.trigger()
+    assert launcher.calls[-1] == ("stop",)
+    assert window.status.state_text() == "stopping…"
+    assert not window.stop_action.isEnabled()
+
+    run.frame()  # the RunStarted the launcher queued
+    run.ended("stopped", 0).frame()
+    assert window.run_action.isEnabled() and not window.stop_action.isEnabled()
+    assert window.open_action.isEnabled()
+
+
+def test_run_without_script_is_refused(window, launcher):
+    assert window.run_script() is False
+    assert launcher.calls == []
+    assert "No script is open" in window.console.text()
+
+
+def test_run_refused_by_launcher_is_reported(window, launcher, script):
+    window.open_script(str(script))
+    launcher.refuse = RuntimeError("engine busy")
+    assert window.run_script() is False
+    assert "engine busy" in window.console.text()
+    assert window.run_action.isEnabled()
+
+
+def test_run_script_fails_cleanly_if_script_was_deleted(window, launcher, script):
+    window.open_script(str(script))
+    script.unlink()
+    assert window.run_script() is False
+    assert launcher.calls == []
+    assert "No such file" in window.console.text()
+
+
+def test_stop_run_calls_launcher(window, launcher, script):
+    window.open_script(str(script))
+    window.run_script()
+    window.stop_run()
+    assert ("stop",) in launcher.calls
+
+
+def test_run_finished_signal_after_final_state_is_drawn(window, run, qtbot):
+    seen = {}
+
+    def on_finished(status, code):
+        seen["args"] = (status, code)
+        seen["state"] = window.status.state_text()
+        seen["points"] = window.metrics.plots["loss"].steps["loss"].series.count
+
+    window.run_finished.connect(on_finished)
+    run.started().fit().steps(25)
+    with qtbot.waitSignal(window.run_finished, timeout=2000) as blocker:
+        run.ended("failed", 3, message="boom").frame()
+    assert blocker.args == ["failed", 3]
+    assert seen == {"args": ("failed", 3), "state": "failed — boom", "points": 25}
+
+
+def test_run_finished_emitted_by_the_timer(window, run, qtbot):
+    with qtbot.waitSignal(window.run_finished, timeout=3000) as blocker:
+        run.started().ended("finished", 0, fits=0)  # no manual frame: the QTimer drains
+    assert blocker.args == ["finished", 0]
+
+
+def drop(window, *paths):
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
+    enter = QDragEnterEvent(
+        QPoint(50, 50),
+        Qt.DropAction.CopyAction,
+        mime,
+        Qt.MouseButton.LeftButton,
+        Qt.KeyboardModifier.NoModifier,
+    )
+    window.dragEnterEvent(enter)
+    event = QDropEvent(
+        QPointF(50, 50),
+        Qt.DropAction.CopyAction,
+        mime,
+        Qt.MouseButton.LeftButton,
+        Qt.KeyboardModifier.NoModifier,
+    )
+    window.dropEvent(event)
+    return enter.isAccepted()
+
+
+def test_dropping_a_py_file_opens_it(window, script):
+    assert window.acceptDrops()
+    assert drop(window, script)
+    assert window.script_path == str(script.resolve())
+
+
+def test_dropping_a_txt_file_is_rejected_with_a_message(window, tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("x")
+    drop(window, notes)
+    assert window.script_path is None
+    assert "not a Python script" in window.console.text()
+    assert "not a Python script" in window.statusBar().currentMessage()
+
+
+def test_dropping_two_files_asks_for_one(window, script, tmp_path):
+    other = tmp_path / "other.py"
+    other.write_text("")
+    drop(window, script, other)
+    assert window.script_path is None
+    assert "one Python script" in window.console.text()
+
+
+def recent_labels(window):
+    window.recent_menu.aboutToShow.emit()
+    return [a.data() for a in window.recent_menu.actions() if a.data()]
+
+
+def test_recent_menu_newest_first_pruned_and_capped(
+    window, tmp_path, settings, channel, launcher, qtbot
+):
+    paths = []
+    for i in range(MAX_RECENT + 2):
+        p = tmp_path / f"s{i}.py"
+        p.write_text("")
+        paths.append(p)
+        assert window.open_script(str(p))
+    labels = recent_labels(window)
+    assert len(labels) == MAX_RECENT
+    assert labels[0] == str(paths[-1].resolve())
+    assert str(paths[0].resolve()) not in labels
+
+    paths[-2].unlink()  # missing files are pruned
+    labels = recent_labels(window)
+    assert str(paths[-2].resolve()) not in labels and len(labels) == MAX_RECENT - 1
+
+    window.open_script(str(paths[-5]))  # re-opening moves it to the top, no duplicate
+    labels = recent_labels(window)
+    assert labels[0] == str(paths[-5].resolve()) and labels.count(labels[0]) == 1
+
+    # persisted: a new window on the same settings sees the same list
+    other = MainWindow(channel, launcher, settings)
+    qtbot.addWidget(other)
+    assert recent_labels(other) == labels
+    other.bridge.stop()
+
+
+def test_recent_entry_opens_the_script(window, script, tmp_path):
+    other = tmp_path / "second.py"
+    other.write_text("")
+    window.open_script(str(script))
+    window.open_script(str(other))
+    window.recent_menu.aboutToShow.emit()
+    action = next(a for a in window.recent_menu.actions() if a.data() == str(script.resolve()))
+    action.trigger()
+    assert window.script_path == str(script.resolve())
+
+
+def test_close_stops_a_running_run(window, launcher, script):
+    window.open_script(str(script))
+    window.run_script()
+    window.close()
+    assert ("stop",) in launcher.calls

@@ -1,0 +1,67 @@
+"""Status bar: state, epoch, step, rate, ETA, loss, progress."""
+
+from __future__ import annotations
+
+
+def test_progress_texts_during_a_fit(window, run):
+    run.started().fit(epochs=5, steps_per_epoch=100)
+    run.steps(100, epoch=0, dt=0.01).epoch_end(0, loss=0.5)
+    run.steps(20, epoch=1, dt=0.01).frame()
+    status = window.status
+    assert status.epoch_label.text() == "epoch 2/5"
+    assert status.step_label.text() == "step 20/100"
+    assert status.rate_label.text() == "100 steps/s"
+    # 3 epochs * 100 + 80 steps left at 100 steps/s: 3.8 s
+    assert status.eta_label.text() == "ETA 0:04"
+    assert status.loss_label.text() == "loss 0.008333"  # 1/120: the newest step's own loss
+    assert status.progress_bar.value() == 24  # 120 of 500 steps
+    assert status.state_text() == "running"
+
+
+def test_every_n_steps_note(window, run):
+    run.started().fit(epochs=1, steps_per_epoch=64, spe=8).steps(2).frame()
+    assert window.status.step_label.text() == "step 16/64 (every 8 steps)"
+
+
+def test_unknown_epoch_length(window, run):
+    run.started().fit(epochs=2, steps_per_epoch=None).steps(7).frame()
+    assert window.status.step_label.text() == "step 7"
+    assert window.status.eta_label.text() == "ETA --"
+
+
+def test_loading_tensorflow_keeps_run_enabled(window, run, script):
+    assert window.open_script(str(script))
+    run.engine("loading", "importing tensorflow").frame()
+    assert window.status.state_text() == "loading TensorFlow…"
+    assert window.run_action.isEnabled()
+    run.engine("ready").frame()
+    assert window.status.state_text() == "ready"
+
+
+def test_loading_shown_while_a_started_run_waits_for_the_import(window, run, script):
+    run.engine("loading").frame()
+    window.open_script(str(script))
+    assert window.run_script()
+    assert window.status.state_text() == "loading TensorFlow…"
+    run.engine("ready").frame()  # the fake launcher's RunStarted is processed too
+    assert window.status.state_text() == "running"
+
+
+def test_failed_run_shows_error_and_file_line(window, run, script_error):
+    err = script_error("/proj/train.py", 12)
+    run.started().fit().steps(3).ended("failed", 1, error=err).frame()
+    text = window.status.state_text()
+    assert text.startswith("failed")
+    assert "ZeroDivisionError" in text and "train.py:12" in text
+
+
+def test_finished_without_fit(window, run):
+    run.started().ended("finished", 0, fits=0).frame()
+    assert window.status.state_text() == "finished — no fit was monitored"
+
+
+def test_finished_and_stopped(window, run):
+    run.started().fit().steps(10).fit_end().ended("finished", 0).frame()
+    assert window.status.state_text().startswith("finished — 10 steps")
+    run.started().fit().steps(1).fit_end(stopped=True).ended("stopped", 0).frame()
+    assert window.status.state_text().startswith("stopped")

@@ -1,0 +1,364 @@
+"""The main window: toolbar, menus, metrics plots, console dock and status bar.
+
+It holds no training logic: it starts and stops runs through a ``Launcher``
+and learns what happens from the ``Channel`` (through the ``Bridge``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QMenu, QStyle, QWidget
+
+from tfstudio.core.channel import Channel
+from tfstudio.core.events import EngineStatus, MonitorError, RunEnded, RunStarted
+from tfstudio.core.launcher import Launcher
+from tfstudio.core.progress import format_duration
+from tfstudio.core.scripts import ScriptPathError, check_script
+from tfstudio.ui.bridge import Bridge
+from tfstudio.ui.panels.console import ConsolePanel
+from tfstudio.ui.panels.metrics import MetricsPanel
+from tfstudio.ui.panels.status import StatusPanel
+
+APP_NAME = "tfstudio"
+RECENT_KEY = "recent_scripts"
+MAX_RECENT = 10
+MESSAGE_MS = 15_000
+
+
+class MainWindow(QMainWindow):
+    """tfstudio's window: open a script, run it, watch its metrics and output live.
+
+    Args:
+        channel: events of the runs this window shows (drained by its ``Bridge``).
+        launcher: starts and stops runs.
+        settings: where recent scripts are kept; ``QSettings("tfstudio", "tfstudio")``
+            when None.
+    """
+
+    run_finished = Signal(str, int)  # RunEnded.status, RunEnded.exit_code
+
+    def __init__(
+        self,
+        channel: Channel,
+        launcher: Launcher,
+        settings: QSettings | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.channel = channel
+        self.launcher = launcher
+        self.settings = settings if settings is not None else QSettings(APP_NAME, APP_NAME)
+        self._script: str | None = None
+        self._running = False
+        self._stopping = False
+        self._run_seen = False  # RunStarted of the current run arrived
+        self._engine = EngineStatus("")
+        self._last_end: RunEnded | None = None
+
+        self.metrics = MetricsPanel(parent=self)
+        self.console = ConsolePanel(parent=self)
+        self.status = StatusPanel(parent=self)
+        self.setCentralWidget(self.metrics)
+        self._console_dock = QDockWidget("Console", self)
+        self._console_dock.setObjectName("consoleDock")
+        self._console_dock.setWidget(self.console)
+        self._console_dock.setFeatures(
+            QDockWidget.DockWidgetFeature.DockWidgetMovable
+            | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+            | QDockWidget.DockWidgetFeature.DockWidgetClosable
+        )
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self._console_dock)
+        self.statusBar().addPermanentWidget(self.status, 1)
+        self.statusBar().setSizeGripEnabled(False)
+
+        self._make_actions()
+        self._make_menus_and_toolbar()
+
+        self.bridge = Bridge(channel, parent=self)
+        for panel in (self.metrics, self.console, self.status):
+            self.bridge.add_panel(panel)
+        self.bridge.run_started.connect(self._on_run_started)
+        self.bridge.run_ended.connect(self._on_run_ended)
+        self.bridge.engine_status.connect(self._on_engine_status)
+        self.bridge.monitor_error.connect(self._on_monitor_error)
+
+        self.setAcceptDrops(True)
+        self.resize(1200, 800)
+        self.resizeDocks([self._console_dock], [210], Qt.Orientation.Vertical)
+        self._update_title()
+        self._update_state()
+        self.bridge.start()
+
+    # -- construction ------------------------------------------------------
+    def _make_actions(self) -> None:
+        icon = self.style().standardIcon
+        self.open_action = QAction(icon(QStyle.StandardPixmap.SP_DialogOpenButton), "Open…", self)
+        self.open_action.setShortcut(QKeySequence.StandardKey.Open)
+        self.open_action.setToolTip("Open a Python training script (Ctrl+O)")
+        self.open_action.triggered.connect(self._on_open_triggered)
+        self.run_action = QAction(icon(QStyle.StandardPixmap.SP_MediaPlay), "Run", self)
+        self.run_action.setShortcuts([QKeySequence("F5"), QKeySequence("Ctrl+R")])
+        self.run_action.setToolTip("Run the script (F5)")
+        self.run_action.triggered.connect(self._on_run_triggered)
+        self.stop_action = QAction(icon(QStyle.StandardPixmap.SP_MediaStop), "Stop", self)
+        self.stop_action.setShortcut(QKeySequence("Shift+F5"))
+        self.stop_action.setToolTip("Stop training at the next step (Shift+F5)")
+        self.stop_action.triggered.connect(self.stop_run)
+        self.quit_action = QAction("Quit", self)
+        self.quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        self.quit_action.triggered.connect(self.close)
+        self.clear_console_action = self.console.clear_action
+
+    def _make_menus_and_toolbar(self) -> None:
+        file_menu = self.menuBar().addMenu("&File")
+        file_menu.addAction(self.open_action)
+        self.recent_menu = QMenu("Recent", self)
+        self.recent_menu.aboutToShow.connect(self._rebuild_recent_menu)
+        file_menu.addMenu(self.recent_menu)
+        file_menu.addSeparator()
+        file_menu.addAction(self.quit_action)
+        run_menu = self.menuBar().addMenu("&Run")
+        run_menu.addAction(self.run_action)
+        run_menu.addAction(self.stop_action)
+        view_menu = self.menuBar().addMenu("&View")
+        view_menu.addAction(self._console_dock.toggleViewAction())
+        view_menu.addAction(self.clear_console_action)
+        toolbar = self.addToolBar("Main")
+        toolbar.setObjectName("mainToolbar")
+        toolbar.setMovable(False)
+        toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        toolbar.addAction(self.open_action)
+        toolbar.addAction(self.run_action)
+        toolbar.addAction(self.stop_action)
+        toolbar.addSeparator()
+        toolbar.addAction(self.clear_console_action)
+        self._rebuild_recent_menu()
+
+    # -- public API (used by app.py and the CLI) ---------------------------
+    @property
+    def script_path(self) -> str | None:
+        """Absolute path of the open script, or None."""
+        return self._script
+
+    def is_running(self) -> bool:
+        """True from a successful ``run_script`` (or a RunStarted) until RunEnded."""
+        return self._running
+
+    def open_script(self, path: str) -> bool:
+        """Make ``path`` the script to run; on a bad path say why (no dialog) and return False."""
+        if self._running:
+            self._say(f"Cannot open {path} while a run is in progress; stop it first.")
+            return False
+        try:
+            checked = check_script(path)
+        except ScriptPathError as exc:
+            self._say(str(exc))
+            return False
+        self._script = str(checked)
+        self._add_recent(self._script)
+        self._last_end = None
+        self._update_title()
+        self._update_state()
+        self.statusBar().showMessage(f"Opened {self._script}", MESSAGE_MS)
+        return True
+
+    def run_script(self, args: Sequence[str] = ()) -> bool:
+        """Start the open script with ``args``; False (with a message) if it cannot start."""
+        if self._running or self.launcher.is_running():
+            self._say("A run is already in progress; stop it before starting another.")
+            return False
+        if self._script is None:
+            self._say("No script is open: open a .py training script first.")
+            return False
+        try:
+            script = str(check_script(self._script))
+        except ScriptPathError as exc:
+            self._say(str(exc))
+            return False
+        try:
+            self.launcher.start(script, tuple(args))
+        except Exception as exc:  # the launcher's refusal must not take the window down
+            self._say(f"Could not start {script}: {exc}")
+            return False
+        self._running = True
+        self._stopping = False
+        self._run_seen = False
+        self._last_end = None
+        self._update_state()
+        return True
+
+    def stop_run(self) -> None:
+        """Ask the current run to stop at the next step."""
+        if not self._running and not self.launcher.is_running():
+            return
+        self.launcher.stop()
+        self._stopping = True
+        self._update_state()
+
+    # -- events from the bridge --------------------------------------------
+    def _on_run_started(self, event: RunStarted) -> None:
+        self._running = True
+        self._run_seen = True
+        self._last_end = None
+        if event.script and event.script != self._script:
+            self._script = event.script
+            self._update_title()
+        self._update_state()
+
+    def _on_run_ended(self, event: RunEnded) -> None:
+        self._running = False
+        self._stopping = False
+        self._last_end = event
+        self._update_state()
+        self.run_finished.emit(event.status, event.exit_code)
+
+    def _on_engine_status(self, event: EngineStatus) -> None:
+        self._engine = event
+        if event.state == "error":
+            self._say(f"Engine error: {event.detail or 'unknown'}", note=True)
+        self._update_state()
+
+    def _on_monitor_error(self, event: MonitorError) -> None:
+        self.statusBar().showMessage(
+            f"Monitoring error in {event.where}: {event.message}", MESSAGE_MS
+        )
+
+    # -- state ---------------------------------------------------------------
+    def _update_state(self) -> None:
+        state, detail = self._state()
+        self.status.set_state(state, detail)
+        self.run_action.setEnabled(self._script is not None and not self._running)
+        self.stop_action.setEnabled(self._running and not self._stopping)
+        self.open_action.setEnabled(not self._running)
+        self.recent_menu.setEnabled(not self._running)
+
+    def _state(self) -> tuple[str, str]:
+        loading = self._engine.state == "loading"
+        if self._running:
+            if self._stopping:
+                return "stopping", ""
+            if loading:
+                return "loading", ""
+            return ("running", "") if self._run_seen else ("starting", "")
+        end = self._last_end
+        if end is not None:
+            return end.status, _end_detail(end)
+        if loading:
+            return "loading", ""
+        if self._engine.state == "error":
+            return "error", self._engine.detail
+        if self._engine.state == "ready":
+            return "ready", ""
+        return "idle", ""
+
+    def state(self) -> str:
+        """Current state name: idle, loading, ready, starting, running, stopping, ..."""
+        return self._state()[0]
+
+    def _update_title(self) -> None:
+        name = Path(self._script).name if self._script else ""
+        self.setWindowTitle(f"{name} — {APP_NAME}" if name else APP_NAME)
+        if self._script:
+            self.setWindowFilePath(self._script)
+
+    def _say(self, text: str, note: bool = True) -> None:
+        """Tell the user something went wrong, without a blocking dialog."""
+        if note:
+            self.console.note(text)
+        self.statusBar().showMessage(text, MESSAGE_MS)
+
+    # -- toolbar / menu handlers -------------------------------------------
+    def _on_open_triggered(self) -> None:
+        start = str(Path(self._script).parent) if self._script else os.getcwd()
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Open training script", start, "Python scripts (*.py *.pyw);;All files (*)"
+        )
+        if path:
+            self.open_script(path)
+
+    def _on_run_triggered(self) -> None:
+        self.run_script()
+
+    # -- recent scripts ------------------------------------------------------
+    def recent_scripts(self) -> list[str]:
+        """Recently opened scripts, newest first, missing files left out."""
+        value = self.settings.value(RECENT_KEY, [])
+        if isinstance(value, str):
+            value = [value] if value else []
+        paths = [str(p) for p in (value or []) if p]
+        kept = [p for p in paths if os.path.isfile(p)][:MAX_RECENT]
+        if kept != paths:
+            self._store_recent(kept)
+        return kept
+
+    def _add_recent(self, path: str) -> None:
+        paths = [path] + [p for p in self.recent_scripts() if p != path]
+        self._store_recent(paths[:MAX_RECENT])
+        self._rebuild_recent_menu()
+
+    def _store_recent(self, paths: list[str]) -> None:
+        self.settings.setValue(RECENT_KEY, paths)
+        self.settings.sync()
+
+    def _clear_recent(self) -> None:
+        self._store_recent([])
+        self._rebuild_recent_menu()
+
+    def _rebuild_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        paths = self.recent_scripts()
+        for i, path in enumerate(paths):
+            label = f"&{(i + 1) % 10}  {Path(path).name}  —  {Path(path).parent}"
+            action = self.recent_menu.addAction(label)
+            action.setData(path)
+            action.setToolTip(path)
+            action.triggered.connect(lambda _=False, p=path: self.open_script(p))
+        if not paths:
+            empty = self.recent_menu.addAction("No recent scripts")
+            empty.setEnabled(False)
+        else:
+            self.recent_menu.addSeparator()
+            self.recent_menu.addAction("Clear recent", self._clear_recent)
+
+    # -- drag and drop -------------------------------------------------------
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        """Accept dragged local files; whether they are scripts is checked on drop."""
+        mime = event.mimeData()
+        if mime.hasUrls() and any(url.isLocalFile() for url in mime.urls()):
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        """Open a dropped .py file; say why anything else is refused."""
+        paths = [url.toLocalFile() for url in event.mimeData().urls() if url.isLocalFile()]
+        event.acceptProposedAction()
+        if len(paths) != 1:
+            self._say(f"Drop one Python script (.py file) at a time; got {len(paths)} files.")
+            return
+        self.open_script(paths[0])
+
+    # -- closing -------------------------------------------------------------
+    def closeEvent(self, event: QCloseEvent) -> None:
+        """Stop a run still going, then close."""
+        if self._running or self.launcher.is_running():
+            self.launcher.stop()
+        self.bridge.stop()
+        super().closeEvent(event)
+
+
+def _end_detail(end: RunEnded) -> str:
+    if end.status == "failed":
+        err = end.error
+        if err is None:
+            return end.message or f"exit code {end.exit_code}"
+        where = f"{os.path.basename(err.filename)}:{err.lineno}" if err.filename else "<unknown>"
+        return f"{err.type_name} at {where}"
+    if end.status == "finished" and end.fits == 0:
+        return "no fit was monitored"
+    return f"{end.global_step:,} steps in {format_duration(end.time)}"

@@ -1,0 +1,1 @@
+"""The window's panels; each takes events from the bridge and redraws once per frame."""

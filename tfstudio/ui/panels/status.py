@@ -1,0 +1,147 @@
+"""Status-bar contents: run state, epoch, step, speed, ETA, loss and a progress bar."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QWidget
+
+from tfstudio.core.events import EpochEnded, FitEnded, FitStarted, RunStarted, StepEnded
+from tfstudio.core.progress import ProgressTracker, format_duration, format_value
+
+# state -> (text shown, colour)
+STATES: dict[str, tuple[str, str]] = {
+    "idle": ("idle", "#6b6b6b"),
+    "loading": ("loading TensorFlow…", "#b26b00"),
+    "ready": ("ready", "#2e7d32"),
+    "starting": ("starting…", "#1f5fbf"),
+    "running": ("running", "#1f5fbf"),
+    "stopping": ("stopping…", "#b26b00"),
+    "stopped": ("stopped", "#b26b00"),
+    "finished": ("finished", "#2e7d32"),
+    "failed": ("failed", "#c62828"),
+    "error": ("error", "#c62828"),
+}
+
+
+class StatusPanel(QWidget):
+    """The permanent part of the window's status bar, redrawn at most once per frame.
+
+    Args:
+        parent: Qt parent.
+    """
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.tracker = ProgressTracker()
+        self.state = "idle"
+        self.state_label = QLabel(self)
+        self.state_label.setObjectName("state")
+        self.epoch_label = QLabel(self)
+        self.step_label = QLabel(self)
+        self.rate_label = QLabel(self)
+        self.eta_label = QLabel(self)
+        self.loss_label = QLabel(self)
+        self.progress_bar = QProgressBar(self)
+        self.progress_bar.setRange(0, 100)
+        self.progress_bar.setFixedWidth(160)
+        self.progress_bar.setTextVisible(True)
+        self.progress_bar.setFormat("")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(6, 0, 6, 0)
+        layout.setSpacing(14)
+        for label in (self.epoch_label, self.step_label, self.rate_label, self.eta_label):
+            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            layout.addWidget(label)
+        layout.addWidget(self.loss_label)
+        layout.addWidget(self.progress_bar)
+        layout.addWidget(self.state_label)
+        self._dirty = True
+        self.set_state("idle")
+        self.refresh()
+
+    # -- panel protocol ----------------------------------------------------
+    def ingest_steps(self, steps: Sequence[StepEnded]) -> None:
+        """Fold a run of steps in; only the newest one matters for what is shown."""
+        self.tracker.feed(steps[-1])
+        self._dirty = True
+
+    def ingest_event(self, event: object) -> None:
+        """Follow fits and epochs; a new run starts from zero."""
+        if isinstance(event, RunStarted):
+            self.tracker = ProgressTracker()
+            self._dirty = True
+        elif isinstance(event, FitStarted | EpochEnded | FitEnded):
+            self.tracker.feed(event)
+            self._dirty = True
+
+    def refresh(self) -> None:
+        """Redraw the progress texts if anything changed."""
+        if not self._dirty:
+            return
+        self._dirty = False
+        p = self.tracker.progress
+        started = p.fit_index >= 0
+        texts = ("", "", "", "", "")
+        if started:
+            total = f"/{p.steps_per_epoch}" if p.steps_per_epoch else ""
+            every = f" (every {p.steps_per_execution} steps)" if p.steps_per_execution > 1 else ""
+            texts = (
+                f"epoch {p.epoch}/{p.epochs}",
+                f"step {p.step}{total}{every}",
+                f"{p.rate:,.0f} steps/s" if p.rate else "-- steps/s",
+                f"ETA {format_duration(p.eta)}",
+                f"{p.loss_key or 'loss'} {format_value(p.loss)}",
+            )
+        labels = (
+            self.epoch_label,
+            self.step_label,
+            self.rate_label,
+            self.eta_label,
+            self.loss_label,
+        )
+        for label, text in zip(labels, texts, strict=True):
+            if label.text() != text:  # setText re-lays-out the status bar: only on change
+                label.setText(text)
+        fraction = p.fraction()
+        if self.progress_bar.isVisibleTo(self) != started:
+            self.progress_bar.setVisible(started)
+        value = int(100 * fraction) if fraction is not None else 0
+        if value != self.progress_bar.value():
+            self.progress_bar.setValue(value)
+        text = f"{100 * fraction:.0f}%" if fraction is not None else ""
+        if text != self.progress_bar.format():
+            self.progress_bar.setFormat(text)
+
+    def _progress_labels(self) -> tuple[QLabel, ...]:
+        return (self.epoch_label, self.step_label, self.rate_label, self.eta_label, self.loss_label)
+
+    # -- public ------------------------------------------------------------
+    def set_state(self, state: str, detail: str = "") -> None:
+        """Show the run's state (one of :data:`STATES`), with optional detail text."""
+        text, colour = STATES.get(state, (state, "#6b6b6b"))
+        self.state = state
+        shown = f"{text} — {detail}" if detail else text
+        self.state_label.setText(shown)
+        self.state_label.setToolTip(shown)
+        self.state_label.setStyleSheet(
+            f"QLabel#state {{ color: white; background: {colour}; border-radius: 3px;"
+            " padding: 1px 8px; font-weight: bold; }"
+        )
+
+    def state_text(self) -> str:
+        """The state label's text."""
+        return self.state_label.text()
+
+    def summary(self) -> str:
+        """Every visible text of the panel in one line (for tests and logs)."""
+        parts = [
+            self.state_label.text(),
+            self.epoch_label.text(),
+            self.step_label.text(),
+            self.rate_label.text(),
+            self.eta_label.text(),
+            self.loss_label.text(),
+        ]
+        return "  ".join(p for p in parts if p)
