@@ -183,7 +183,11 @@ def _show(
         metrics = " - ".join(f"{k}: {format_value(v)}" for k, v in event.metrics.items())
         line.print(f"tfstudio: epoch {event.epoch + 1}: {metrics}")
     elif isinstance(event, MonitorError):
-        line.print(f"tfstudio: monitoring error in {event.where}: {event.message}")
+        line.print(
+            f"tfstudio: monitoring failed in {event.where} ({event.message}); "
+            "training goes on without it"
+        )
     elif isinstance(event, RunEnded):
+        line.print("tfstudio: " + event.summary())
         return event
     return None

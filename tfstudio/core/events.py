@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from tfstudio.core.formatting import format_duration
+
 
 @dataclass(frozen=True, slots=True)
 class RunStarted:
@@ -191,3 +193,19 @@ class RunEnded:
     time: float
     error: ScriptError | None = None
     message: str = ""
+
+    def summary(self) -> str:
+        """One line for consoles and terminals: how the run ended and after what."""
+        took = format_duration(self.time)
+        if self.status == "failed" and self.error is not None:
+            err = self.error
+            return (
+                f"Run failed after {took}: {err.type_name}: {err.message} "
+                f"at {err.location()} (exit code {self.exit_code})"
+            )
+        fits = f"{self.fits} fit{'' if self.fits == 1 else 's'}"
+        extra = f" — {self.message}" if self.message else ""
+        return (
+            f"Run {self.status} after {took}: {fits}, {self.global_step} steps "
+            f"(exit code {self.exit_code}){extra}"
+        )

@@ -79,7 +79,6 @@ class FitInterceptor:
                 monitor.in_fit = False
                 restore_evaluation(model)
             if monitor.stop_requested.is_set():
-                monitor.note(f"Stopped by the user at step {monitor.global_step}.")
                 raise RunStopped()
             return history
 

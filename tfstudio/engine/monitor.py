@@ -48,10 +48,6 @@ class RunMonitor:
         self._reported.add(where)
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         self.channel.emit(MonitorError(where, f"{type(exc).__name__}: {exc}", tb))
-        self.note(
-            f"tfstudio: monitoring failed in {where} ({type(exc).__name__}: {exc}); "
-            "training goes on without it."
-        )
 
     def request_stop(self) -> None:
         """Ask the run to stop at the next batch boundary; releases a pause."""

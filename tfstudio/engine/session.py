@@ -121,7 +121,6 @@ class TrainingSession:
         emit(EngineStatus("ready"))
         from tfstudio.engine.instrument import FitInterceptor
 
-        mon.note(f"Running {path.name} {' '.join(self.args)}".rstrip())
         mon.t0 = time.perf_counter()
         capture = OutputCapture(emit) if self.capture_output else None
         status, code, error, message = "finished", 0, None, ""
@@ -169,13 +168,6 @@ class TrainingSession:
         self, status: str, code: int, *, error: ScriptError | None = None, message: str = ""
     ) -> RunEnded:
         mon = self.monitor
-        fits = f"{mon.fits} fit{'s' if mon.fits != 1 else ''}"
-        summary = (
-            f"Run {status} after {fits}, {mon.global_step} steps in {mon.now():.1f} s"
-            + (f": {message}" if message else "")
-            + f" (exit code {code})."
-        )
-        mon.note(summary)
         return RunEnded(status, code, mon.fits, mon.global_step, mon.now(), error, message)
 
 

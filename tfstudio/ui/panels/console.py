@@ -8,7 +8,7 @@ from PySide6.QtGui import QAction, QColor, QFont, QFontDatabase, QTextCharFormat
 from PySide6.QtWidgets import QPlainTextEdit, QVBoxLayout, QWidget
 
 from tfstudio.core.events import ConsoleOutput, MonitorError, RunEnded, RunStarted, StepEnded
-from tfstudio.core.progress import format_duration
+from tfstudio.core.terminal import plain_text
 
 MAX_LINES = 20_000
 STREAM_COLOURS = {"stdout": "#1e1e1e", "stderr": "#a31515", "tfstudio": "#1f5fbf"}
@@ -151,12 +151,12 @@ class ConsolePanel(QWidget):
     def ingest_event(self, event: object) -> None:
         """Queue console output and our own notes about the run."""
         if type(event) is ConsoleOutput:
-            self._buffer.add(event.stream, event.text)
+            self._buffer.add(event.stream, plain_text(event.text))
         elif isinstance(event, RunStarted):
             args = " ".join(event.argv[1:])
             self.note(f"Run started: {event.script}{' ' + args if args else ''}", flush=False)
         elif isinstance(event, RunEnded):
-            self.note(_end_note(event), flush=False)
+            self.note(event.summary(), flush=False)
         elif isinstance(event, MonitorError):
             self.note(f"Monitoring error in {event.where}: {event.message}", flush=False)
 
@@ -216,16 +216,3 @@ def _format(stream: str) -> QTextCharFormat:
     if stream == "tfstudio":
         fmt.setFontItalic(True)
     return fmt
-
-
-def _end_note(event: RunEnded) -> str:
-    took = format_duration(event.time)
-    if event.status == "failed" and event.error is not None:
-        err = event.error
-        return (
-            f"Run failed after {took}: {err.type_name}: {err.message} "
-            f"at {err.location()} (exit code {event.exit_code})"
-        )
-    extra = f" — {event.message}" if event.message else ""
-    fits = "no fit was monitored" if event.fits == 0 else f"{event.fits} fit(s)"
-    return f"Run {event.status} after {took}, {fits} (exit code {event.exit_code}){extra}"
