@@ -1,0 +1,134 @@
+"""The real window with the real engine: examples, two fits, stop, bad input."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QSettings
+
+from tfstudio.core.channel import Channel
+from tfstudio.core.resources import default_example, examples
+from tfstudio.engine.session import EngineLauncher
+from tfstudio.ui.main_window import MainWindow
+
+pytestmark = pytest.mark.tf
+
+QUICK_ARGS = {
+    "linear_regression.py": ["--epochs", "2"],
+    "mlp_classifier.py": ["--epochs", "1", "--samples", "1200"],
+    "cnn_shapes.py": ["--epochs", "1", "--samples", "256"],
+}
+EXPECTED_STEPS = {"linear_regression.py": 40, "mlp_classifier.py": 30, "cnn_shapes.py": 8}
+
+
+@pytest.fixture
+def window(qtbot, tmp_path):
+    channel = Channel()
+    launcher = EngineLauncher(channel, script_cwd=True)
+    win = MainWindow(channel, launcher, QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat))
+    qtbot.addWidget(win)
+    win.show()
+    yield win
+    launcher.stop()
+    if launcher.session is not None:
+        launcher.session.join(timeout=30)
+
+
+def run_to_end(qtbot, win, args=(), timeout=120_000):
+    with qtbot.waitSignal(win.run_finished, timeout=timeout) as blocker:
+        assert win.run_script(args)
+    return tuple(blocker.args)
+
+
+def step_points(win, family="loss"):
+    plot = win.metrics.plots[family]
+    return max(c.count() for c in plot.curves())
+
+
+@pytest.mark.parametrize("name", sorted(QUICK_ARGS))
+def test_example_runs_in_the_window_with_per_step_points(qtbot, window, name):
+    script = next(p for p in examples() if p.name == name)
+    assert window.open_script(str(script))
+    status, code = run_to_end(qtbot, window, QUICK_ARGS[name])
+    assert (status, code) == ("finished", 0), window.console.text()[-2000:]
+    assert step_points(window) == EXPECTED_STEPS[name]
+    if name != "linear_regression.py":
+        assert "accuracy" in window.metrics.plots
+        assert any("val_loss" in label for label in window.metrics.plots["loss"].legend_labels())
+    assert "Run finished" in window.console.text()
+    assert window.state() == "finished"
+
+
+def test_two_fits_show_as_segments_and_a_failed_run_is_followed_by_a_good_one(
+    qtbot, window, write_script
+):
+    bad = write_script("import numpy as np\nvalues = np.zeros(3)\nprint(values[7])\n", "bad.py")
+    assert window.open_script(str(bad))
+    status, code = run_to_end(qtbot, window)
+    assert (status, code) == ("failed", 1)
+    text = window.console.text()
+    assert "IndexError" in text and f'File "{bad}", line 3' in text
+    assert "bad.py:3" in window.status.state_text()
+    two = write_script(
+        """
+        import numpy as np, keras
+        x = np.zeros((40, 2), "float32"); y = np.zeros((40, 1), "float32")
+        for units in (1, 2):
+            m = keras.Sequential([keras.Input((2,)), keras.layers.Dense(units)], name=f"m{units}")
+            m.compile("sgd", "mse")
+            m.fit(x, y, batch_size=10, epochs=1, verbose=0)
+        """,
+        "two.py",
+    )
+    assert window.open_script(str(two))
+    assert run_to_end(qtbot, window) == ("finished", 0)
+    assert step_points(window) == 8
+    assert any("m2" in label for label in window.metrics.plots["loss"].fit_marker_labels())
+
+
+def test_stop_in_the_window_ends_the_run_within_a_batch(qtbot, window, write_script):
+    path = write_script(
+        """
+        import numpy as np, keras
+        m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+        m.compile("sgd", "mse")
+        m.fit(np.zeros((6400, 4)), np.zeros((6400, 1)), batch_size=8, epochs=100, verbose=0)
+        print("after fit")
+        """
+    )
+    assert window.open_script(str(path))
+    assert window.run_script()
+    qtbot.waitUntil(
+        lambda: "loss" in window.metrics.plots and step_points(window) > 5, timeout=60_000
+    )
+    with qtbot.waitSignal(window.run_finished, timeout=60_000) as blocker:
+        window.stop_action.trigger()
+    assert blocker.args[0] == "stopped"
+    assert "after fit" not in window.console.text()
+    assert window.run_action.isEnabled() and not window.stop_action.isEnabled()
+    ok = write_script("print('next run')\n", "next.py")
+    assert window.open_script(str(ok))
+    assert run_to_end(qtbot, window) == ("finished", 0)
+
+
+def test_bad_files_are_refused_in_the_window(window, tmp_path):
+    (tmp_path / "notes.txt").write_text("not python")
+    assert not window.open_script(str(tmp_path / "notes.txt"))
+    assert not window.open_script(str(tmp_path / "missing.py"))
+    assert "expected a .py file" in window.console.text()
+    assert "No such file" in window.console.text()
+    assert not window.launcher.is_running()
+
+
+def test_no_fit_and_input_behave_in_the_window(qtbot, window, write_script):
+    path = write_script("print('just data prep')\n")
+    assert window.open_script(str(path))
+    assert run_to_end(qtbot, window) == ("finished", 0)
+    assert "no fit was monitored" in window.status.state_text() + window.console.text()
+    asks = write_script("answer = input('epochs? ')\n", "asks.py")
+    assert window.open_script(str(asks))
+    assert run_to_end(qtbot, window) == ("failed", 1)
+    assert "EOFError" in window.console.text() and "no terminal" in window.console.text()
+
+
+def test_default_example_is_bundled():
+    assert default_example().is_file()
