@@ -18,6 +18,7 @@ def run_app(
     run: bool = False,
     quit_when_done: bool = False,
     screenshot: str | None = None,
+    screenshot_at_step: int | None = None,
 ) -> int:
     """Show the window (before TensorFlow is imported), open ``script`` and maybe run it.
 
@@ -30,6 +31,8 @@ def run_app(
     from tfstudio.engine.session import EngineLauncher
     from tfstudio.ui.main_window import MainWindow
 
+    # Runs change the working directory to the script's folder: fix paths now.
+    screenshot = os.path.abspath(screenshot) if screenshot else None
     _route_qt_messages_to_terminal()
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("tfstudio")
@@ -41,15 +44,25 @@ def run_app(
     launcher.preload()  # TensorFlow imports in the background; the window is already up
 
     outcome = {"code": 0}
+    shot_taken = [False]
+
+    def take_screenshot() -> None:
+        if screenshot and not shot_taken[0]:
+            shot_taken[0] = window.grab().save(screenshot)
+
+    def on_frame(_events: int) -> None:
+        if screenshot_at_step is not None:
+            if window.status.tracker.progress.global_step >= screenshot_at_step:
+                take_screenshot()
 
     def on_run_finished(status: str, exit_code: int) -> None:
-        if screenshot:
-            window.grab().save(screenshot)
+        take_screenshot()
         if quit_when_done:
             outcome["code"] = exit_code if exit_code else (0 if status == "finished" else 1)
             app.exit(outcome["code"])
 
     window.run_finished.connect(on_run_finished)
+    window.bridge.frame_done.connect(on_frame)
     opened = window.open_script(script if script else str(default_example()))
     if run:
         if opened:

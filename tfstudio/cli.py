@@ -37,6 +37,12 @@ def gui_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--screenshot", metavar="FILE", help="save a PNG of the window when the run ends"
     )
+    p.add_argument(
+        "--screenshot-at-step",
+        metavar="N",
+        type=int,
+        help="with --screenshot: take it during the run, once step N is shown",
+    )
     return p
 
 
@@ -73,4 +79,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         run=ns.run,
         quit_when_done=ns.quit_when_done,
         screenshot=ns.screenshot,
+        screenshot_at_step=ns.screenshot_at_step,
     )

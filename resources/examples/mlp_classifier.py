@@ -19,14 +19,14 @@ parser.add_argument("--samples", type=int, default=6000)
 args = parser.parse_args()
 
 
-def spirals(n, classes=3, noise=0.25, seed=0):
+def spirals(n, classes=3, noise=0.6, seed=0):
     """Points on ``classes`` interleaved spiral arms, with labels."""
     rng = np.random.default_rng(seed)
     per = n // classes
     xs, ys = [], []
     for c in range(classes):
         r = np.linspace(0.05, 1.0, per)
-        t = np.linspace(c * 2 * np.pi / classes, c * 2 * np.pi / classes + 3.5, per)
+        t = np.linspace(c * 2 * np.pi / classes, c * 2 * np.pi / classes + 5.0, per)
         t = t + rng.normal(0.0, noise, per)
         xs.append(np.stack([r * np.sin(t), r * np.cos(t)], axis=1))
         ys.append(np.full(per, c))
