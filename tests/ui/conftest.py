@@ -75,7 +75,10 @@ class SyntheticRun:
         return self
 
     def frame(self):
-        return self.window.bridge.tick()
+        """One bridge frame, then the redraw a live run may have deferred (see Bridge)."""
+        handled = self.window.bridge.tick()
+        self.window.bridge.flush()
+        return handled
 
     def started(self, script="/tmp/train.py"):
         self.launcher.running = True

@@ -109,3 +109,56 @@ def test_timer_drains_the_channel_by_itself(qtbot):
     finally:
         bridge.stop()
     assert not bridge.is_active()
+
+
+class SlowPaintPanel(SpyPanel):
+    """Reports paint time as the metrics panel does: 50 ms per paint after a refresh."""
+
+    def __init__(self, log):
+        super().__init__(log)
+        self.paint_clock = [0.0]
+        self._needs_paint = False
+
+    def refresh(self):
+        super().refresh()
+        self._needs_paint = True
+
+    def paint(self):
+        """What Qt's event loop does between two ticks."""
+        if self._needs_paint:
+            self.paint_clock[0] += 0.05
+            self._needs_paint = False
+
+
+def test_live_redraws_are_budgeted_but_no_event_waits(qtbot, monkeypatch):
+    import tfstudio.ui.bridge as bridge_module
+
+    clock = [1000.0]
+    monkeypatch.setattr(bridge_module.time, "perf_counter", lambda: clock[0])
+    channel = Channel()
+    bridge = Bridge(channel)
+    log = []
+    panel = SlowPaintPanel(log)
+    bridge.add_panel(panel)
+    channel.emit(RunStarted("/tmp/t.py", ("t.py",), "/tmp", 0.0))
+    channel.emit(step(1))
+    bridge.tick()
+    panel.paint()
+    assert log.count(("refresh",)) == 1
+    # 50 ms of painting at a 4% budget: the next redraw may come 1.25 s -> capped at 1 s later
+    for g in range(2, 12):
+        clock[0] += 0.033
+        channel.emit(step(g))
+        bridge.tick()
+        panel.paint()
+    assert log.count(("refresh",)) == 1  # steps ingested every frame, drawing deferred
+    assert [s for kind, *rest in log if kind == "steps" for s in rest[0]] == list(range(1, 12))
+    clock[0] += 1.0
+    bridge.tick()  # nothing new, but a redraw is due and pending
+    assert log.count(("refresh",)) == 2
+    assert bridge.redraw_times[0] >= 0.05
+    # the end of a run is always drawn at once
+    channel.emit(step(12))
+    channel.emit(RunEnded("finished", 0, 1, 12, 1.0))
+    bridge.tick()
+    assert log.count(("refresh",)) == 3 and not bridge.live

@@ -9,6 +9,7 @@ peak-downsamples to the pixel width, so millions of steps stay smooth.
 from __future__ import annotations
 
 import html
+import time
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -159,6 +160,24 @@ class VerticalLines(pg.GraphicsObject):
         painter.drawLines([QLineF(x, top, x, bottom) for x in xs.tolist()])
 
 
+class TimedPlotWidget(pg.PlotWidget):
+    """A PlotWidget that adds the time its paints take to ``paint_clock[0]``.
+
+    The bridge reads the clock to keep redrawing within its time budget: painting
+    holds the GIL, and every millisecond of it is taken from the training thread.
+    """
+
+    def __init__(self, paint_clock: list[float], **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self._paint_clock = paint_clock
+
+    def paintEvent(self, event: object) -> None:  # noqa: N802 (Qt API)
+        """Paint, and account for the time it took."""
+        t0 = time.perf_counter()
+        super().paintEvent(event)
+        self._paint_clock[0] += time.perf_counter() - t0
+
+
 class MetricPlot:
     """The plot of one metric family: per-step, running, epoch-mean and val curves.
 
@@ -167,10 +186,17 @@ class MetricPlot:
         capacity: buckets per per-step series.
     """
 
-    def __init__(self, family: str, capacity: int = SERIES_CAPACITY) -> None:
+    def __init__(
+        self,
+        family: str,
+        capacity: int = SERIES_CAPACITY,
+        paint_clock: list[float] | None = None,
+    ) -> None:
         self.family = family
         self.capacity = capacity
-        self.widget = pg.PlotWidget(background=BACKGROUND)
+        self.widget = TimedPlotWidget(
+            paint_clock if paint_clock is not None else [0.0], background=BACKGROUND
+        )
         self.widget.setMinimumHeight(PLOT_MIN_HEIGHT)
         self.plot: pg.PlotItem = self.widget.getPlotItem()
         # Horizontal grid at major ticks only: minor grid lines (and a vertical grid) cost
@@ -474,6 +500,7 @@ class MetricsPanel(QScrollArea):
         self._layout.addWidget(self._placeholder)
         self.setWidget(self._content)
         self.plots: dict[str, MetricPlot] = {}
+        self.paint_clock = [0.0]  # seconds spent painting plots, ever (read by the bridge)
         self._reset_data()
 
     def _reset_data(self) -> None:
@@ -633,7 +660,7 @@ class MetricsPanel(QScrollArea):
     def _plot_for(self, family: str) -> MetricPlot:
         plot = self.plots.get(family)
         if plot is None:
-            plot = MetricPlot(family, self.capacity)
+            plot = MetricPlot(family, self.capacity, self.paint_clock)
             self.plots[family] = plot
             self._placeholder.hide()
             self._layout.addWidget(plot.widget)
