@@ -3,7 +3,9 @@
 Drives ``MainWindow`` offscreen (no TensorFlow) with a producer thread that puts
 ``StepEnded`` events on the channel at a paced rate (1k, 10k, 100k steps/s), an
 ``EpochEnded`` every 1,000 steps, and reports per rate: the bridge's frame time
-(drain + process + setData; median and p99), the frame rate reached, events
+(one timer tick: drain + ingest, plus setData on the frames that redraw; median
+and p99), the redraws (a live run's redraws are budgeted, see ui/bridge.py: their
+rate and their cost including Qt's paint), the frame rate reached, events
 produced vs consumed (dropped must be 0) and the largest backlog. Then it pushes
 1M steps as fast as the UI takes them and reports the process RSS and the bytes
 held by the decimated Series stores.
@@ -188,6 +190,8 @@ def run_rate(app, window, channel, rate, seconds, start_step):
     wall = time.perf_counter() - t0
     left_before_final_drain = channel.pending()
     frame_times = [t * 1000 for t in bridge.frame_times]
+    redraw_times = [t * 1000 for t in bridge.redraw_times]
+    redraws = bridge.redraws
     frames = bridge.frames - ticks_before
     bridge.tick()  # final drain
     bridge.frame_done.disconnect()
@@ -202,6 +206,9 @@ def run_rate(app, window, channel, rate, seconds, start_step):
         "p99": percentile(frame_times, 99),
         "max": max(frame_times) if frame_times else float("nan"),
         "fps": frames / wall if wall else 0.0,
+        "redraws_per_s": redraws / wall if wall else 0.0,
+        "redraw_median": statistics.median(redraw_times) if redraw_times else float("nan"),
+        "redraw_p99": percentile(redraw_times, 99),
         "backlog_max": max(backlog) if backlog else 0,
         "left": left_before_final_drain,
         "end_step": end_step,
@@ -233,7 +240,8 @@ def main() -> int:
     print(f"bridge: {1000 / window.bridge.interval_ms():.0f} Hz timer; window 1200x800 offscreen")
     header = (
         f"{'steps/s':>8} {'achieved':>9} {'produced':>9} {'consumed':>9} {'dropped':>7} "
-        f"{'median ms':>9} {'p99 ms':>7} {'max ms':>7} {'frames/s':>8} {'backlog max':>11}"
+        f"{'median ms':>9} {'p99 ms':>7} {'max ms':>7} {'frames/s':>8} {'backlog max':>11} "
+        f"{'redraws/s':>9} {'redraw ms (median/p99, incl. paint)':>36}"
     )
     print(header)
     results = {}
@@ -245,7 +253,8 @@ def main() -> int:
         print(
             f"{rate:>8} {r['achieved']:>9.0f} {r['produced']:>9} {r['consumed']:>9} "
             f"{r['dropped']:>7} {r['median']:>9.2f} {r['p99']:>7.2f} {r['max']:>7.2f} "
-            f"{r['fps']:>8.1f} {r['backlog_max']:>11}"
+            f"{r['fps']:>8.1f} {r['backlog_max']:>11} {r['redraws_per_s']:>9.1f} "
+            f"{r['redraw_median']:>17.2f} / {r['redraw_p99']:<16.2f}"
         )
 
     # Memory: 1M more steps as fast as the UI takes them.

@@ -145,7 +145,7 @@ def test_live_redraws_are_budgeted_but_no_event_waits(qtbot, monkeypatch):
     bridge.tick()
     panel.paint()
     assert log.count(("refresh",)) == 1
-    # 50 ms of painting at a 4% budget: the next redraw may come 1.25 s -> capped at 1 s later
+    # 50 ms of painting at a 5% budget: the next redraw may come 1 s later
     for g in range(2, 12):
         clock[0] += 0.033
         channel.emit(step(g))

@@ -37,7 +37,7 @@ from tfstudio.core.events import (
 )
 
 DEFAULT_FPS = 30
-REDRAW_BUDGET = 0.04  # share of wall time redraws may take while a run is live
+REDRAW_BUDGET = 0.05  # share of wall time redraws may take while a run is live
 MIN_REDRAW_S = 0.1  # at most 10 redraws a second during a run
 MAX_REDRAW_S = 1.0  # at least one a second, however slow painting is
 FRAME_HISTORY = 100_000  # frame times kept for statistics (~28 min at 60 Hz)
