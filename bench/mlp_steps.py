@@ -7,26 +7,10 @@ is the window's console when it runs inside tfstudio).
 import os
 import time
 
-import keras
-import numpy as np
-import tensorflow as tf
+from bench_model import mlp_and_data  # beside this script: its folder is on sys.path
 
 STEPS = int(os.environ.get("TFSTUDIO_BENCH_STEPS", "2000"))
-rng = np.random.default_rng(0)
-x = rng.normal(size=(6400, 32)).astype("float32")
-y = rng.integers(0, 10, size=6400).astype("int32")
-data = tf.data.Dataset.from_tensor_slices((x, y)).batch(64).repeat()
-model = keras.Sequential(
-    [
-        keras.Input((32,)),
-        keras.layers.Dense(128, activation="relu"),
-        keras.layers.Dense(128, activation="relu"),
-        keras.layers.Dense(10),
-    ]
-)
-model.compile(
-    "adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"]
-)
+model, data = mlp_and_data(prefetch=False)
 model.fit(data, epochs=1, steps_per_epoch=50, verbose=0)  # warm-up: tracing
 start = time.perf_counter()
 model.fit(data, epochs=4, steps_per_epoch=STEPS // 4, verbose=0)

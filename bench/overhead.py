@@ -33,31 +33,14 @@ def main() -> None:
     args = parser.parse_args()
 
     import keras
-    import numpy as np
     import tensorflow as tf
+    from bench_model import mlp_and_data
 
     from tfstudio.core.channel import Channel
     from tfstudio.engine.instrument import FitInterceptor
     from tfstudio.engine.monitor import RunMonitor
 
-    rng = np.random.default_rng(0)
-    n = args.batch * 100
-    x = rng.normal(size=(n, 32)).astype("float32")
-    y = rng.integers(0, 10, size=n).astype("int32")
-    data = tf.data.Dataset.from_tensor_slices((x, y)).batch(args.batch).repeat().prefetch(4)
-    model = keras.Sequential(
-        [
-            keras.Input((32,)),
-            keras.layers.Dense(128, activation="relu"),
-            keras.layers.Dense(128, activation="relu"),
-            keras.layers.Dense(10),
-        ]
-    )
-    model.compile(
-        "adam",
-        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=["accuracy"],
-    )
+    model, data = mlp_and_data(args.batch)
     epochs = 2
     steps_per_epoch = args.steps // epochs
 
