@@ -54,6 +54,9 @@ class StatusPanel(QWidget):
         for label in (self.epoch_label, self.step_label, self.rate_label, self.eta_label):
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             layout.addWidget(label)
+        for label in self._progress_labels():
+            # When space runs short these give way (clipped), never the state label.
+            label.setMinimumWidth(24)
         layout.addWidget(self.loss_label)
         layout.addWidget(self.progress_bar)
         layout.addWidget(self.state_label)
