@@ -41,3 +41,15 @@ def test_console_script_is_installed():
     assert exe is not None, "the tfstudio console script is not on PATH (pip install -e .)"
     result = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == f"tfstudio {__version__}"
+
+
+def test_window_side_imports_leave_tensorflow_for_the_background():
+    """The window can appear before TensorFlow is imported (it loads in a thread)."""
+    code = (
+        "import sys\n"
+        "import tfstudio.app, tfstudio.engine.session, tfstudio.ui.main_window\n"
+        "print('tensorflow' in sys.modules, 'keras' in sys.modules)\n"
+    )
+    result = run("-c", code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "False"]
