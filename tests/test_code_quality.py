@@ -28,7 +28,8 @@ def test_ruff_format():
 
 def test_import_layers():
     """core imports no TF/Qt, engine no Qt, ui no TF/Keras (ARCHITECTURE.md)."""
-    exe = shutil.which("lint-imports")
+    beside = Path(sys.executable).parent / "lint-imports"  # this environment's, if any
+    exe = str(beside) if beside.exists() else shutil.which("lint-imports")
     if exe is None:
         pytest.fail("lint-imports is missing: pip install -e '.[test]'")
     result = _run(exe)

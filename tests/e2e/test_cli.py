@@ -37,7 +37,8 @@ def test_main_py_and_module_share_the_cli():
 def test_console_script_is_installed():
     import shutil
 
-    exe = shutil.which("tfstudio")
+    beside = Path(sys.executable).parent / "tfstudio"  # the environment running the tests
+    exe = str(beside) if beside.exists() else shutil.which("tfstudio")
     assert exe is not None, "the tfstudio console script is not on PATH (pip install -e .)"
     result = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == f"tfstudio {__version__}"
