@@ -200,6 +200,9 @@ def test_tf_print_and_cpp_output_reach_the_console(write_script):
         """
         import os, tensorflow as tf
         print("from python")
+        import sys
+        sys.stdout.buffer.write("bytes \u00e9\\n".encode())
+        sys.stdout.flush()
         tf.print("from tf.print")
         os.write(1, b"raw fd one\\n")
         os.write(2, b"raw fd two\\n")
@@ -208,6 +211,7 @@ def test_tf_print_and_cpp_output_reach_the_console(write_script):
     ended, events = run_script(path)
     assert ended.status == "finished"
     assert "from python" in console(events, "stdout")
+    assert "bytes \u00e9" in console(events, "stdout")
     assert "from tf.print" in console(events, "stderr")
     assert "raw fd one" in console(events, "stdout")
     assert "raw fd two" in console(events, "stderr")

@@ -59,6 +59,29 @@ class StreamProxy(io.TextIOBase):
         """The fd the original stream wrote to (captured at fd level meanwhile)."""
         return self._original.fileno()
 
+    @property
+    def buffer(self) -> _BinaryProxy:
+        """Binary side, for code that writes bytes to ``sys.stdout.buffer``."""
+        return _BinaryProxy(self)
+
+
+class _BinaryProxy(io.RawIOBase):
+    """``sys.stdout.buffer`` of a :class:`StreamProxy`: bytes in, text events out."""
+
+    def __init__(self, text: StreamProxy) -> None:
+        super().__init__()
+        self._text = text
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def writable(self) -> bool:
+        """Always writable."""
+        return True
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
+        """Decode ``data`` (UTF-8) and emit it on the text stream."""
+        self._text.write(self._decoder.decode(bytes(data)))
+        return len(data)
+
 
 class _FdPump:
     """Points one fd at a pipe and reads it on a thread until restored."""
