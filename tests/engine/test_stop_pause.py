@@ -125,3 +125,34 @@ def test_launcher_runs_one_at_a_time_and_its_stop_ends_the_fit(write_script):
     ended = wait_for(seen.ended, timeout=60)
     assert ended.status == "stopped" and not launcher.is_running()
     assert of(seen.events, FitEnded)[-1].stopped
+
+
+def test_stop_during_the_validation_pass_ends_it_too(write_script):
+    path = write_script(
+        """
+        import numpy as np, keras
+
+        class Progress(keras.callbacks.Callback):
+            def on_test_begin(self, logs=None):
+                print("validation started", flush=True)
+
+            def on_test_batch_end(self, batch, logs=None):
+                print(f"val batch {batch}", flush=True)
+
+        x = np.zeros((64, 4), "float32"); y = np.zeros((64, 1), "float32")
+        vx = np.zeros((20000, 4), "float32"); vy = np.zeros((20000, 1), "float32")
+        m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+        m.compile("sgd", "mse")
+        m.fit(x, y, batch_size=32, epochs=3, verbose=0, validation_data=(vx, vy),
+              validation_batch_size=2, callbacks=[Progress()])
+        """
+    )
+    session, seen = start(path)
+    wait_for(lambda: "val batch 20" in console(seen.poll()))
+    session.stop()
+    ended = session.join(timeout=60)
+    assert ended is not None and ended.status == "stopped"
+    text = console(seen.poll())
+    assert text.count("validation started") == 1
+    assert "val batch 9999" not in text  # 10,000 validation batches were not all run
+    assert all(not k.startswith("val_") for e in of(seen.events, EpochEnded) for k in e.metrics)

@@ -106,6 +106,9 @@ class StudioCallback(keras.callbacks.Callback):
         """Send the epoch's metrics, ``val_`` metrics included."""
         try:
             metrics = {k: _to_float(v) for k, v in (logs or {}).items()}
+            if self.stopped:
+                # Validation was skipped or cut short by Stop: no val_ numbers to trust.
+                metrics = {k: v for k, v in metrics.items() if not k.startswith("val_")}
             self._emit(
                 EpochEnded(
                     self.fit_index, epoch, self._monitor.global_step, metrics, self._monitor.now()
@@ -188,6 +191,13 @@ class StudioCallback(keras.callbacks.Callback):
             kinds[key] = _MEAN if key in means else (_RUNNING if key in stateful else _RAW)
         self._kinds = kinds
         return kinds
+
+    def on_test_batch_end(self, batch: int, logs: dict | None = None) -> None:
+        """During the validation pass of a fit, Stop also ends validation at once."""
+        if self._has_commands():
+            self._apply_commands()
+        if self.stopped and hasattr(self.model, "stop_evaluating"):
+            self.model.stop_evaluating = True
 
     # -- commands ------------------------------------------------------
     def _apply_commands(self) -> None:
