@@ -14,6 +14,8 @@ def test_title_and_default_size(window, script):
     assert window.open_script(str(script))
     assert window.script_path == str(script.resolve())
     assert window.windowTitle().startswith("train.py")
+    # without a window manager's title bar the user still sees what is open
+    assert "train.py is open" in window.metrics.placeholder()
 
 
 def test_open_missing_file_says_why_and_starts_nothing(window, launcher, tmp_path):

@@ -160,6 +160,10 @@ class MainWindow(QMainWindow):
             self._say(str(exc))
             return False
         self._script = str(checked)
+        self.metrics.set_placeholder(
+            f"{checked.name} is open — press Run (F5) to train it and watch its metrics here.\n"
+            f"{checked.parent}"
+        )
         self._add_recent(self._script)
         self._last_end = None
         self._update_title()

@@ -648,6 +648,14 @@ class MetricsPanel(QScrollArea):
         self._reset_data()
         self._placeholder.show()
 
+    def set_placeholder(self, text: str) -> None:
+        """What the empty area says before any metric arrives (e.g. which script is open)."""
+        self._placeholder.setText(text)
+
+    def placeholder(self) -> str:
+        """The empty area's text."""
+        return self._placeholder.text()
+
     def series_nbytes(self) -> int:
         """Bytes held by all per-step series stores."""
         return sum(
