@@ -64,9 +64,11 @@ def run_app(
     window.run_finished.connect(on_run_finished)
     window.bridge.frame_done.connect(on_frame)
     opened = window.open_script(script if script else str(default_example()))
+    if opened:
+        window.script_args = tuple(script_args)  # the Run button uses them too
     if run:
         if opened:
-            QTimer.singleShot(0, lambda: window.run_script(script_args))
+            QTimer.singleShot(0, lambda: window.run_script(window.script_args))
         elif quit_when_done:
             return 2
 

@@ -219,3 +219,17 @@ def test_close_stops_a_running_run(window, launcher, script):
     window.run_script()
     window.close()
     assert ("stop",) in launcher.calls
+
+
+def test_run_button_passes_the_command_line_arguments_of_that_script(
+    window, launcher, run, script, tmp_path
+):
+    assert window.open_script(str(script))
+    window.script_args = ("--epochs", "3")
+    window.run_action.trigger()
+    assert launcher.calls[-1] == ("start", str(script.resolve()), ("--epochs", "3"))
+    run.ended().frame()
+    other = tmp_path / "other.py"
+    other.write_text("print(1)\n")
+    assert window.open_script(str(other))
+    assert window.script_args == ()

@@ -54,6 +54,7 @@ class MainWindow(QMainWindow):
         self.launcher = launcher
         self.settings = settings if settings is not None else QSettings(APP_NAME, APP_NAME)
         self._script: str | None = None
+        self.script_args: tuple[str, ...] = ()  # what Run passes (from the command line)
         self._running = False
         self._stopping = False
         self._run_seen = False  # RunStarted of the current run arrived
@@ -159,6 +160,8 @@ class MainWindow(QMainWindow):
         except ScriptPathError as exc:
             self._say(str(exc))
             return False
+        if str(checked) != self._script:
+            self.script_args = ()  # arguments belong to the script they were given for
         self._script = str(checked)
         self.metrics.set_placeholder(
             f"{checked.name} is open — press Run (F5) to train it and watch its metrics here.\n"
@@ -286,7 +289,7 @@ class MainWindow(QMainWindow):
             self.open_script(path)
 
     def _on_run_triggered(self) -> None:
-        self.run_script()
+        self.run_script(self.script_args)
 
     # -- recent scripts ------------------------------------------------------
     def recent_scripts(self) -> list[str]:
