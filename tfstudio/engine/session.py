@@ -12,6 +12,7 @@ import os
 import threading
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from pathlib import Path
 
 from tfstudio.core.channel import Channel
@@ -122,29 +123,24 @@ class TrainingSession:
         from tfstudio.engine.instrument import FitInterceptor
 
         mon.t0 = time.perf_counter()
-        capture = OutputCapture(emit) if self.capture_output else None
+        capture = OutputCapture(emit) if self.capture_output else nullcontext()
         status, code, error, message = "finished", 0, None, ""
         try:
             with (
                 FitInterceptor(mon),
                 script_environment(path, self.args, self.cwd, self.stdin_eof) as module,
+                capture,
             ):
-                if capture is not None:
-                    capture.__enter__()
+                with self._lock:
+                    self._script_running = True
                 try:
-                    with self._lock:
-                        self._script_running = True
-                    try:
-                        if mon.stop_requested.is_set():
-                            raise RunStopped()
-                        execute(path, module)
-                    finally:
-                        with self._lock:
-                            self._script_running = False
-                            _clear_pending(threading.current_thread())
+                    if mon.stop_requested.is_set():
+                        raise RunStopped()
+                    execute(path, module)
                 finally:
-                    if capture is not None:
-                        capture.__exit__(None, None, None)
+                    with self._lock:
+                        self._script_running = False
+                        _clear_pending(threading.current_thread())
         except RunStopped:
             status, code = "stopped", STOPPED_EXIT_CODE
             message = f"stopped by the user at step {mon.global_step}"
