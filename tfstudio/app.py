@@ -10,6 +10,8 @@ from typing import Any
 from tfstudio.core.channel import Channel
 from tfstudio.core.resources import default_example
 
+SETTLE_MS = 50  # lets Qt lay out and paint before a screenshot
+
 
 def run_app(
     script: str | None,
@@ -47,8 +49,12 @@ def run_app(
     shot_taken = [False]
 
     def take_screenshot() -> None:
-        if screenshot and not shot_taken[0]:
-            shot_taken[0] = window.grab().save(screenshot)
+        if not screenshot or shot_taken[0]:
+            return
+        shot_taken[0] = True
+        window.bridge.flush()  # plots up to date even between budgeted redraws
+        # Grab once Qt has laid out and painted what just changed (status texts too).
+        QTimer.singleShot(SETTLE_MS, lambda: window.grab().save(screenshot))
 
     def on_frame(_events: int) -> None:
         if screenshot_at_step is not None:
@@ -59,7 +65,8 @@ def run_app(
         take_screenshot()
         if quit_when_done:
             outcome["code"] = exit_code if exit_code else (0 if status == "finished" else 1)
-            app.exit(outcome["code"])
+            # after the screenshot's timer (same interval, started earlier: fires first)
+            QTimer.singleShot(SETTLE_MS, lambda: app.exit(outcome["code"]))
 
     window.run_finished.connect(on_run_finished)
     window.bridge.frame_done.connect(on_frame)
