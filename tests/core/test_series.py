@@ -13,7 +13,7 @@ def test_raw_points_until_capacity():
     s.extend([1, 2, 3], [0.5, 0.25, 0.125])
     x, y = s.view()
     assert x.tolist() == [1, 2, 3] and y.tolist() == [0.5, 0.25, 0.125]
-    assert s.width == 1 and len(s) == 3 and s.last_y == 0.125
+    assert s.width == 1 and len(s) == 3
 
 
 def test_decimation_keeps_min_and_max_and_bounds_memory():
@@ -39,13 +39,6 @@ def test_nan_is_kept_visible():
     s.extend(list(range(10)), [1.0, 2.0, math.nan, 3.0, 4, 5, 6, 7, 8, 9])
     _, y = s.view()
     assert np.isnan(y).any()
-
-
-def test_nearest_point():
-    s = Series(capacity=16)
-    s.extend([10, 20, 30], [1.0, 2.0, 3.0])
-    assert s.nearest(21) == (20.0, 2.0, 2.0)
-    assert Series().nearest(5) is None
 
 
 def test_bad_arguments():

@@ -34,8 +34,6 @@ class Series:
         self._hi = np.empty(capacity, dtype=np.float64)
         self._pending_x: list[float] = []
         self._pending_y: list[float] = []
-        self.last_x = float("nan")
-        self.last_y = float("nan")
 
     def __len__(self) -> int:
         return self.count
@@ -51,8 +49,6 @@ class Series:
         if not len(xs):
             return
         self.count += len(xs)
-        self.last_x = float(xs[-1])
-        self.last_y = float(ys[-1])
         px = np.asarray(xs, dtype=np.float64)
         py = np.asarray(ys, dtype=np.float64)
         if self._pending_x:
@@ -120,18 +116,6 @@ class Series:
             x = np.concatenate([x, np.asarray(self._pending_x)])
             y = np.concatenate([y, np.asarray(self._pending_y)])
         return x.copy(), y.copy()
-
-    def nearest(self, x: float) -> tuple[float, float, float] | None:
-        """The stored point nearest to ``x`` as (x, y_min, y_max), or None."""
-        xs, ys = self.view()
-        if not len(xs):
-            return None
-        i = int(np.searchsorted(xs, x))
-        cands = [j for j in (i - 1, i) if 0 <= j < len(xs)]
-        j = min(cands, key=lambda k: abs(xs[k] - x))
-        same = xs == xs[j]
-        vals = ys[same]
-        return float(xs[j]), float(np.min(vals)), float(np.max(vals))
 
     def nbytes(self) -> int:
         """Bytes held by the store (bounded by ``capacity``)."""

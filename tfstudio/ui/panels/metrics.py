@@ -261,9 +261,7 @@ class MetricPlot:
         """Per-step curve of ``key`` (created on first use)."""
         curve = self.steps.get(key)
         if curve is None:
-            colour = VAL if key.startswith("val_") else TRAIN
-            curve = Curve(f"{key} (per step)", colour, Series(self.capacity))
-            curve.item = self._line(curve, width=1, alpha=150, z=1)
+            curve = self._series_curve(key, "per step", width=1, alpha=150)
             self.steps[key] = curve
             old = self.running.pop(key, None)
             if old is not None:  # per-step values beat the running mean
@@ -277,11 +275,16 @@ class MetricPlot:
             return None
         curve = self.running.get(key)
         if curve is None:
-            colour = VAL if key.startswith("val_") else TRAIN
-            curve = Curve(f"{key} (running mean)", colour, Series(self.capacity))
-            curve.item = self._line(curve, width=1.5, alpha=255, z=1)
+            curve = self._series_curve(key, "running mean", width=1.5, alpha=255)
             self.running[key] = curve
             self._relegend()
+        return curve
+
+    def _series_curve(self, key: str, kind: str, width: float, alpha: int) -> Curve:
+        """A decimated per-step line for ``key``, labelled ``<key> (<kind>)``."""
+        colour = VAL if key.startswith("val_") else TRAIN
+        curve = Curve(f"{key} ({kind})", colour, Series(self.capacity))
+        curve.item = self._line(curve, width=width, alpha=alpha, z=1)
         return curve
 
     def epoch_curve(self, key: str) -> Curve:
