@@ -173,6 +173,14 @@ def test_x_range_follows_the_newest_step(window, run):
     run.steps(900).frame()
     (x0, x1), _ = window.metrics.plots["loss"].plot.getViewBox().viewRange()
     assert x1 >= 1000
+    assert x1 > 1100  # head-room while the run goes on
+
+
+def test_a_finished_run_fills_the_width(window, run):
+    run.started().fit(steps_per_epoch=1000).steps(1000).frame()
+    run.ended().frame()
+    (x0, x1), _ = window.metrics.plots["loss"].plot.getViewBox().viewRange()
+    assert 1000 <= x1 <= 1060  # no empty half-plot after the last step
 
 
 def test_mouse_move_over_a_plot_shows_crosshair_and_values(window, run, qtbot):

@@ -18,7 +18,7 @@ from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
 from PySide6.QtGui import QPainter, QPen
 from PySide6.QtWidgets import QLabel, QScrollArea, QVBoxLayout, QWidget
 
-from tfstudio.core.events import EpochEnded, FitStarted, RunStarted, StepEnded
+from tfstudio.core.events import EpochEnded, FitStarted, RunEnded, RunStarted, StepEnded
 from tfstudio.core.series import Series
 
 SERIES_CAPACITY = 10_000  # buckets per curve: 240 KB; at most 20k points (min+max) to draw
@@ -420,6 +420,15 @@ class MetricPlot:
         self._x_right = _nice_ceiling(max(last * 1.5, 10.0))
         vb.setXRange(0.0, self._x_right, padding=0.01)
 
+    def fit_x_to_data(self) -> None:
+        """When a run ends, drop the head-room: the finished curves fill the width."""
+        if not self.following:
+            return
+        last = max((c.x[-1] for c in self.curves() if c.item is not None and len(c.x)), default=0)
+        if last > 0:
+            self._x_right = float(last)
+            self.plot.getViewBox().setXRange(0.0, self._x_right, padding=0.02)
+
     def _on_range_changed_manually(self, *_: object) -> None:
         self.following = False
 
@@ -515,6 +524,7 @@ class MetricsPanel(QScrollArea):
         self._spe: dict[int, int] = {}  # fit index -> steps per batch hook
         self._note_dirty = False
         self._first_fit: FitStarted | None = None
+        self._run_ended = False
 
     # -- panel protocol ----------------------------------------------------
     def ingest_steps(self, steps: Sequence[StepEnded]) -> None:
@@ -598,6 +608,8 @@ class MetricsPanel(QScrollArea):
                 self._add_fit(event.global_step, f"fit {event.fit_index + 1}: {event.model.name}")
         elif isinstance(event, RunStarted):
             self.clear()
+        elif isinstance(event, RunEnded):
+            self._run_ended = True
 
     def refresh(self) -> None:
         """Move this frame's values into the series and redraw changed curves once."""
@@ -625,6 +637,9 @@ class MetricsPanel(QScrollArea):
             self._epochs_dirty = False
         for plot in self.plots.values():
             plot.refresh()
+            if self._run_ended:
+                plot.fit_x_to_data()
+        self._run_ended = False
 
     # -- public ------------------------------------------------------------
     def note(self) -> str:
