@@ -38,7 +38,7 @@ class FakeLauncher:
         self.running = False
         self.refuse: Exception | None = None
 
-    def start(self, script, args=()):
+    def start(self, script, args=(), options=None):
         self.calls.append(("start", script, tuple(args)))
         if self.refuse is not None:
             raise self.refuse
@@ -48,6 +48,9 @@ class FakeLauncher:
 
     def stop(self):
         self.calls.append(("stop",))
+
+    def send(self, command):
+        self.calls.append(("send", command))
 
     def is_running(self):
         return self.running

@@ -22,12 +22,29 @@ class RunStarted:
         argv: the script's ``sys.argv`` (``argv[0]`` is the script).
         cwd: working directory the script runs in.
         wall_time: ``time.time()`` at the start.
+        pid: process id of the worker running the script (0 when in-process).
     """
 
     script: str
     argv: tuple[str, ...]
     cwd: str
     wall_time: float
+    pid: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RunDevices:
+    """The devices a run computes on, once TensorFlow has initialised them.
+
+    Args:
+        devices: human names, e.g. ``("GPU 0: NVIDIA H100 80GB HBM3",)`` or ``("CPU",)``.
+    """
+
+    devices: tuple[str, ...]
+
+    def describe(self) -> str:
+        """One short line for a status bar."""
+        return ", ".join(self.devices) if self.devices else "CPU"
 
 
 @dataclass(frozen=True, slots=True)

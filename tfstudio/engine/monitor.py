@@ -12,6 +12,7 @@ import traceback
 
 from tfstudio.core.channel import Channel
 from tfstudio.core.events import ConsoleOutput, MonitorError
+from tfstudio.core.options import RunOptions
 
 
 class RunMonitor:
@@ -20,10 +21,14 @@ class RunMonitor:
     Args:
         channel: where events go.
         t0: ``time.perf_counter()`` at the run's start; event times count from it.
+        options: what the user asked of this run.
     """
 
-    def __init__(self, channel: Channel, t0: float | None = None) -> None:
+    def __init__(
+        self, channel: Channel, t0: float | None = None, options: RunOptions | None = None
+    ) -> None:
         self.channel = channel
+        self.options = options if options is not None else RunOptions()
         self.t0 = time.perf_counter() if t0 is None else t0
         self.fits = 0
         self.global_step = 0

@@ -18,6 +18,7 @@ from pathlib import Path
 from tfstudio.core.channel import Channel
 from tfstudio.core.commands import Stop
 from tfstudio.core.events import ConsoleOutput, EngineStatus, RunEnded, RunStarted, ScriptError
+from tfstudio.core.options import RunOptions
 from tfstudio.core.scripts import ScriptPathError, check_script
 from tfstudio.engine.capture import OutputCapture
 from tfstudio.engine.monitor import RunMonitor
@@ -43,6 +44,7 @@ class TrainingSession:
         cwd: working directory for the run; ``None`` keeps the caller's.
         stdin_eof: give the script an empty stdin (the window has no terminal).
         capture_output: capture stdout/stderr (fds 1 and 2 included) as events.
+        options: what the user asked of this run (sampling, checkpoints, ...).
     """
 
     def __init__(
@@ -54,6 +56,7 @@ class TrainingSession:
         cwd: str | os.PathLike[str] | None = None,
         stdin_eof: bool = True,
         capture_output: bool = True,
+        options: RunOptions | None = None,
     ) -> None:
         self.script = str(script)
         self.args = tuple(args)
@@ -61,7 +64,8 @@ class TrainingSession:
         self.cwd = None if cwd is None else Path(cwd)
         self.stdin_eof = stdin_eof
         self.capture_output = capture_output
-        self.monitor = RunMonitor(self.channel)
+        self.options = options if options is not None else RunOptions()
+        self.monitor = RunMonitor(self.channel, options=self.options)
         self.result: RunEnded | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
