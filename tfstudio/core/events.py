@@ -156,10 +156,14 @@ class ConsoleOutput:
 
     Args:
         stream: ``"stdout"``, ``"stderr"`` or ``"tfstudio"`` (our own notes).
+        native: written at file-descriptor level, not through Python's
+            ``sys.stdout``/``sys.stderr``: ``tf.print``, TensorFlow's C++ logs,
+            subprocesses. Lets the console tell ``print`` from ``tf.print``.
     """
 
     stream: str
     text: str
+    native: bool = False
 
 
 @dataclass(frozen=True, slots=True)

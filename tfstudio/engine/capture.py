@@ -109,10 +109,10 @@ class _FdPump:
                 break
             text = decoder.decode(chunk)
             if text:
-                self._emit(ConsoleOutput(self.name, text))
+                self._emit(ConsoleOutput(self.name, text, native=True))
         tail = decoder.decode(b"", final=True)
         if tail:
-            self._emit(ConsoleOutput(self.name, tail))
+            self._emit(ConsoleOutput(self.name, tail, native=True))
         os.close(self._read_end)
 
     def restore(self) -> None:
