@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import textwrap
+import threading
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -35,3 +37,39 @@ def wait_for(predicate, timeout: float = 60.0, interval: float = 0.01):
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {predicate}")
+
+
+def _children() -> set[int]:
+    return {c.pid for c in psutil.Process().children(recursive=True) if _alive(c)}
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _our_threads() -> set[str]:
+    return {t.name for t in threading.enumerate() if t.name.startswith("tfstudio-worker")}
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_workers():
+    """A test that leaves a child process or a worker-reading thread behind fails here."""
+    before = _children()
+    threads_before = _our_threads()
+    yield
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        left = _children() - before
+        threads = _our_threads() - threads_before
+        if not left and not threads:
+            return
+        time.sleep(0.05)
+    for pid in left:
+        try:
+            psutil.Process(pid).kill()
+        except psutil.Error:
+            pass
+    pytest.fail(f"the test left child processes {sorted(left)} / threads {sorted(threads)}")

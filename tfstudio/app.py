@@ -1,11 +1,14 @@
-"""Composition root of the window: builds QApplication, engine objects and window; wires them."""
+"""Composition root of the window: builds QApplication, the process launcher and the window.
+
+The window process never imports TensorFlow: every run happens in a worker
+process (``tfstudio.worker``) started by :class:`ProcessLauncher`.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 from tfstudio.core.channel import Channel
 from tfstudio.core.resources import default_example
@@ -30,20 +33,18 @@ def run_app(
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
-    from tfstudio.engine.session import EngineLauncher
+    from tfstudio.core.process import ProcessLauncher
     from tfstudio.ui.main_window import MainWindow
 
-    # Runs change the working directory to the script's folder: fix paths now.
     screenshot = os.path.abspath(screenshot) if screenshot else None
-    _route_qt_messages_to_terminal()
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("tfstudio")
     app.setOrganizationName("tfstudio")
     channel = Channel()
-    launcher = EngineLauncher(channel, script_cwd=True)
+    launcher = ProcessLauncher(channel, script_cwd=True)
     window = MainWindow(channel, launcher)
     window.show()
-    launcher.preload()  # TensorFlow imports in the background; the window is already up
+    launcher.prepare()  # a spare worker imports TensorFlow; the window is already up
 
     outcome = {"code": 0}
     shot_taken = [False]
@@ -80,33 +81,8 @@ def run_app(
             return 2
 
     def shut_down() -> None:
-        launcher.stop()
-        if launcher.session is not None:
-            launcher.session.join(timeout=10)
+        launcher.shutdown()  # no worker outlives the window
 
     app.aboutToQuit.connect(shut_down)
     code = app.exec()
     return outcome["code"] if quit_when_done else code
-
-
-def _route_qt_messages_to_terminal() -> None:
-    """Send Qt's own warnings to the real terminal, not into a run's captured output.
-
-    While a run lasts its fds 1 and 2 are captured for the console; Qt's
-    messages are about the app, not the user's script.
-    """
-    from PySide6.QtCore import qInstallMessageHandler
-
-    try:
-        terminal = os.fdopen(os.dup(2), "w", encoding="utf-8", errors="replace")
-    except OSError:
-        return
-
-    def handler(mode: Any, context: Any, message: str) -> None:
-        try:
-            terminal.write(f"qt: {message}\n")
-            terminal.flush()
-        except (OSError, ValueError):
-            pass
-
-    qInstallMessageHandler(handler)

@@ -1,4 +1,7 @@
-"""``tfstudio run SCRIPT``: the engine without a window, with a terminal progress line."""
+"""``tfstudio run SCRIPT``: a run in its worker process, shown in the terminal with a progress line.
+
+Another viewer of the same worker stream the window reads; it never imports TensorFlow.
+"""
 
 from __future__ import annotations
 
@@ -13,14 +16,18 @@ from typing import TextIO
 from tfstudio.core.channel import Channel
 from tfstudio.core.events import (
     ConsoleOutput,
+    EngineStatus,
     EpochEnded,
     FitStarted,
     MonitorError,
+    RunDevices,
     RunEnded,
     StepEnded,
 )
+from tfstudio.core.options import RunOptions
+from tfstudio.core.process import ProcessLauncher
 from tfstudio.core.progress import ProgressTracker, format_duration, format_value
-from tfstudio.engine.session import TrainingSession
+from tfstudio.core.scripts import ScriptPathError, check_script
 
 
 class ProgressLine:
@@ -101,45 +108,61 @@ def _bar(fraction: float, width: int = 20) -> str:
     return "[" + "#" * filled + "." * (width - filled) + f"] {fraction * 100:3.0f}%"
 
 
-def run_headless(script: str, args: Sequence[str] = ()) -> int:
-    """Run ``script`` with ``args`` in this terminal; returns the script's exit status.
+def run_headless(script: str, args: Sequence[str] = (), options: RunOptions | None = None) -> int:
+    """Run ``script`` with ``args`` in a worker process, showing it in this terminal.
 
-    Ctrl-C stops training at the next batch boundary (press it twice to abort).
+    Returns the script's exit status (128 + N when its process died of signal N).
+    Ctrl-C stops training at the next batch boundary; pressing it again interrupts
+    the script, then terminates it.
     """
-    # Our own handles on the real terminal, taken before the run captures fds 1/2.
+    # Our own handles on the terminal; the worker's output reaches us through pipes.
     out = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8", errors="replace")
     err = os.fdopen(os.dup(sys.stderr.fileno()), "w", encoding="utf-8", errors="replace")
     try:
-        return _run(script, args, out, err)
+        return _run(script, args, options, out, err)
     finally:
         out.close()
         err.close()
 
 
-def _run(script: str, args: Sequence[str], out: TextIO, err: TextIO) -> int:
+def _run(
+    script: str, args: Sequence[str], options: RunOptions | None, out: TextIO, err: TextIO
+) -> int:
+    try:
+        path = check_script(script)
+    except ScriptPathError as exc:
+        err.write(f"tfstudio: cannot run: {exc}\n")
+        return 2
     channel = Channel()
-    session = TrainingSession(script, args, channel, cwd=None, stdin_eof=False)
+    launcher = ProcessLauncher(channel, script_cwd=False, keep_spare=False, own_terminal=True)
     tracker = ProgressTracker()
     line = ProgressLine(err, interactive=err.isatty())
     interrupts = [0]
 
     def on_sigint(signum: int, frame: FrameType | None) -> None:
         # Only count here: the loop below acts on it (writing from a signal handler
-        # could re-enter a stream the loop is writing to).
+        # could re-enter a stream the loop is writing to). The terminal sends the
+        # same SIGINT to the worker, which treats it as Stop too: one stop, not two.
         interrupts[0] += 1
-        if interrupts[0] > 1:
-            raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGINT, on_sigint)
-    session.start()
     ended: RunEnded | None = None
-    asked_to_stop = False
+    handled = 0
     try:
+        try:
+            launcher.start(str(path), args, options)
+        except RuntimeError as exc:
+            err.write(f"tfstudio: cannot run: {exc}\n")
+            return 1
         while ended is None:
-            if interrupts[0] and not asked_to_stop:
-                asked_to_stop = True
-                line.print("tfstudio: stopping at the next batch boundary (Ctrl-C again to abort)")
-                session.stop()
+            if interrupts[0] > handled:
+                handled = interrupts[0]
+                if handled == 1:
+                    line.print(
+                        "tfstudio: stopping at the next batch boundary "
+                        "(Ctrl-C again to interrupt the script)"
+                    )
+                launcher.stop()
             events = channel.drain()
             if not events:
                 time.sleep(0.02)
@@ -149,6 +172,7 @@ def _run(script: str, args: Sequence[str], out: TextIO, err: TextIO) -> int:
             if ended is None:
                 line.draw(describe(tracker))
     finally:
+        launcher.shutdown()
         signal.signal(signal.SIGINT, previous)
     line.clear()
     return ended.exit_code
@@ -182,6 +206,10 @@ def _show(
     elif isinstance(event, EpochEnded) and not line.interactive:
         metrics = " - ".join(f"{k}: {format_value(v)}" for k, v in event.metrics.items())
         line.print(f"tfstudio: epoch {event.epoch + 1}: {metrics}")
+    elif isinstance(event, RunDevices):
+        line.print(f"tfstudio: device: {event.describe()}")
+    elif isinstance(event, EngineStatus) and event.state == "error":
+        line.print(f"tfstudio: {event.detail}")
     elif isinstance(event, MonitorError):
         line.print(
             f"tfstudio: monitoring failed in {event.where} ({event.message}); "

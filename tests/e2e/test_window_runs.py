@@ -6,8 +6,8 @@ import pytest
 from PySide6.QtCore import QSettings
 
 from tfstudio.core.channel import Channel
+from tfstudio.core.process import ProcessLauncher
 from tfstudio.core.resources import default_example, examples
-from tfstudio.engine.session import EngineLauncher
 from tfstudio.ui.main_window import MainWindow
 
 pytestmark = pytest.mark.tf
@@ -23,14 +23,13 @@ EXPECTED_STEPS = {"linear_regression.py": 40, "mlp_classifier.py": 30, "cnn_shap
 @pytest.fixture
 def window(qtbot, tmp_path):
     channel = Channel()
-    launcher = EngineLauncher(channel, script_cwd=True)
+    launcher = ProcessLauncher(channel, script_cwd=True, keep_spare=False)
     win = MainWindow(channel, launcher, QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat))
     qtbot.addWidget(win)
     win.show()
     yield win
-    launcher.stop()
-    if launcher.session is not None:
-        launcher.session.join(timeout=30)
+    launcher.shutdown()
+    win.bridge.stop()
 
 
 def run_to_end(qtbot, win, args=(), timeout=120_000):

@@ -110,23 +110,6 @@ def test_pause_holds_at_a_batch_boundary_and_stop_releases_it(write_script):
     assert ended is not None and ended.status == "stopped"
 
 
-def test_launcher_runs_one_at_a_time_and_its_stop_ends_the_fit(write_script):
-    from tfstudio.engine.session import EngineLauncher
-
-    channel = Channel()
-    launcher = EngineLauncher(channel)
-    seen = Collector(channel)
-    launcher.start(str(write_script(LONG_FIT)))
-    wait_for(lambda: len(seen.steps()) >= 2)
-    assert launcher.is_running()
-    with pytest.raises(RuntimeError, match="already in progress"):
-        launcher.start(str(write_script("print(1)\n", name="other.py")))
-    launcher.stop()
-    ended = wait_for(seen.ended, timeout=60)
-    assert ended.status == "stopped" and not launcher.is_running()
-    assert of(seen.events, FitEnded)[-1].stopped
-
-
 def test_stop_during_the_validation_pass_ends_it_too(write_script):
     path = write_script(
         """

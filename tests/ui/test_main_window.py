@@ -64,8 +64,14 @@ def test_run_and_stop_enabling(window, launcher, run, script):
 
     window.stop_action.trigger()
     assert launcher.calls[-1] == ("stop",)
-    assert window.status.state_text() == "stopping…"
-    assert not window.stop_action.isEnabled()
+    assert window.status.state_text() == "stopping… — at the next batch boundary"
+    assert window.stop_action.isEnabled()  # pressed again, it stops harder
+    assert "interrupt" in window.stop_action.toolTip()
+    window.stop_action.trigger()
+    assert launcher.calls[-2:] == [("stop",), ("stop",)]
+    run.engine("stopping", "no batch boundary was reached: interrupting the script (SIGINT)")
+    run.frame()
+    assert "SIGINT" in window.status.state_text()
 
     run.frame()  # the RunStarted the launcher queued
     run.ended("stopped", 0).frame()

@@ -63,6 +63,7 @@ class StudioCallback(keras.callbacks.Callback):
     # -- fit -----------------------------------------------------------
     def on_train_begin(self, logs: dict | None = None) -> None:
         """Announce the fit and its model."""
+        self._monitor.report_devices()
         try:
             params = self.params or {}
             self._steps = params.get("steps")

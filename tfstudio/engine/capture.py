@@ -163,3 +163,94 @@ class OutputCapture:
         for pump in self._pumps:
             pump.restore()
         self._pumps = []
+
+
+class FdTextStream(io.TextIOBase):
+    """A text stream that writes each call straight to a file descriptor (no buffer).
+
+    The worker process gives the script one of these as ``sys.stdout`` and one as
+    ``sys.stderr``, each on a pipe of its own to the viewer. Every write is one
+    ``os.write``, so nothing is lost if the process dies right after it, and the
+    viewer can tell Python's ``print`` from what reaches fds 1 and 2 directly
+    (``tf.print``, C++ logs).
+
+    Args:
+        fd: where the bytes go (the caller keeps it open).
+        name: ``"<stdout>"``-style name reported to callers.
+    """
+
+    def __init__(self, fd: int, name: str) -> None:
+        super().__init__()
+        self._fd = fd
+        self._name = name
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        """The stream's name, as ``sys.stdout.name`` would give."""
+        return self._name
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        """Text encoding (always UTF-8)."""
+        return "utf-8"
+
+    @property
+    def errors(self) -> str:  # type: ignore[override]
+        """Unencodable characters are escaped, never an error."""
+        return "backslashreplace"
+
+    def writable(self) -> bool:
+        """Always writable."""
+        return True
+
+    def isatty(self) -> bool:
+        """Not a terminal (a pipe to the viewer)."""
+        return False
+
+    def fileno(self) -> int:
+        """The pipe's fd."""
+        return self._fd
+
+    def write(self, text: str) -> int:
+        """Write ``text`` now, as UTF-8."""
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        write_all(self._fd, text.encode("utf-8", "backslashreplace"))
+        return len(text)
+
+    def flush(self) -> None:
+        """Nothing is buffered here."""
+
+    @property
+    def buffer(self) -> _FdBinary:
+        """Binary side, for code that writes bytes to ``sys.stdout.buffer``."""
+        return _FdBinary(self._fd)
+
+
+class _FdBinary(io.RawIOBase):
+    """``sys.stdout.buffer`` of an :class:`FdTextStream`: bytes go straight to the fd."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+
+    def writable(self) -> bool:
+        """Always writable."""
+        return True
+
+    def fileno(self) -> int:
+        """The pipe's fd."""
+        return self._fd
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
+        """Write all of ``data`` now."""
+        write_all(self._fd, bytes(data))
+        return len(data)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """``os.write`` until every byte is out (pipes may take less than asked)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]

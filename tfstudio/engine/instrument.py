@@ -2,21 +2,59 @@
 
 While a run lasts, ``keras.Model.fit`` is replaced by a wrapper that adds a
 :class:`StudioCallback` beside the user's own callbacks; the original is put back
-when the run ends.
+when the run ends. If Keras is not imported yet (a cold worker, where the script
+sets TensorFlow's environment variables before importing it), the patch is
+applied the moment the script's own ``import keras`` finishes.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.abc
+import importlib.util
 import inspect
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import Any
 
 from tfstudio.engine.monitor import RunMonitor
 from tfstudio.engine.script import RunStopped
-from tfstudio.engine.tf_import import ensure_keras
 
 _MISSING = object()
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Calls ``callback(module)`` right after the module ``name`` has been executed."""
+
+    def __init__(self, name: str, callback: Callable[[ModuleType], None]) -> None:
+        self.name = name
+        self.callback = callback
+        self._busy = False
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> Any:
+        """Find ``name`` through the other finders and hook its loader; ignore the rest."""
+        if fullname != self.name or self._busy:
+            return None
+        self._busy = True
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self._busy = False
+        loader = getattr(spec, "loader", None)
+        if spec is None or loader is None or not hasattr(loader, "exec_module"):
+            return None
+        original = loader.exec_module
+        callback = self.callback
+
+        def exec_module(module: ModuleType) -> None:
+            original(module)
+            callback(module)
+
+        loader.exec_module = exec_module  # this loader instance serves this import only
+        return spec
 
 
 class FitInterceptor:
@@ -30,17 +68,43 @@ class FitInterceptor:
         self.monitor = monitor
         self._keras: Any = None
         self._saved: Any = _MISSING
+        self._hook: _AfterImport | None = None
 
     def __enter__(self) -> FitInterceptor:
-        keras = ensure_keras()
+        keras = sys.modules.get("keras")
+        if keras is not None and hasattr(keras, "Model"):
+            self._patch(keras)
+        else:
+            self._hook = _AfterImport("keras", self._on_keras_imported)
+            sys.meta_path.insert(0, self._hook)
+        return self
+
+    def _on_keras_imported(self, keras: ModuleType) -> None:
+        self._remove_hook()
+        try:
+            self._patch(keras)
+        except Exception as exc:  # noqa: BLE001 - never break the script's own import
+            self.monitor.report_error("intercepting keras.Model.fit", exc)
+
+    def _remove_hook(self) -> None:
+        if self._hook is not None:
+            try:
+                sys.meta_path.remove(self._hook)
+            except ValueError:
+                pass
+            self._hook = None
+
+    def _patch(self, keras: Any) -> None:
         self._keras = keras
         model_cls = keras.Model
         self._saved = model_cls.__dict__.get("fit", _MISSING)
         original = model_cls.fit
         model_cls.fit = self._wrap(original)
-        return self
 
     def __exit__(self, *exc: object) -> None:
+        self._remove_hook()
+        if self._keras is None:
+            return
         model_cls = self._keras.Model
         if self._saved is _MISSING:
             try:
@@ -49,6 +113,7 @@ class FitInterceptor:
                 pass
         else:
             model_cls.fit = self._saved
+        self._keras = None
 
     def _wrap(self, original: Callable[..., Any]) -> Callable[..., Any]:
         monitor = self.monitor

@@ -11,7 +11,7 @@ import time
 import traceback
 
 from tfstudio.core.channel import Channel
-from tfstudio.core.events import ConsoleOutput, MonitorError
+from tfstudio.core.events import ConsoleOutput, MonitorError, RunDevices
 from tfstudio.core.options import RunOptions
 
 
@@ -37,6 +37,7 @@ class RunMonitor:
         self.resume = threading.Event()
         self.resume.set()
         self._reported: set[str] = set()
+        self.devices: tuple[str, ...] | None = None
 
     def now(self) -> float:
         """Seconds since the run started."""
@@ -58,3 +59,18 @@ class RunMonitor:
         """Ask the run to stop at the next batch boundary; releases a pause."""
         self.stop_requested.set()
         self.resume.set()
+
+    def report_devices(self) -> None:
+        """Send the run's devices once, as soon as TensorFlow has initialised them."""
+        if self.devices is not None:
+            return
+        from tfstudio.engine.devices import describe_devices
+
+        try:
+            devices = describe_devices()
+        except Exception as exc:  # noqa: BLE001 - a device name is not worth a failed run
+            self.report_error("devices", exc)
+            devices = ("unknown device",)
+        if devices is not None:
+            self.devices = devices
+            self.channel.emit(RunDevices(devices))

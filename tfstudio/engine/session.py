@@ -1,8 +1,10 @@
-"""TrainingSession: one run of a user's script, its thread and its events.
+"""TrainingSession: one run of a user's script and its events.
 
-A session runs the script in a background thread with ``fit`` intercepted and
-output captured, and reports everything on the channel, ending with exactly one
-:class:`RunEnded`. :class:`EngineLauncher` starts sessions for a viewer.
+A session runs the script with ``fit`` intercepted (and, in-process, its output
+captured) and reports everything on the channel, ending with exactly one
+:class:`RunEnded`. In tfstudio's worker process (``tfstudio.worker``) the session
+runs on the main thread, as ``python script.py`` would; tests and benchmarks
+also run it in-process, on a thread of their own.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import ctypes
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -45,6 +47,11 @@ class TrainingSession:
         stdin_eof: give the script an empty stdin (the window has no terminal).
         capture_output: capture stdout/stderr (fds 1 and 2 included) as events.
         options: what the user asked of this run (sampling, checkpoints, ...).
+        preimport: import TensorFlow before the script (a warm start). When False,
+            Keras is patched the moment the script itself imports it, so environment
+            variables the script sets first (``TF_*``, ``CUDA_*``) still apply.
+        on_started: called once the run is announced, just before the script runs
+            (the worker sends the announcement at once, ahead of the script's output).
     """
 
     def __init__(
@@ -57,6 +64,8 @@ class TrainingSession:
         stdin_eof: bool = True,
         capture_output: bool = True,
         options: RunOptions | None = None,
+        preimport: bool = True,
+        on_started: Callable[[], None] | None = None,
     ) -> None:
         self.script = str(script)
         self.args = tuple(args)
@@ -64,6 +73,8 @@ class TrainingSession:
         self.cwd = None if cwd is None else Path(cwd)
         self.stdin_eof = stdin_eof
         self.capture_output = capture_output
+        self.preimport = preimport
+        self.on_started = on_started
         self.options = options if options is not None else RunOptions()
         self.monitor = RunMonitor(self.channel, options=self.options)
         self.result: RunEnded | None = None
@@ -119,14 +130,21 @@ class TrainingSession:
             mon.note(f"Cannot run: {exc}")
             return self._ended("failed", 2, message=str(exc))
         cwd = self.cwd if self.cwd is not None else Path.cwd()
-        emit(RunStarted(str(path), (str(path), *self.args), str(cwd), time.time()))
-        if not is_loaded():
-            emit(EngineStatus("loading", "importing TensorFlow"))
-        ensure_keras()
-        emit(EngineStatus("ready"))
+        emit(RunStarted(str(path), (str(path), *self.args), str(cwd), time.time(), os.getpid()))
+        if self.preimport:
+            if not is_loaded():
+                emit(EngineStatus("loading", "importing TensorFlow"))
+            try:
+                ensure_keras()
+            except Exception as exc:  # noqa: BLE001 - a broken TensorFlow install
+                mon.note(f"TensorFlow failed to import: {type(exc).__name__}: {exc}")
+                return self._ended("failed", 1, message=f"TensorFlow failed to import: {exc}")
+            emit(EngineStatus("ready"))
         from tfstudio.engine.instrument import FitInterceptor
 
         mon.t0 = time.perf_counter()
+        if self.on_started is not None:
+            self.on_started()
         capture = OutputCapture(emit) if self.capture_output else nullcontext()
         status, code, error, message = "finished", 0, None, ""
         try:
@@ -148,6 +166,15 @@ class TrainingSession:
         except RunStopped:
             status, code = "stopped", STOPPED_EXIT_CODE
             message = f"stopped by the user at step {mon.global_step}"
+        except KeyboardInterrupt as exc:
+            if not mon.stop_requested.is_set():
+                err = describe_error(exc, path)
+                emit(ConsoleOutput("stderr", err.traceback))
+                status, code, error = "failed", STOPPED_EXIT_CODE, err
+                message = f"interrupted at {err.location()}"
+            else:  # Stop was escalated to SIGINT: the script did not reach a batch boundary
+                status, code = "stopped", STOPPED_EXIT_CODE
+                message = f"interrupted by the user at step {mon.global_step}"
         except SystemExit as exc:
             code, text = exit_code_of(exc)
             if text:
@@ -159,6 +186,7 @@ class TrainingSession:
             emit(ConsoleOutput("stderr", error.traceback))
             status, code = "failed", 1
             message = f"{error.type_name} at {error.location()}: {error.message}"
+        mon.report_devices()
         if status == "finished" and mon.fits == 0:
             note = "no fit was monitored (the script never called model.fit)"
             message = f"{message}; {note}" if message else note
@@ -184,51 +212,3 @@ def _clear_pending(thread: threading.Thread) -> None:
     """Cancel an async exception that arrived too late to matter."""
     if thread.ident is not None:
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), None)
-
-
-class EngineLauncher:
-    """Starts one session at a time for a viewer; implements core's Launcher.
-
-    Args:
-        channel: the viewer's channel; every run reports there.
-        script_cwd: run scripts in their own folder (the window) instead of the
-            caller's working directory (headless).
-    """
-
-    def __init__(self, channel: Channel, *, script_cwd: bool = True) -> None:
-        self.channel = channel
-        self.script_cwd = script_cwd
-        self.session: TrainingSession | None = None
-
-    def preload(self) -> threading.Thread:
-        """Import TensorFlow in the background, reporting loading/ready on the channel."""
-
-        def load() -> None:
-            self.channel.emit(EngineStatus("loading", "importing TensorFlow"))
-            try:
-                ensure_keras()
-            except Exception as exc:  # noqa: BLE001 - show it; a run will report it again
-                self.channel.emit(EngineStatus("error", f"TensorFlow failed to import: {exc}"))
-                return
-            self.channel.emit(EngineStatus("ready"))
-
-        thread = threading.Thread(target=load, name="tfstudio-import", daemon=True)
-        thread.start()
-        return thread
-
-    def start(self, script: str, args: Sequence[str] = ()) -> None:
-        """Start a run; raises RuntimeError if one is already running."""
-        if self.is_running():
-            raise RuntimeError("a run is already in progress; stop it first")
-        cwd = Path(script).expanduser().resolve().parent if self.script_cwd else None
-        self.session = TrainingSession(script, args, self.channel, cwd=cwd)
-        self.session.start()
-
-    def stop(self) -> None:
-        """Stop the current run, if any."""
-        if self.session is not None:
-            self.session.stop()
-
-    def is_running(self) -> bool:
-        """True while a run is in progress."""
-        return self.session is not None and self.session.is_running()

@@ -21,10 +21,16 @@ def ensure_keras() -> ModuleType:
     with _lock:
         if _keras is None:
             # Quieter start-up: TF's C++ info lines are noise in a training console.
-            os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-            import keras
-            import tensorflow  # noqa: F401
-
+            # Read at import; taken out again after, so the script's environment is its own.
+            added = "TF_CPP_MIN_LOG_LEVEL" not in os.environ
+            if added:
+                os.environ["TF_CPP_MIN_LOG_LEVEL"] = "1"
+            try:
+                import keras
+                import tensorflow  # noqa: F401
+            finally:
+                if added:
+                    os.environ.pop("TF_CPP_MIN_LOG_LEVEL", None)
             _keras = keras
     return _keras
 

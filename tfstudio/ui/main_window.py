@@ -57,6 +57,7 @@ class MainWindow(QMainWindow):
         self.script_args: tuple[str, ...] = ()  # what Run passes (from the command line)
         self._running = False
         self._stopping = False
+        self._stop_detail = ""
         self._run_seen = False  # RunStarted of the current run arrived
         self._engine = EngineStatus("")
         self._last_end: RunEnded | None = None
@@ -200,11 +201,17 @@ class MainWindow(QMainWindow):
         return True
 
     def stop_run(self) -> None:
-        """Ask the current run to stop at the next step."""
+        """Ask the current run to stop at the next step; pressed again, stop it harder.
+
+        The launcher escalates a stop that finds no batch boundary (SIGINT, then
+        SIGTERM, then SIGKILL); each further press moves it on at once.
+        """
         if not self._running and not self.launcher.is_running():
             return
         self.launcher.stop()
-        self._stopping = True
+        if not self._stopping:
+            self._stopping = True
+            self._stop_detail = "at the next batch boundary"
         self._update_state()
 
     # -- events from the bridge --------------------------------------------
@@ -225,6 +232,10 @@ class MainWindow(QMainWindow):
         self.run_finished.emit(event.status, event.exit_code)
 
     def _on_engine_status(self, event: EngineStatus) -> None:
+        if event.state == "stopping":
+            self._stop_detail = event.detail
+            self._update_state()
+            return
         self._engine = event
         if event.state == "error":
             self._say(f"Engine error: {event.detail or 'unknown'}", note=True)
@@ -240,7 +251,12 @@ class MainWindow(QMainWindow):
         state, detail = self._state()
         self.status.set_state(state, detail)
         self.run_action.setEnabled(self._script is not None and not self._running)
-        self.stop_action.setEnabled(self._running and not self._stopping)
+        self.stop_action.setEnabled(self._running)
+        self.stop_action.setToolTip(
+            "Stop again: interrupt the script now (Shift+F5)"
+            if self._stopping
+            else "Stop training at the next step (Shift+F5)"
+        )
         self.open_action.setEnabled(not self._running)
         self.recent_menu.setEnabled(not self._running)
 
@@ -248,7 +264,7 @@ class MainWindow(QMainWindow):
         loading = self._engine.state == "loading"
         if self._running:
             if self._stopping:
-                return "stopping", ""
+                return "stopping", self._stop_detail
             if loading:
                 return "loading", ""
             return ("running", "") if self._run_seen else ("starting", "")
@@ -352,7 +368,7 @@ class MainWindow(QMainWindow):
 
     # -- closing -------------------------------------------------------------
     def closeEvent(self, event: QCloseEvent) -> None:
-        """Stop a run still going, then close."""
+        """Stop a run still going, then close (the app then ends every worker)."""
         if self._running or self.launcher.is_running():
             self.launcher.stop()
         self.bridge.stop()

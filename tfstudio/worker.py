@@ -1,0 +1,287 @@
+"""``python -m tfstudio.worker``: one run of a user's script in a process of its own.
+
+The viewer (window or ``tfstudio run``) starts this process through
+:class:`tfstudio.core.process.ProcessLauncher`. The user's script runs on this
+process's **main thread**, exactly as ``python script.py`` would (signals,
+``__main__``, argv, cwd, a fresh TensorFlow runtime). A pump thread sends the
+run's events to the viewer in batches every few tens of milliseconds and
+receives commands, which the training side applies at batch boundaries.
+
+Wire protocol (``multiprocessing.connection`` over a socket pair inherited from
+the viewer; nothing listens anywhere):
+
+    worker -> viewer  ("hello", pid) | ("ready", tf_version) | ("import-failed", text)
+                      | ("events", [event, ...]) | ("done", exit_code)
+    viewer -> worker  ("run", RunSpec) | ("command", Command) | ("stop",) | ("interrupt",)
+                      | ("exit",)
+
+Python's ``sys.stdout``/``sys.stderr`` write straight to two pipes of their own;
+fds 1 and 2 are two more pipes (``tf.print``, C++ logs, subprocesses), so the
+viewer can label what it shows, and output written just before a crash is not lost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+import traceback
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection
+from types import FrameType
+from typing import Any
+
+from tfstudio.core.channel import Channel
+from tfstudio.core.commands import Stop
+from tfstudio.core.events import MonitorError
+from tfstudio.core.process import RunSpec
+from tfstudio.engine.capture import FdTextStream
+
+PUMP_INTERVAL_S = 0.02  # one message every 20 ms at most: never one per step
+
+
+class EventSink:
+    """Something that also wants every batch of events the worker sends (a recorder)."""
+
+    def write(self, events: list[object]) -> None:  # pragma: no cover - protocol
+        """Take one batch, off the training thread."""
+
+    def close(self) -> None:  # pragma: no cover - protocol
+        """The run is over; flush and release."""
+
+
+class Pump(threading.Thread):
+    """Moves events out and commands in, off the training thread.
+
+    Args:
+        conn: the connection to the viewer.
+        channel: the session's channel.
+        on_stop: called when the viewer asks the run to stop.
+        on_interrupt: called when the viewer escalates a stop to an interrupt.
+        sinks: also get every batch (e.g. a recorder writing event files).
+    """
+
+    def __init__(
+        self,
+        conn: Connection,
+        channel: Channel,
+        on_stop: Callable[[], None],
+        on_interrupt: Callable[[], None] = lambda: None,
+        sinks: Sequence[EventSink] = (),
+    ) -> None:
+        super().__init__(name="tfstudio-pump", daemon=True)
+        self.conn = conn
+        self.channel = channel
+        self.on_stop = on_stop
+        self.on_interrupt = on_interrupt
+        self.sinks = list(sinks)
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self.batches = 0
+
+    def run(self) -> None:
+        """Every ``PUMP_INTERVAL_S``: take commands that arrived, send what was emitted."""
+        try:
+            while not self._closing.is_set():
+                if self.conn.poll(PUMP_INTERVAL_S):
+                    self._receive()
+                self.flush()
+        except (EOFError, OSError):
+            if not self._closing.is_set():
+                _die_with_viewer()
+        except BaseException:  # noqa: BLE001 - say why the pump died, then let the run go on
+            traceback.print_exc(file=sys.__stderr__)
+
+    def _receive(self) -> None:
+        while self.conn.poll():
+            message = self.conn.recv()
+            kind = message[0]
+            if kind == "command":
+                command = message[1]
+                if isinstance(command, Stop):
+                    self.on_stop()
+                else:
+                    self.channel.send(command)
+            elif kind == "stop":
+                self.on_stop()
+            elif kind == "interrupt":
+                self.on_interrupt()
+            elif kind == "exit":
+                self.on_stop()
+
+    def flush(self) -> None:
+        """Send everything emitted so far as one message (any thread may call this)."""
+        with self._lock:
+            events = self.channel.drain()
+            if not events:
+                return
+            self._send_batch(events)
+            self.batches += 1
+            for sink in self.sinks:
+                try:
+                    sink.write(events)
+                except Exception:  # noqa: BLE001 - a recorder must not stop the stream
+                    traceback.print_exc(file=sys.__stderr__)
+
+    def _send_batch(self, events: list[object]) -> None:
+        try:
+            self.conn.send(("events", events))
+        except (EOFError, BrokenPipeError, ConnectionResetError):
+            raise
+        except Exception:  # noqa: BLE001 - one unpicklable event must not lose the others
+            for event in events:
+                try:
+                    self.conn.send(("events", [event]))
+                except (EOFError, BrokenPipeError, ConnectionResetError):
+                    raise
+                except Exception as exc:  # noqa: BLE001
+                    note = MonitorError(
+                        "sending events",
+                        f"{type(event).__name__} could not be sent: {exc}",
+                        traceback.format_exc(),
+                    )
+                    self.conn.send(("events", [note]))
+
+    def close(self) -> None:
+        """Stop the loop and send the last events."""
+        self._closing.set()
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join(timeout=5)
+        self.flush()
+        for sink in self.sinks:
+            try:
+                sink.close()
+            except Exception:  # noqa: BLE001
+                traceback.print_exc(file=sys.__stderr__)
+
+
+def _die_with_viewer() -> None:
+    """The viewer is gone (window closed or killed): end this run and its children now."""
+    try:
+        if os.getpgid(0) == os.getpid():
+            os.killpg(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)
+    except OSError:
+        os._exit(137)
+
+
+class _StopSignals:
+    """How Stop and SIGINT reach the script in the worker.
+
+    A SIGINT from the terminal (headless: the worker shares the viewer's terminal,
+    so Ctrl-C reaches both) means "stop at the next batch boundary", like the
+    Stop button. Only when the viewer escalates a stop that got no batch boundary
+    does the worker send itself a SIGINT that the script sees as KeyboardInterrupt.
+    A script's own SIGINT handler replaces all this, as under ``python script.py``.
+    """
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.armed = False
+        self.interrupted = False
+
+    def request_stop(self) -> None:
+        """Stop at the next batch boundary (at once between fits)."""
+        self.session.stop()
+
+    def interrupt(self) -> None:
+        """Stop escalated: raise KeyboardInterrupt in the script, also inside ``sleep``."""
+        self.session.monitor.request_stop()
+        self.armed = True
+        os.kill(os.getpid(), signal.SIGINT)
+
+    def on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        if self.armed and not self.interrupted:
+            self.interrupted = True
+            raise KeyboardInterrupt
+        if not self.session.monitor.stop_requested.is_set():
+            self.request_stop()
+
+
+def _flushing_exit(pump: Pump, real_exit: Callable[[int], Any]) -> Callable[[int], Any]:
+    """``os._exit`` that first sends what the run reported so far."""
+
+    def _exit(code: int) -> Any:
+        try:
+            pump.flush()
+        except BaseException:  # noqa: BLE001 - exiting anyway
+            pass
+        return real_exit(code)
+
+    return _exit
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m tfstudio.worker")
+    p.add_argument("--fd", type=int, required=True, help="socket to the viewer")
+    p.add_argument("--stdout-fd", type=int, required=True, help="pipe for sys.stdout")
+    p.add_argument("--stderr-fd", type=int, required=True, help="pipe for sys.stderr")
+    p.add_argument("--warm", action="store_true", help="import TensorFlow before the run")
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve one run for the viewer on the other end of ``--fd``; returns the exit status."""
+    ns = _parse(argv)
+    conn = Connection(ns.fd)
+    sys.stdout = FdTextStream(ns.stdout_fd, "<stdout>")
+    sys.stderr = FdTextStream(ns.stderr_fd, "<stderr>")
+    conn.send(("hello", os.getpid()))
+    if ns.warm:
+        from tfstudio.engine.tf_import import ensure_keras
+
+        try:
+            ensure_keras()
+            import tensorflow as tf
+
+            conn.send(("ready", tf.__version__))
+        except Exception as exc:  # noqa: BLE001 - the run will say it again, in words
+            conn.send(("import-failed", f"{type(exc).__name__}: {exc}"))
+    try:
+        message = conn.recv()
+    except (EOFError, OSError):
+        return 0
+    if message[0] != "run":
+        return 0
+    spec: RunSpec = message[1]
+    return _serve(conn, spec, warm=ns.warm)
+
+
+def _serve(conn: Connection, spec: RunSpec, *, warm: bool) -> int:
+    from tfstudio.engine.session import TrainingSession
+
+    channel = Channel()
+    session = TrainingSession(
+        spec.script,
+        spec.args,
+        channel,
+        cwd=spec.cwd,
+        stdin_eof=spec.stdin_eof,
+        capture_output=False,
+        options=spec.options,
+        preimport=warm,
+        on_started=lambda: pump.flush(),
+    )
+    stops = _StopSignals(session)
+    pump = Pump(conn, channel, stops.request_stop, stops.interrupt)
+    signal.signal(signal.SIGINT, stops.on_sigint)
+    real_exit = os._exit
+    os._exit = _flushing_exit(pump, real_exit)
+    pump.start()
+    try:
+        ended = session.run()
+    finally:
+        os._exit = real_exit
+        pump.close()
+    try:
+        conn.send(("done", ended.exit_code))
+        conn.close()
+    except OSError:
+        pass
+    return ended.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
