@@ -4,9 +4,11 @@ Both run in this one process, interleaved in short adjacent pairs (bare then
 monitored, monitored then bare, ...) on the same model, data and thread, and R is
 the median of the pairs' ratios: on a shared 2-core VM the speed of TF's thread
 pools jumps between regimes for seconds at a time, and short adjacent pairs
-mostly see the same regime. The
-monitored fit goes through the real interceptor and StudioCallback, with a
-consumer thread draining the channel at 60 Hz as the window's bridge does.
+mostly see the same regime. The monitored fit goes the real way from a worker to
+its viewer: the interceptor and StudioCallback emit events, the worker's pump
+thread drains them every 20 ms, pickles them and sends them over a socket pair,
+and a viewer in another process (as the window or ``tfstudio run`` is) reads and
+unpickles every batch and counts the steps.
 
     python bench/overhead.py [--rounds 40] [--steps 400]
 
@@ -19,10 +21,50 @@ import argparse
 import os
 import platform
 import statistics
-import threading
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+VIEWER = """
+import pickle, sys
+from multiprocessing.connection import Connection
+conn = Connection(int(sys.argv[1]))
+steps = 0
+while True:
+    try:
+        kind, payload = conn.recv()
+    except EOFError:
+        break
+    steps += sum(type(e).__name__ == "StepEnded" for e in payload)
+print(steps)
+"""
+
+
+class Viewer:
+    """A viewer process at the other end of a socket pair, counting the steps it reads."""
+
+    def __init__(self) -> None:
+        import socket
+        import subprocess
+        import sys
+        from multiprocessing.connection import Connection
+
+        mine, theirs = socket.socketpair()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", VIEWER, str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        theirs.close()
+        self.conn = Connection(mine.detach())
+
+    def close(self) -> int:
+        """End the stream; the number of step events the viewer read."""
+        self.conn.close()
+        out, _ = self.proc.communicate(timeout=60)
+        return int(out.strip())
 
 
 def main() -> None:
@@ -39,6 +81,7 @@ def main() -> None:
     from tfstudio.core.channel import Channel
     from tfstudio.engine.instrument import FitInterceptor
     from tfstudio.engine.monitor import RunMonitor
+    from tfstudio.worker import Pump
 
     model, data = mlp_and_data(args.batch)
     epochs = 2
@@ -53,24 +96,24 @@ def main() -> None:
         cpu_per_step[kind].append((time.process_time() - cpu0) / steps)
         return steps / (time.perf_counter() - start)
 
+    viewer = Viewer()
+    pump_time = [0.0]
+
     def monitored_rate() -> float:
         channel = Channel()
-        done = threading.Event()
-        drained = [0]
+        pump = Pump(viewer.conn, channel, on_stop=lambda: None)
+        flush = pump.flush
 
-        def consume() -> None:  # what the UI bridge does: drain at frame rate
-            while not done.is_set():
-                drained[0] += len(channel.drain())
-                time.sleep(1 / 60)
-            drained[0] += len(channel.drain())
+        def timed_flush() -> None:  # the pump's own time, per step below
+            t = time.thread_time()
+            flush()
+            pump_time[0] += time.thread_time() - t
 
-        consumer = threading.Thread(target=consume, daemon=True)
-        consumer.start()
+        pump.flush = timed_flush  # type: ignore[method-assign]
+        pump.start()
         with FitInterceptor(RunMonitor(channel)):
             rate = fit_rate("monitored")
-        done.set()
-        consumer.join()
-        assert drained[0] >= epochs * steps_per_epoch, "monitoring did not report every step"
+        pump.close()
         return rate
 
     fit_rate()  # warm-up: tracing, allocator
@@ -117,17 +160,28 @@ def main() -> None:
         spent[1] += 1
 
     StudioCallback.on_train_batch_end = timed_hook
+    pump_time[0] = 0.0
     try:
         for _ in range(3):
             monitored_rate()
     finally:
         StudioCallback.on_train_batch_end = hook
     per_step_us = spent[0] / spent[1] * 1e6
+    pump_us = pump_time[0] / spent[1] * 1e6
     bare_step_us = 1e6 / statistics.median(bare)
     print(
         f"StudioCallback.on_train_batch_end: {per_step_us:.1f} us per step = "
         f"{100 * per_step_us / bare_step_us:.2f}% of a bare step ({bare_step_us:.0f} us)"
     )
+    print(
+        f"pump (drain, pickle, send; CPU time of its thread): {pump_us:.1f} us per step = "
+        f"{100 * pump_us / bare_step_us:.2f}% of a bare step; hook + pump = "
+        f"{100 * (per_step_us + pump_us) / bare_step_us:.2f}%"
+    )
+    received = viewer.close()
+    expected = (1 + args.rounds + 3) * epochs * steps_per_epoch  # warm-up, pairs, timed
+    assert received == expected, f"the viewer got {received} steps, expected {expected}"
+    print(f"viewer process received all {received} step events")
     q = statistics.quantiles(ratios, n=4)
     print(
         f"median: bare {statistics.median(bare):.1f} steps/s, "

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from tfstudio.core.channel import Channel
+from tfstudio.core.options import RunOptions
 from tfstudio.core.resources import default_example
 
 SETTLE_MS = 50  # lets Qt lay out and paint before a screenshot
@@ -24,6 +25,7 @@ def run_app(
     quit_when_done: bool = False,
     screenshot: str | None = None,
     screenshot_at_step: int | None = None,
+    options: RunOptions | None = None,
 ) -> int:
     """Show the window (before TensorFlow is imported), open ``script`` and maybe run it.
 
@@ -43,6 +45,8 @@ def run_app(
     channel = Channel()
     launcher = ProcessLauncher(channel, script_cwd=True)
     window = MainWindow(channel, launcher)
+    if options is not None:
+        window.run_options = options
     window.show()
     launcher.prepare()  # a spare worker imports TensorFlow; the window is already up
 

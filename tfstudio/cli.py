@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from tfstudio import __version__
+from tfstudio.core.options import RunOptions
 
 GUI_EPILOG = """\
 script arguments: put them after '--', e.g.  tfstudio train.py --run -- --epochs 3
@@ -58,6 +59,11 @@ def headless_parser() -> argparse.ArgumentParser:
     return p
 
 
+def run_options(ns: argparse.Namespace) -> RunOptions:
+    """The run settings named on a command line (window and headless take the same flags)."""
+    return RunOptions()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tfstudio`` command; returns the process exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -65,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ns = headless_parser().parse_args(argv[1:])
         from tfstudio.headless import run_headless
 
-        return run_headless(ns.script, ns.args)
+        return run_headless(ns.script, ns.args, run_options(ns))
     script_args: list[str] = []
     if "--" in argv:
         cut = argv.index("--")
@@ -80,4 +86,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         quit_when_done=ns.quit_when_done,
         screenshot=ns.screenshot,
         screenshot_at_step=ns.screenshot_at_step,
+        options=run_options(ns),
     )

@@ -40,6 +40,7 @@ class FakeLauncher:
 
     def start(self, script, args=(), options=None):
         self.calls.append(("start", script, tuple(args)))
+        self.options = options
         if self.refuse is not None:
             raise self.refuse
         self.running = True

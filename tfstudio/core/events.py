@@ -7,6 +7,8 @@ any consumer can use them without TensorFlow.
 
 from __future__ import annotations
 
+import dataclasses
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -230,3 +232,31 @@ class RunEnded:
             f"Run {self.status} after {took}: {fits}, {self.global_step} steps "
             f"(exit code {self.exit_code}){extra}"
         )
+
+
+def _fast_pickling(namespace: dict[str, object]) -> None:
+    """Pickle every event here as ``(cls, field values)``.
+
+    Slotted dataclasses otherwise pickle through ``dataclasses``' generic state
+    functions, about 4x slower; a worker sends every step event to its viewer.
+    Keep this call at the end of the module so it covers every event class.
+    """
+    for obj in list(namespace.values()):
+        if not (isinstance(obj, type) and dataclasses.is_dataclass(obj)):
+            continue
+        if obj.__module__ != __name__:
+            continue
+        names = tuple(f.name for f in dataclasses.fields(obj) if f.init)
+        if not names:
+            continue
+        get = operator.attrgetter(*names)
+        single = len(names) == 1
+
+        def __reduce__(self: object, _cls: type = obj, _get=get, _single: bool = single) -> tuple:  # noqa: ANN001, N807
+            values = _get(self)
+            return (_cls, (values,) if _single else values)
+
+        obj.__reduce__ = __reduce__  # type: ignore[method-assign]
+
+
+_fast_pickling(globals())

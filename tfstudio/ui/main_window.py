@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QMenu, QSty
 from tfstudio.core.channel import Channel
 from tfstudio.core.events import EngineStatus, MonitorError, RunEnded, RunStarted
 from tfstudio.core.launcher import Launcher
+from tfstudio.core.options import RunOptions
 from tfstudio.core.progress import format_duration
 from tfstudio.core.scripts import ScriptPathError, check_script
 from tfstudio.ui.bridge import Bridge
@@ -55,6 +56,7 @@ class MainWindow(QMainWindow):
         self.settings = settings if settings is not None else QSettings(APP_NAME, APP_NAME)
         self._script: str | None = None
         self.script_args: tuple[str, ...] = ()  # what Run passes (from the command line)
+        self.run_options = RunOptions()  # settings every run of this window gets
         self._running = False
         self._stopping = False
         self._stop_detail = ""
@@ -189,7 +191,7 @@ class MainWindow(QMainWindow):
             self._say(str(exc))
             return False
         try:
-            self.launcher.start(script, tuple(args))
+            self.launcher.start(script, tuple(args), self.run_options)
         except Exception as exc:  # the launcher's refusal must not take the window down
             self._say(f"Could not start {script}: {exc}")
             return False
