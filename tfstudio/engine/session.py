@@ -125,6 +125,7 @@ class TrainingSession:
         ensure_keras()
         emit(EngineStatus("ready"))
         from tfstudio.engine.instrument import FitInterceptor
+        from tfstudio.engine.probes.memory import TFMemorySampler
 
         mon.t0 = time.perf_counter()
         capture = OutputCapture(emit) if self.capture_output else nullcontext()
@@ -132,6 +133,7 @@ class TrainingSession:
         try:
             with (
                 FitInterceptor(mon),
+                TFMemorySampler(mon),
                 script_environment(path, self.args, self.cwd, self.stdin_eof) as module,
                 capture,
             ):
