@@ -2,93 +2,11 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
+from tests.fake_nvml import GB, H100, T4, FakeNvml
 from tfstudio.core import gpu as gpu_module
 from tfstudio.core.gpu import GpuReader
-
-GB = 1_000_000_000
-
-
-class NVMLError(Exception):
-    """Like pynvml.NVMLError: carries NVML's error code in ``value``."""
-
-    def __init__(self, value):
-        super().__init__(f"NVML error {value}")
-        self.value = value
-
-
-class FakeNvml:
-    """The part of pynvml's interface GpuReader uses, with scriptable devices and failures."""
-
-    NVML_TEMPERATURE_GPU = 0
-    NVMLError = NVMLError
-
-    def __init__(self, devices=(), init_error=None):
-        self.devices = [dict(d) for d in devices]
-        self.init_error = init_error
-        self.inits = 0
-        self.shutdowns = 0
-        self.fail_utilization_with = None  # an NVML code raised mid-run
-
-    def nvmlInit(self):
-        self.inits += 1
-        if self.init_error is not None:
-            raise NVMLError(self.init_error)
-
-    def nvmlShutdown(self):
-        self.shutdowns += 1
-
-    def nvmlDeviceGetCount(self):
-        return len(self.devices)
-
-    def nvmlDeviceGetHandleByIndex(self, i):
-        return self.devices[i]
-
-    def nvmlDeviceGetName(self, h):
-        return h["name"]
-
-    def nvmlDeviceGetUtilizationRates(self, h):
-        if self.fail_utilization_with is not None:
-            raise NVMLError(self.fail_utilization_with)
-        return SimpleNamespace(gpu=h["util"], memory=0)
-
-    def nvmlDeviceGetMemoryInfo(self, h):
-        return SimpleNamespace(used=h["used"], total=h["total"], free=h["total"] - h["used"])
-
-    def nvmlDeviceGetTemperature(self, h, sensor):
-        assert sensor == self.NVML_TEMPERATURE_GPU
-        return self._maybe(h, "temp")
-
-    def nvmlDeviceGetPowerUsage(self, h):
-        return self._maybe(h, "power_mw")
-
-    def nvmlDeviceGetEnforcedPowerLimit(self, h):
-        return self._maybe(h, "limit_mw")
-
-    def nvmlDeviceGetComputeRunningProcesses(self, h):
-        return [SimpleNamespace(pid=p, usedGpuMemory=m) for p, m in h.get("procs", ())]
-
-    @staticmethod
-    def _maybe(h, key):
-        if key not in h:
-            raise NVMLError(3)  # NVML_ERROR_NOT_SUPPORTED
-        return h[key]
-
-
-H100 = {
-    "name": b"NVIDIA H100 80GB HBM3",  # older pynvml returns bytes
-    "util": 87,
-    "used": 30 * GB,
-    "total": 80 * GB,
-    "temp": 61,
-    "power_mw": 310_500,
-    "limit_mw": 700_000,
-    "procs": [(100, 20 * GB), (101, 2 * GB), (555, 8 * GB)],
-}
-T4 = {"name": "Tesla T4", "util": 3, "used": 1 * GB, "total": 16 * GB, "procs": []}
 
 
 def test_reads_names_utilisation_memory_and_extras():
@@ -179,3 +97,19 @@ def test_real_nvml_on_this_machine_never_raises():
     if not gpu_module.nvidia_driver_present():
         assert samples == () and reader.note is None
     reader.close()
+
+
+def test_idle_gpu_watch_fires_once_after_sustained_idle_training():
+    from tfstudio.core.gpu import IdleGpuWatch
+
+    watch = IdleGpuWatch(threshold=30, sustain_s=10)
+    fired = [t for t in range(0, 60) if watch.feed(t, 5.0, training=True)]
+    assert fired == [10]  # idle from t=0, notice at t=10, never again
+    busy = IdleGpuWatch(threshold=30, sustain_s=10)
+    assert not any(busy.feed(t, 5.0 if t % 8 else 90.0, True) for t in range(60))  # bursts reset
+    paused = IdleGpuWatch(threshold=30, sustain_s=10)
+    assert not any(paused.feed(t, 0.0, training=t % 9 != 0) for t in range(60))
+    unknown = IdleGpuWatch(threshold=30, sustain_s=10)
+    assert not any(unknown.feed(t, None, True) for t in range(60))
+    watch.reset()
+    assert [t for t in range(100, 130) if watch.feed(t, 0.0, True)] == [110]

@@ -218,3 +218,41 @@ def _error_code(exc: BaseException) -> int | None:
 def _describe(exc: BaseException) -> str:
     text = str(exc) or type(exc).__name__
     return f"{type(exc).__name__}: {text}" if text != type(exc).__name__ else text
+
+
+class IdleGpuWatch:
+    """Spots a GPU left mostly idle while training runs: the input pipeline is then suspect.
+
+    Feed it one utilisation figure a second; :meth:`feed` returns True once, the
+    first time the GPU stayed under ``threshold`` % for ``sustain_s`` seconds of
+    training (pauses, validation and compilation, when no steps come, do not count).
+
+    Args:
+        threshold: utilisation % under which the GPU counts as idle.
+        sustain_s: how long it must stay idle, in seconds.
+    """
+
+    def __init__(self, threshold: float = 30.0, sustain_s: float = 20.0) -> None:
+        self.threshold = threshold
+        self.sustain_s = sustain_s
+        self.fired = False
+        self._since: float | None = None
+
+    def reset(self) -> None:
+        """Forget everything (a new run)."""
+        self.fired = False
+        self._since = None
+
+    def feed(self, t: float, utilization: float | None, training: bool) -> bool:
+        """Take the figure at time ``t`` (seconds); True exactly once, when the notice is due."""
+        if self.fired:
+            return False
+        if not training or utilization is None or utilization >= self.threshold:
+            self._since = None
+            return False
+        if self._since is None:
+            self._since = t
+        if t - self._since >= self.sustain_s:
+            self.fired = True
+            return True
+        return False
