@@ -115,13 +115,17 @@ class SystemPanel(QWidget):
         self.plots.setBackground(BACKGROUND)
         self.plots.ci.setSpacing(0)
         self.plots.ci.setContentsMargins(2, 2, 2, 2)
-        self.step_plot = self._plot(0, "step time (ms)")
-        self.util_plot = self._plot(1, "busy (%)")
-        self.memory_plot = self._plot(2, "memory (GB)")
+        self.step_plot = self._plot(0, "step ms")
+        self.util_plot = self._plot(1, "busy %")
+        self.memory_plot = self._plot(2, "memory GB")
         self.memory_plot.setLabel("bottom", "seconds since the run started")
         for plot in (self.util_plot, self.memory_plot):
             plot.setXLink(self.step_plot)
+        for plot in (self.step_plot, self.util_plot):  # one time axis: numbers at the bottom only
+            plot.getAxis("bottom").setStyle(showValues=False)
+            plot.getAxis("bottom").setHeight(6)
         self.util_plot.setYRange(0, 100, padding=0.02)
+        self.step_plot.setLimits(xMin=0)  # the run's time starts at 0
         self.step_curve = self._curve(self.step_plot, "per step", STEP)
         self.cpu_curve = self._curve(self.util_plot, "run CPU", PROCESS)
         self.machine_curve = self._curve(self.util_plot, "machine CPU", MACHINE)
@@ -147,7 +151,7 @@ class SystemPanel(QWidget):
         # The legend goes in its own row under the plot, so it never hides a curve.
         legend = pg.LegendItem(labelTextSize="7pt", labelTextColor=FOREGROUND, colCount=3)
         self.plots.addItem(legend, row=2 * row + 1, col=0)
-        legend.setMaximumHeight(22)
+        self.plots.ci.layout.setRowFixedHeight(2 * row + 1, 22)
         plot.legend = legend  # plot.plot(name=...) and removeItem keep it up to date
         return plot
 
@@ -321,6 +325,7 @@ class SystemPanel(QWidget):
             self.step_curve.setSymbolBrush(STEP)
             self.step_curve.setSymbolPen(None)
         self.step_curve.setData(x + offset, y)
+        _from_zero(self.step_plot, y)
         if self.samples:
             ncpu = self.samples[-1].cpu_count
             cpu = [_nan(s.process_cpu, 1.0 / ncpu) for s in self.samples]
@@ -356,6 +361,8 @@ class SystemPanel(QWidget):
                     for e in self.tf_memory
                 ]
                 curve.setData(tf_t, np.asarray(values))
+        memory = [c.getData()[1] for c in self.memory_plot.listDataItems()]
+        _from_zero(self.memory_plot, np.concatenate([m for m in memory if m is not None] or [[]]))
 
     def _gpu_curve(
         self,
@@ -449,6 +456,13 @@ class SystemPanel(QWidget):
         doc = self.figures.text().replace("</tr>", "\n").replace("<br>", " ")
         lines = html.unescape(re.sub(r"<[^>]+>", " ", doc)).splitlines()
         return "\n".join(" ".join(line.split()) for line in lines if line.strip())
+
+
+def _from_zero(plot: pg.PlotItem, ys: np.ndarray) -> None:
+    """Show ``0 .. max`` on the y axis: step times and memory read against zero."""
+    finite = ys[np.isfinite(ys)] if len(ys) else ys
+    top = float(finite.max()) if len(finite) else 1.0
+    plot.setYRange(0.0, top * 1.1 if top > 0 else 1.0, padding=0)
 
 
 def _set_text(label: QLabel, text: str) -> None:
