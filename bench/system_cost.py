@@ -13,7 +13,7 @@
    context for a device's memory info (``get_memory_info('CPU:0')``, which goes
    through the same C API and raises for the CPU) and emits a DeviceMemory event.
 
-    QT_QPA_PLATFORM=offscreen python bench/system_cost.py [--rounds 12] [--steps 1000]
+    QT_QPA_PLATFORM=offscreen python bench/system_cost.py [--rounds 30] [--steps 400]
 
 Ends with one line: ``system: monitored/bare = R`` (sampler on / off, steps/s).
 """
@@ -106,6 +106,13 @@ def worker_side(rounds: int, steps: int, interval: float) -> float:
         """The shipped sampler, made to keep sampling on a CPU as it would on a GPU."""
 
         def _sample(self) -> DeviceMemory:
+            t = time.perf_counter()
+            try:
+                return self._sample_inner()
+            finally:
+                spent[0] += time.perf_counter() - t
+
+        def _sample_inner(self) -> DeviceMemory:
             try:
                 info = tf.config.experimental.get_memory_info("CPU:0")
             except ValueError:  # the CPU allocator keeps no stats
@@ -117,9 +124,11 @@ def worker_side(rounds: int, steps: int, interval: float) -> float:
             self.monitor.channel.emit(event)
             return event
 
+    spent = [0.0]  # seconds the sampler thread spent sampling (it holds the GIL meanwhile)
     model, data = mlp_and_data(64)
     epochs, per_epoch = 2, steps // 2
     sampled = [0]
+    cpu_us: dict[bool, list[float]] = {False: [], True: []}  # process CPU time per step
 
     def rate(with_sampler: bool) -> float:
         channel = Channel()
@@ -134,7 +143,7 @@ def worker_side(rounds: int, steps: int, interval: float) -> float:
         consumer.start()
         monitor = RunMonitor(channel)
         sampler = KeepSampling(monitor, interval=interval) if with_sampler else None
-        start = time.perf_counter()
+        start, cpu0 = time.perf_counter(), time.process_time()
         with FitInterceptor(monitor):
             if sampler is not None:
                 with sampler:
@@ -143,6 +152,7 @@ def worker_side(rounds: int, steps: int, interval: float) -> float:
             else:
                 model.fit(data, epochs=epochs, steps_per_epoch=per_epoch, verbose=0)
         elapsed = time.perf_counter() - start
+        cpu_us[with_sampler].append((time.process_time() - cpu0) / (epochs * per_epoch) * 1e6)
         done.set()
         consumer.join()
         return epochs * per_epoch / elapsed
@@ -150,6 +160,9 @@ def worker_side(rounds: int, steps: int, interval: float) -> float:
     rate(False)  # warm-up
     rate(True)
     sampled[0] = 0
+    spent[0] = 0.0
+    cpu_us[False].clear()
+    cpu_us[True].clear()
     ratios, off, on = [], [], []
     for r in range(rounds):
         if r % 2 == 0:
@@ -166,13 +179,24 @@ def worker_side(rounds: int, steps: int, interval: float) -> float:
         f"(TF {tf.__version__}, Keras {keras.__version__}, MLP 32-128-128-10, batch 64, "
         f"{steps} steps per fit)"
     )
+    per_sample_us = spent[0] / max(1, sampled[0]) * 1e6
+    per_step_us = spent[0] / (rounds * epochs * per_epoch) * 1e6
+    print(
+        f"sampler's own time: {per_sample_us:.0f} us per sample, {per_step_us:.2f} us per "
+        f"training step = {100 * per_step_us / (1e6 / statistics.median(off)):.3f}% of a step"
+    )
+    cpu_off, cpu_on = statistics.median(cpu_us[False]), statistics.median(cpu_us[True])
+    print(
+        f"process CPU time per step (median, all threads): off {cpu_off:.0f} us, "
+        f"on {cpu_on:.0f} us ({100 * (cpu_on / cpu_off - 1):+.1f}%)"
+    )
     return statistics.median(ratios)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=12, help="pairs of fits to compare")
-    parser.add_argument("--steps", type=int, default=1000, help="training steps per fit")
+    parser.add_argument("--rounds", type=int, default=30, help="pairs of fits to compare")
+    parser.add_argument("--steps", type=int, default=400, help="training steps per fit")
     parser.add_argument("--samples", type=int, default=400, help="window-side samples timed")
     args = parser.parse_args()
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus")

@@ -136,3 +136,17 @@ def test_view_menu_toggles_the_system_dock(window):
     assert not dock.isVisible()
     action.trigger()
     assert dock.isVisible()
+
+
+def test_hidden_dock_keeps_sampling_and_draws_when_shown(window, run):
+    panel = window.system
+    panel.gpu_reader = GpuReader(_fake_gpu())
+    window._system_dock.toggleViewAction().trigger()  # hide
+    assert not panel.isVisible()
+    run.started().frame()
+    panel.sample_now()
+    assert len(panel.samples) == 2
+    assert panel.rss_curve.getData()[0] is None  # nothing drawn while hidden
+    window._system_dock.toggleViewAction().trigger()  # show
+    x, _ = panel.rss_curve.getData()
+    assert len(x) == 2

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 import tfstudio
@@ -312,7 +313,7 @@ class SystemPanel(QWidget):
         _set_text(self.notice, self.notice_text)
         note = (self.gpu_reader.note if self.gpu_reader else None) or ""
         _set_text(self.note, note)
-        if curves:
+        if curves and self.isVisible():  # a hidden dock keeps sampling, draws when shown
             self._draw_curves()
 
     def _draw_curves(self) -> None:
@@ -451,6 +452,11 @@ class SystemPanel(QWidget):
             for k, v in rows
         )
         return f"<table cellspacing='1'>{cells}</table>"
+
+    def showEvent(self, event: QShowEvent) -> None:
+        """Draw what was sampled while the dock was hidden."""
+        super().showEvent(event)
+        self._draw_curves()
 
     def summary(self) -> str:
         """The figures as plain text (tests, logs)."""
