@@ -8,7 +8,7 @@ from tests.fake_nvml import GB, H100, FakeNvml
 from tfstudio.core.events import DeviceMemory, RunDevices
 from tfstudio.core.gpu import GpuReader, IdleGpuWatch
 
-SHOTS = os.environ.get("TFSTUDIO_TEST_SHOTS", "/tmp")
+SHOTS = os.environ.get("TFSTUDIO_TEST_SHOTS", "")  # a folder to keep the screenshots in
 
 
 def _fake_gpu(util=87):
@@ -18,13 +18,17 @@ def _fake_gpu(util=87):
 
 
 def _grab(widget, name):
+    """Screenshot to look at (in $TFSTUDIO_TEST_SHOTS when set); checks it is not blank."""
     from PySide6.QtWidgets import QApplication
 
     widget.window().bridge.flush()
     QApplication.processEvents()  # let the layout give the figures their height
-    path = os.path.join(SHOTS, name)
-    widget.grab().save(path)
-    return path
+    image = widget.grab().toImage()
+    assert image.width() > 200 and image.height() > 300
+    colours = {image.pixel(x, y) for x in range(0, image.width(), 7) for y in range(0, 300, 7)}
+    assert len(colours) > 5, "the view rendered blank"
+    if SHOTS:
+        image.save(os.path.join(SHOTS, name))
 
 
 def test_cpu_only_run_shows_process_and_machine_and_no_gpu(window, run):
