@@ -108,7 +108,7 @@ def test_peak_tracker_summary_with_and_without_gpus():
     peaks.add_device_memory(DeviceMemory(2.0, ("GPU:0",), (10**9,), (3_100_000_000,)))
     peaks.add_gpus([GpuSample(1, "B", 5.0, 10, 100, process_memory=512 * MB)])
     assert peaks.summary() == (
-        "peak memory: host 1.23 GB, GPU:0 3.40 GB (TensorFlow), GPU:1 512 MB (NVML)"
+        "peak memory: host 1.23 GB, GPU:0 3.40 GB (TensorFlow peak), GPU:1 512 MB"
     )
 
 
@@ -144,3 +144,22 @@ def test_resource_watch_follows_a_run(tree):
     assert summary.startswith("peak memory: host ")
     assert watch.peaks.host_rss >= 180 * MB
     assert "GPU" not in summary and watch.gpu_reader.note is None  # CPU-only: quietly nothing
+
+
+def test_resource_watch_gpu_peaks_from_nvml_and_tensorflow(tree):
+    from tests.fake_nvml import GB, H100, FakeNvml
+
+    nvml = FakeNvml([dict(H100, procs=[(tree.pid, 3 * GB)]), dict(H100, procs=[])])
+    with ResourceWatch(interval=0.05, gpu_reader=GpuReader(nvml)) as watch:
+        watch.ingest(RunStarted("/x/train.py", ("train.py",), "/x", 0.0, tree.pid))
+        assert watch.ingest(RunDevices(("GPU 0: NVIDIA H100 80GB HBM3",))) == (
+            "device: GPU 0: NVIDIA H100 80GB HBM3"
+        )
+        watch.ingest(DeviceMemory(1.0, ("GPU:0",), (2 * GB,), (2_500_000_000,)))
+        time.sleep(0.2)
+        watch.ingest(RunEnded("finished", 0, 1, 10, 0.3))
+    summary = watch.summary()
+    assert summary.startswith("peak memory: host ")
+    assert summary.endswith(", GPU:0 3.00 GB (TensorFlow peak 2.50 GB)")  # GPU 1: unused
+    assert watch.peaks.gpu_process == {0: 3 * GB, 1: 0}
+    assert nvml.shutdowns == 1  # close() let NVML go

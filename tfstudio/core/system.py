@@ -239,13 +239,24 @@ class PeakTracker:
             self.gpu_tf[name] = max(self.gpu_tf.get(name, 0), current, peak)
 
     def summary(self) -> str:
-        """``peak memory: host 1.23 GB, GPU:0 3.40 GB (TensorFlow)``; host only without GPUs."""
+        """``peak memory: host 1.23 GB, GPU:0 3.40 GB (TensorFlow peak 2.90 GB)``; host only on CPU.
+
+        Per GPU: what the run's processes held (NVML: TensorFlow's pool plus the CUDA
+        context) and TensorFlow's own allocator peak, whichever are known. GPUs the
+        run never held memory on are left out.
+        """
         parts = [f"host {format_bytes(self.host_rss)}" if self.host_rss else "host --"]
-        for name, peak in sorted(self.gpu_tf.items()):
-            parts.append(f"{name} {format_bytes(peak)} (TensorFlow)")
-        for index, peak in sorted(self.gpu_process.items()):
-            if f"GPU:{index}" not in self.gpu_tf:
-                parts.append(f"GPU:{index} {format_bytes(peak)} (NVML)")
+        held = {f"GPU:{i}": peak for i, peak in self.gpu_process.items() if peak > 0}
+        for name in sorted(set(held) | set(self.gpu_tf)):
+            tf_peak = self.gpu_tf.get(name)
+            if name in held and tf_peak is not None:
+                parts.append(
+                    f"{name} {format_bytes(held[name])} (TensorFlow peak {format_bytes(tf_peak)})"
+                )
+            elif name in held:
+                parts.append(f"{name} {format_bytes(held[name])}")
+            else:
+                parts.append(f"{name} {format_bytes(tf_peak)} (TensorFlow peak)")
         return "peak memory: " + ", ".join(parts)
 
 
