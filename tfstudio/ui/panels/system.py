@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 import re
 import time
+from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -81,7 +82,7 @@ class SystemPanel(QWidget):
         self.gpu_reader = gpu_reader
         self.sampler: ProcessSampler | None = None
         self.idle_watch = IdleGpuWatch()
-        self.sample_seconds: list[float] = []  # cost of each window-side sample (bench)
+        self.sample_seconds: deque[float] = deque(maxlen=10_000)  # cost of each sample (bench)
         self._timer = QTimer(self)
         self._timer.setInterval(interval_ms)
         self._timer.timeout.connect(self.sample_now)
