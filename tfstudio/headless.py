@@ -20,7 +20,6 @@ from tfstudio.core.events import (
     EpochEnded,
     FitStarted,
     MonitorError,
-    RunDevices,
     RunEnded,
     StepEnded,
 )
@@ -28,6 +27,7 @@ from tfstudio.core.options import RunOptions
 from tfstudio.core.process import ProcessLauncher
 from tfstudio.core.progress import ProgressTracker, format_duration, format_value
 from tfstudio.core.scripts import ScriptPathError, check_script
+from tfstudio.core.system import ResourceWatch
 
 
 class ProgressLine:
@@ -148,6 +148,7 @@ def _run(
     previous = signal.signal(signal.SIGINT, on_sigint)
     ended: RunEnded | None = None
     handled = 0
+    watch = ResourceWatch()  # the device line at the start, peak memory in the summary
     try:
         try:
             launcher.start(str(path), args, options)
@@ -168,12 +169,17 @@ def _run(
                 time.sleep(0.02)
                 continue
             for event in events:
+                device = watch.ingest(event)
+                if device is not None:
+                    line.print(f"tfstudio: {device}")
                 ended = _show(event, tracker, line, out, err) or ended
             if ended is None:
                 line.draw(describe(tracker))
     finally:
         launcher.shutdown()
+        watch.close()
         signal.signal(signal.SIGINT, previous)
+    line.print(f"tfstudio: {watch.summary()}")
     line.clear()
     return ended.exit_code
 
@@ -206,8 +212,6 @@ def _show(
     elif isinstance(event, EpochEnded) and not line.interactive:
         metrics = " - ".join(f"{k}: {format_value(v)}" for k, v in event.metrics.items())
         line.print(f"tfstudio: epoch {event.epoch + 1}: {metrics}")
-    elif isinstance(event, RunDevices):
-        line.print(f"tfstudio: device: {event.describe()}")
     elif isinstance(event, EngineStatus) and event.state == "error":
         line.print(f"tfstudio: {event.detail}")
     elif isinstance(event, MonitorError):

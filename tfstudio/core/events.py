@@ -234,6 +234,30 @@ class RunEnded:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class DeviceMemory:
+    """TensorFlow's own memory figures per GPU, sampled in the worker every second or so.
+
+    Args:
+        time: seconds since the run started.
+        devices: TensorFlow's device names (``"GPU:0"``, ...); empty when not available.
+        current: bytes TensorFlow holds now, per device.
+        peak: the most bytes TensorFlow held so far in this process, per device.
+        note: why there are no figures (e.g. on the CPU: ``"not available: ..."``), else "".
+    """
+
+    time: float
+    devices: tuple[str, ...]
+    current: tuple[int, ...]
+    peak: tuple[int, ...]
+    note: str = ""
+
+    @property
+    def available(self) -> bool:
+        """True when the event carries figures for at least one GPU."""
+        return bool(self.devices)
+
+
 def _fast_pickling(namespace: dict[str, object]) -> None:
     """Pickle every event here as ``(cls, field values)``.
 

@@ -141,6 +141,7 @@ class TrainingSession:
                 return self._ended("failed", 1, message=f"TensorFlow failed to import: {exc}")
             emit(EngineStatus("ready"))
         from tfstudio.engine.instrument import FitInterceptor
+        from tfstudio.engine.probes.memory import TFMemorySampler
 
         mon.t0 = time.perf_counter()
         if self.on_started is not None:
@@ -150,6 +151,7 @@ class TrainingSession:
         try:
             with (
                 FitInterceptor(mon),
+                TFMemorySampler(mon),
                 script_environment(path, self.args, self.cwd, self.stdin_eof) as module,
                 capture,
             ):

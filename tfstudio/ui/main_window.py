@@ -24,6 +24,7 @@ from tfstudio.ui.bridge import Bridge
 from tfstudio.ui.panels.console import ConsolePanel
 from tfstudio.ui.panels.metrics import MetricsPanel
 from tfstudio.ui.panels.status import StatusPanel
+from tfstudio.ui.panels.system import SystemPanel
 
 APP_NAME = "tfstudio"
 RECENT_KEY = "recent_scripts"
@@ -77,6 +78,12 @@ class MainWindow(QMainWindow):
             | QDockWidget.DockWidgetFeature.DockWidgetClosable
         )
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self._console_dock)
+        self.system = SystemPanel(parent=self)
+        self._system_dock = QDockWidget("System", self)
+        self._system_dock.setObjectName("systemDock")
+        self._system_dock.setWidget(self.system)
+        self._system_dock.setFeatures(self._console_dock.features())
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self._system_dock)
         self.statusBar().addPermanentWidget(self.status, 1)
         self.statusBar().setSizeGripEnabled(False)
 
@@ -84,7 +91,7 @@ class MainWindow(QMainWindow):
         self._make_menus_and_toolbar()
 
         self.bridge = Bridge(channel, parent=self)
-        for panel in (self.metrics, self.console, self.status):
+        for panel in (self.metrics, self.console, self.status, self.system):
             self.bridge.add_panel(panel)
         self.bridge.run_started.connect(self._on_run_started)
         self.bridge.run_ended.connect(self._on_run_ended)
@@ -94,6 +101,7 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.resize(1200, 800)
         self.resizeDocks([self._console_dock], [210], Qt.Orientation.Vertical)
+        self.resizeDocks([self._system_dock], [360], Qt.Orientation.Horizontal)
         self._update_title()
         self._update_state()
         self.bridge.start()
@@ -131,6 +139,7 @@ class MainWindow(QMainWindow):
         run_menu.addAction(self.stop_action)
         view_menu = self.menuBar().addMenu("&View")
         view_menu.addAction(self._console_dock.toggleViewAction())
+        view_menu.addAction(self._system_dock.toggleViewAction())
         view_menu.addAction(self.clear_console_action)
         toolbar = self.addToolBar("Main")
         toolbar.setObjectName("mainToolbar")
@@ -374,6 +383,7 @@ class MainWindow(QMainWindow):
         if self._running or self.launcher.is_running():
             self.launcher.stop()
         self.bridge.stop()
+        self.system.stop()
         super().closeEvent(event)
 
 

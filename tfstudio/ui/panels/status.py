@@ -7,8 +7,17 @@ from collections.abc import Sequence
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QWidget
 
-from tfstudio.core.events import EpochEnded, FitEnded, FitStarted, RunStarted, StepEnded
+from tfstudio.core.events import (
+    DeviceMemory,
+    EpochEnded,
+    FitEnded,
+    FitStarted,
+    RunDevices,
+    RunStarted,
+    StepEnded,
+)
 from tfstudio.core.progress import ProgressTracker, format_duration, format_value
+from tfstudio.core.system import format_bytes
 
 # state -> (text shown, colour)
 STATES: dict[str, tuple[str, str]] = {
@@ -43,6 +52,10 @@ class StatusPanel(QWidget):
         self.rate_label = QLabel(self)
         self.eta_label = QLabel(self)
         self.loss_label = QLabel(self)
+        self.device_label = QLabel(self)
+        self.device_label.setObjectName("device")
+        self.devices: RunDevices | None = None
+        self.device_memory: DeviceMemory | None = None
         self.progress_bar = QProgressBar(self)
         self.progress_bar.setRange(0, 100)
         self.progress_bar.setFixedWidth(160)
@@ -58,6 +71,8 @@ class StatusPanel(QWidget):
             # When space runs short these give way (clipped), never the state label.
             label.setMinimumWidth(24)
         layout.addWidget(self.loss_label)
+        self.device_label.setMinimumWidth(24)
+        layout.addWidget(self.device_label)
         layout.addWidget(self.progress_bar)
         layout.addWidget(self.state_label)
         self._dirty = True
@@ -74,7 +89,15 @@ class StatusPanel(QWidget):
         """Follow fits and epochs; a new run starts from zero."""
         if isinstance(event, RunStarted):
             self.tracker = ProgressTracker()
+            self.devices, self.device_memory = None, None
             self._dirty = True
+        elif isinstance(event, RunDevices):
+            self.devices = event
+            self._dirty = True
+        elif isinstance(event, DeviceMemory):
+            if event.available:
+                self.device_memory = event
+                self._dirty = True
         elif isinstance(event, FitStarted | EpochEnded | FitEnded):
             self.tracker.feed(event)
             self._dirty = True
@@ -107,6 +130,10 @@ class StatusPanel(QWidget):
         for label, text in zip(labels, texts, strict=True):
             if label.text() != text:  # setText re-lays-out the status bar: only on change
                 label.setText(text)
+        device = self.device_text()
+        if self.device_label.text() != device:
+            self.device_label.setText(device)
+            self.device_label.setToolTip(self._device_tooltip())
         fraction = p.fraction()
         if self.progress_bar.isVisibleTo(self) != started:
             self.progress_bar.setVisible(started)
@@ -116,6 +143,26 @@ class StatusPanel(QWidget):
         text = f"{100 * fraction:.0f}%" if fraction is not None else ""
         if text != self.progress_bar.format():
             self.progress_bar.setFormat(text)
+
+    def device_text(self) -> str:
+        """``GPU 0: NVIDIA H100 · 12.3 GB`` (TensorFlow's memory in use), ``CPU``, or ""."""
+        if self.devices is None:
+            return ""
+        text = self.devices.describe()
+        mem = self.device_memory
+        if mem is not None:
+            text += f" · {format_bytes(sum(mem.current))}"
+        return text
+
+    def _device_tooltip(self) -> str:
+        mem = self.device_memory
+        if mem is None:
+            return "The device the run computes on"
+        lines = [
+            f"{name}: {format_bytes(cur)} in use by TensorFlow, peak {format_bytes(peak)}"
+            for name, cur, peak in zip(mem.devices, mem.current, mem.peak, strict=False)
+        ]
+        return "\n".join(lines)
 
     def _progress_labels(self) -> tuple[QLabel, ...]:
         return (self.epoch_label, self.step_label, self.rate_label, self.eta_label, self.loss_label)
@@ -146,5 +193,6 @@ class StatusPanel(QWidget):
             self.rate_label.text(),
             self.eta_label.text(),
             self.loss_label.text(),
+            self.device_label.text(),
         ]
         return "  ".join(p for p in parts if p)

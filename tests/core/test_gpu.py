@@ -1,0 +1,115 @@
+"""The NVML reader against a fake NVML module (the hardware boundary), and for real."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.fake_nvml import GB, H100, T4, FakeNvml
+from tfstudio.core import gpu as gpu_module
+from tfstudio.core.gpu import GpuReader
+
+
+def test_reads_names_utilisation_memory_and_extras():
+    nvml = FakeNvml([H100, T4])
+    reader = GpuReader(nvml)
+    first, second = reader.read(pids=(100, 101))
+    assert (first.index, first.name) == (0, "NVIDIA H100 80GB HBM3")
+    assert first.utilization == 87.0
+    assert (first.memory_used, first.memory_total) == (30 * GB, 80 * GB)
+    assert first.process_memory == 22 * GB  # the run's process and its child, not pid 555
+    assert first.temperature == 61.0
+    assert first.power == pytest.approx(310.5) and first.power_limit == pytest.approx(700.0)
+    assert (second.name, second.utilization, second.process_memory) == ("Tesla T4", 3.0, 0)
+    assert second.temperature is None and second.power is None  # NOT_SUPPORTED: just absent
+    assert reader.note is None and reader.available
+    assert nvml.inits == 1
+    reader.read(pids=(100,))
+    assert nvml.inits == 1  # started once, not per read
+    reader.close()
+    assert nvml.shutdowns == 1
+
+
+def test_without_pids_process_memory_is_unknown():
+    (sample,) = GpuReader(FakeNvml([H100])).read()
+    assert sample.process_memory is None
+
+
+def test_per_process_memory_not_reported_is_unknown():
+    windows = dict(H100, procs=[(100, None)])
+    (sample,) = GpuReader(FakeNvml([windows])).read(pids=(100,))
+    assert sample.process_memory is None
+
+
+def test_nvml_error_mid_run_gives_one_note_then_nothing():
+    nvml = FakeNvml([H100])
+    reader = GpuReader(nvml)
+    assert len(reader.read((100,))) == 1
+    nvml.fail_utilization_with = 15  # NVML_ERROR_GPU_IS_LOST
+    assert reader.read((100,)) == ()
+    note = reader.note
+    assert note.startswith("GPU figures stopped: NVML failed") and "15" in note
+    nvml.fail_utilization_with = None
+    assert reader.read((100,)) == ()  # gave up for good: no flapping, no second note
+    assert reader.note == note
+    assert nvml.shutdowns == 1
+
+
+def test_no_gpu_at_all_is_quiet():
+    reader = GpuReader(FakeNvml([]))
+    assert reader.read((1,)) == ()
+    assert reader.note is None and not reader.available
+
+
+@pytest.mark.parametrize("code", [9, 12])  # DRIVER_NOT_LOADED, LIBRARY_NOT_FOUND
+def test_no_driver_is_quiet(code):
+    reader = GpuReader(FakeNvml([H100], init_error=code))
+    assert reader.read() == () and reader.note is None
+
+
+def test_other_init_failure_is_one_note():
+    nvml = FakeNvml([H100], init_error=18)  # LIB_RM_VERSION_MISMATCH
+    reader = GpuReader(nvml)
+    assert reader.read() == ()
+    assert reader.note.startswith("GPU figures are not shown: NVML did not start")
+    assert reader.read() == () and nvml.inits == 1
+
+
+def test_missing_library_note_only_where_a_driver_is(monkeypatch):
+    def missing():
+        raise ImportError("No module named 'pynvml'")
+
+    monkeypatch.setattr(gpu_module, "_load_pynvml", missing)
+    monkeypatch.setattr(gpu_module, "nvidia_driver_present", lambda: False)
+    quiet = GpuReader()
+    assert quiet.read() == () and quiet.note is None  # CPU-only machine
+    monkeypatch.setattr(gpu_module, "nvidia_driver_present", lambda: True)
+    noted = GpuReader()
+    assert noted.read() == ()
+    assert "nvidia-ml-py is not installed" in noted.note and "tfstudio[gpu]" in noted.note
+
+
+def test_real_nvml_on_this_machine_never_raises():
+    """Whatever is installed here (pynvml or not, driver or not), reading is safe."""
+    reader = GpuReader()
+    samples = reader.read((1,))
+    for s in samples:
+        assert s.memory_total > 0 and s.name
+    if not gpu_module.nvidia_driver_present():
+        assert samples == () and reader.note is None
+    reader.close()
+
+
+def test_idle_gpu_watch_fires_once_after_sustained_idle_training():
+    from tfstudio.core.gpu import IdleGpuWatch
+
+    watch = IdleGpuWatch(threshold=30, sustain_s=10)
+    fired = [t for t in range(0, 60) if watch.feed(t, 5.0, training=True)]
+    assert fired == [10]  # idle from t=0, notice at t=10, never again
+    busy = IdleGpuWatch(threshold=30, sustain_s=10)
+    assert not any(busy.feed(t, 5.0 if t % 8 else 90.0, True) for t in range(60))  # bursts reset
+    paused = IdleGpuWatch(threshold=30, sustain_s=10)
+    assert not any(paused.feed(t, 0.0, training=t % 9 != 0) for t in range(60))
+    unknown = IdleGpuWatch(threshold=30, sustain_s=10)
+    assert not any(unknown.feed(t, None, True) for t in range(60))
+    watch.reset()
+    assert [t for t in range(100, 130) if watch.feed(t, 0.0, True)] == [110]

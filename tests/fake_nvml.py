@@ -1,0 +1,86 @@
+"""A fake NVML module (pynvml's interface) for tests: the hardware boundary."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+GB = 1_000_000_000
+
+
+class NVMLError(Exception):
+    """Like pynvml.NVMLError: carries NVML's error code in ``value``."""
+
+    def __init__(self, value):
+        super().__init__(f"NVML error {value}")
+        self.value = value
+
+
+class FakeNvml:
+    """The part of pynvml's interface GpuReader uses, with scriptable devices and failures."""
+
+    NVML_TEMPERATURE_GPU = 0
+    NVMLError = NVMLError
+
+    def __init__(self, devices=(), init_error=None):
+        self.devices = [dict(d) for d in devices]
+        self.init_error = init_error
+        self.inits = 0
+        self.shutdowns = 0
+        self.fail_utilization_with = None  # an NVML code raised mid-run
+
+    def nvmlInit(self):
+        self.inits += 1
+        if self.init_error is not None:
+            raise NVMLError(self.init_error)
+
+    def nvmlShutdown(self):
+        self.shutdowns += 1
+
+    def nvmlDeviceGetCount(self):
+        return len(self.devices)
+
+    def nvmlDeviceGetHandleByIndex(self, i):
+        return self.devices[i]
+
+    def nvmlDeviceGetName(self, h):
+        return h["name"]
+
+    def nvmlDeviceGetUtilizationRates(self, h):
+        if self.fail_utilization_with is not None:
+            raise NVMLError(self.fail_utilization_with)
+        return SimpleNamespace(gpu=h["util"], memory=0)
+
+    def nvmlDeviceGetMemoryInfo(self, h):
+        return SimpleNamespace(used=h["used"], total=h["total"], free=h["total"] - h["used"])
+
+    def nvmlDeviceGetTemperature(self, h, sensor):
+        assert sensor == self.NVML_TEMPERATURE_GPU
+        return self._maybe(h, "temp")
+
+    def nvmlDeviceGetPowerUsage(self, h):
+        return self._maybe(h, "power_mw")
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, h):
+        return self._maybe(h, "limit_mw")
+
+    def nvmlDeviceGetComputeRunningProcesses(self, h):
+        return [SimpleNamespace(pid=p, usedGpuMemory=m) for p, m in h.get("procs", ())]
+
+    @staticmethod
+    def _maybe(h, key):
+        if key not in h:
+            raise NVMLError(3)  # NVML_ERROR_NOT_SUPPORTED
+        return h[key]
+
+
+H100 = {
+    "name": b"NVIDIA H100 80GB HBM3",  # older pynvml returns bytes
+    "util": 87,
+    "used": 30 * GB,
+    "total": 80 * GB,
+    "temp": 61,
+    "power_mw": 310_500,
+    "limit_mw": 700_000,
+    "procs": [(100, 20 * GB), (101, 2 * GB), (555, 8 * GB)],
+}
+T4 = {"name": "Tesla T4", "util": 3, "used": 1 * GB, "total": 16 * GB, "procs": []}

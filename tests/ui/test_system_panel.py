@@ -1,0 +1,156 @@
+"""System view: real psutil figures of this process, fake GPUs at the NVML boundary."""
+
+from __future__ import annotations
+
+import os
+
+from tests.fake_nvml import GB, H100, FakeNvml
+from tfstudio.core.events import DeviceMemory, RunDevices
+from tfstudio.core.gpu import GpuReader, IdleGpuWatch
+
+SHOTS = os.environ.get("TFSTUDIO_TEST_SHOTS", "")  # a folder to keep the screenshots in
+
+
+def _fake_gpu(util=87):
+    """One H100 where this process (pid 0 samples the window's own) holds 22 GB."""
+    dev = dict(H100, util=util, procs=[(os.getpid(), 22 * GB), (999_999, 8 * GB)])
+    return FakeNvml([dev])
+
+
+def _grab(widget, name):
+    """Screenshot to look at (in $TFSTUDIO_TEST_SHOTS when set); checks it is not blank."""
+    from PySide6.QtWidgets import QApplication
+
+    widget.window().bridge.flush()
+    QApplication.processEvents()  # let the layout give the figures their height
+    image = widget.grab().toImage()
+    assert image.width() > 200 and image.height() > 300
+    colours = {image.pixel(x, y) for x in range(0, image.width(), 7) for y in range(0, 300, 7)}
+    assert len(colours) > 5, "the view rendered blank"
+    if SHOTS:
+        image.save(os.path.join(SHOTS, name))
+
+
+def test_cpu_only_run_shows_process_and_machine_and_no_gpu(window, run):
+    panel = window.system
+    panel.gpu_reader = GpuReader(FakeNvml([]))  # a CPU-only machine
+    run.started().fit(epochs=1, steps_per_epoch=50)
+    run.emit(RunDevices(("CPU",)))
+    run.steps(30, dt=0.02).frame()
+    panel.sample_now()
+    run.emit(DeviceMemory(1.0, (), (), (), "not available: TensorFlow computes on the CPU"))
+    run.steps(20, dt=0.02, start=30).fit_end().frame()
+    panel.sample_now()  # the 1 s tick: curves are redrawn with each sample during a run
+    text = panel.summary()
+    assert "device CPU" in text
+    assert f"worker pid {os.getpid()}" not in text and "this window's process" in text
+    assert "run CPU" in text and "RSS" in text and "MB" in text
+    assert "machine CPU" in text and "cores" in text
+    assert "GPU" not in text.replace("GPU memory not available", "")
+    assert "GPU memory not available" in text
+    assert not panel.gpu_util_curves and not panel.note.isVisible()
+    assert len(panel.samples) >= 2 and panel.samples[-1].process_rss > 10e6
+    x, y = panel.step_curve.getData()
+    assert len(x) == 1 and abs(y[0] - 20.0) < 1e-6  # 20 ms per step, from the step events
+    assert window.status.device_label.text() == "CPU"
+    _grab(window.system, "system_cpu_only.png")
+
+
+def test_gpu_run_shows_gpu_figures_and_tensorflow_memory(window, run):
+    panel = window.system
+    panel.gpu_reader = GpuReader(_fake_gpu())
+    run.started().fit(epochs=1, steps_per_epoch=100)
+    run.emit(RunDevices(("GPU 0: NVIDIA H100 80GB HBM3",)))
+    run.emit(DeviceMemory(0.5, ("GPU:0",), (28 * GB,), (29 * GB,)))
+    run.steps(40, dt=0.01).frame()
+    panel.sample_now()
+    text = panel.summary()
+    assert "GPU 0 NVIDIA H100 80GB HBM3" in text
+    assert "util 87%" in text and "memory 30.0 GB / 80.0 GB" in text
+    assert "run 22.0 GB" in text  # only this run's process, not pid 999999
+    assert "61 °C" in text and "310 / 700 W" in text
+    assert "TensorFlow GPU:0: 28.0 GB in use, peak 29.0 GB" in text
+    _, util = panel.gpu_util_curves[0].getData()
+    assert list(util[-2:]) == [87.0, 87.0]
+    _, run_mem = panel.gpu_mem_curves[0].getData()
+    assert run_mem[-1] == 22.0
+    _, tf_mem = panel.tf_mem_curves["GPU:0"].getData()
+    assert list(tf_mem) == [28.0]
+    status = window.status.device_label.text()
+    assert status == "GPU 0: NVIDIA H100 80GB HBM3 · 28.0 GB"
+    assert "peak 29.0 GB" in window.status.device_label.toolTip()
+    _grab(window.system, "system_gpu.png")
+
+
+def test_idle_gpu_during_training_gives_one_notice_with_a_link(window, run, qtbot):
+    panel = window.system
+    panel.gpu_reader = GpuReader(_fake_gpu(util=4))
+    panel.idle_watch = IdleGpuWatch(threshold=30, sustain_s=0.0)
+    run.started().frame()
+    panel.sample_now()  # not in a fit yet: no notice
+    assert not panel.notice_text
+    run.fit(epochs=1, steps_per_epoch=100).steps(10).frame()
+    with qtbot.waitSignal(panel.notice_shown, timeout=1000) as signal:
+        panel.sample_now()
+    assert "input pipeline" in signal.args[0] and "prefetch" in signal.args[0]
+    assert "input_pipeline.md" in signal.args[0] or "data_performance" in signal.args[0]
+    assert panel.notice.isVisible() and panel.notice.openExternalLinks()
+    with qtbot.assertNotEmitted(panel.notice_shown):
+        panel.sample_now()
+    _grab(window.system, "system_idle_notice.png")
+
+
+def test_figures_are_kept_after_the_run_and_cleared_by_the_next(window, run, qtbot):
+    panel = window.system
+    panel.gpu_reader = GpuReader(_fake_gpu())
+    run.started().fit(epochs=1, steps_per_epoch=10).frame()
+    assert panel.is_sampling()
+    qtbot.waitUntil(lambda: len(panel.samples) >= 2, timeout=5000)  # the 1 s QTimer samples
+    run.steps(10).fit_end().ended().frame()
+    assert not panel.is_sampling()
+    kept = len(panel.samples)
+    assert "util 87%" in panel.summary()
+    qtbot.wait(1200)
+    assert len(panel.samples) == kept  # no sampling once the run ended
+    run.started().frame()
+    assert len(panel.samples) == 1 and panel.gpu_util_curves  # the new run's first sample
+    assert "peak" in panel.summary()
+
+
+def test_broken_nvml_gives_one_quiet_note(window, run):
+    panel = window.system
+    nvml = _fake_gpu()
+    panel.gpu_reader = GpuReader(nvml)
+    run.started().frame()
+    nvml.fail_utilization_with = 15  # GPU is lost
+    panel.sample_now()
+    panel.sample_now()
+    assert panel.note.isVisible()
+    assert panel.note.text().startswith("GPU figures stopped: NVML failed")
+    assert panel.samples[-1].alive  # CPU figures go on
+
+
+def test_view_menu_toggles_the_system_dock(window):
+    dock = window.findChild(type(window._console_dock), "systemDock")
+    assert dock is not None and dock.widget() is window.system
+    action = dock.toggleViewAction()
+    assert action in window.menuBar().actions()[2].menu().actions()
+    assert dock.isVisible()
+    action.trigger()
+    assert not dock.isVisible()
+    action.trigger()
+    assert dock.isVisible()
+
+
+def test_hidden_dock_keeps_sampling_and_draws_when_shown(window, run):
+    panel = window.system
+    panel.gpu_reader = GpuReader(_fake_gpu())
+    window._system_dock.toggleViewAction().trigger()  # hide
+    assert not panel.isVisible()
+    run.started().frame()
+    panel.sample_now()
+    assert len(panel.samples) == 2
+    assert panel.rss_curve.getData()[0] is None  # nothing drawn while hidden
+    window._system_dock.toggleViewAction().trigger()  # show
+    x, _ = panel.rss_curve.getData()
+    assert len(x) == 2

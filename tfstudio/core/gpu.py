@@ -1,0 +1,258 @@
+"""NVIDIA GPUs through NVML (nvidia-ml-py, ``import pynvml``), read from outside the run.
+
+The reader never raises: on a machine without NVIDIA GPUs (no library, no
+driver) it quietly reports nothing; when the library is missing on a machine
+that has a driver, when NVML fails to start, or when it fails mid-run, it stops
+and leaves one short :attr:`GpuReader.note` for the UI to show once. The NVML
+module is injectable so tests can put a fake at this hardware boundary.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any
+
+# NVML error codes (nvml.h); used when the module does not name them.
+_NOT_SUPPORTED = 3
+_DRIVER_NOT_LOADED = 9
+_LIBRARY_NOT_FOUND = 12
+_NO_GPU_CODES = {_DRIVER_NOT_LOADED, _LIBRARY_NOT_FOUND}
+
+INSTALL_HINT = "pip install 'tfstudio[gpu]'"
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSample:
+    """One look at one GPU.
+
+    Args:
+        index: NVML's index of the device.
+        name: e.g. ``"NVIDIA H100 80GB HBM3"``.
+        utilization: % of the last sample period a kernel ran (NVML's "gpu" rate).
+        memory_used: bytes in use on the device (all processes).
+        memory_total: the device's memory in bytes.
+        process_memory: bytes held by the watched processes; None when NVML cannot tell.
+        temperature: degrees Celsius, None when not supported.
+        power: watts drawn, None when not supported.
+        power_limit: enforced power limit in watts, None when not supported.
+    """
+
+    index: int
+    name: str
+    utilization: float
+    memory_used: int
+    memory_total: int
+    process_memory: int | None = None
+    temperature: float | None = None
+    power: float | None = None
+    power_limit: float | None = None
+
+
+def nvidia_driver_present() -> bool:
+    """True when the machine shows signs of an NVIDIA driver (Linux's /proc, Windows' DLL)."""
+    if os.path.exists("/proc/driver/nvidia/version"):
+        return True
+    system_root = os.environ.get("SystemRoot")
+    return bool(system_root) and os.path.exists(os.path.join(system_root, "System32", "nvml.dll"))
+
+
+def _load_pynvml() -> Any:
+    import pynvml
+
+    return pynvml
+
+
+class GpuReader:
+    """Reads every NVIDIA GPU's figures on demand; never raises.
+
+    Args:
+        nvml: the NVML module (``pynvml``'s interface); imported on first use when None.
+    """
+
+    def __init__(self, nvml: Any = None) -> None:
+        self._nvml = nvml
+        self._started = False
+        self._failed = False
+        self._handles: list[Any] = []
+        self._names: list[str] = []
+        self.note: str | None = None  # one quiet note for the UI; None when all is well
+
+    @property
+    def available(self) -> bool:
+        """True once NVML answered and there is at least one GPU."""
+        return self._start() and bool(self._handles)
+
+    def read(self, pids: Collection[int] = ()) -> tuple[GpuSample, ...]:
+        """Every GPU's figures now; ``pids`` are the processes whose memory is summed.
+
+        Returns an empty tuple when there is no GPU or NVML is unusable.
+        """
+        if not self._start():
+            return ()
+        nvml = self._nvml
+        wanted = set(pids)
+        out = []
+        try:
+            for index, handle in enumerate(self._handles):
+                util = nvml.nvmlDeviceGetUtilizationRates(handle)
+                mem = nvml.nvmlDeviceGetMemoryInfo(handle)
+                out.append(
+                    GpuSample(
+                        index=index,
+                        name=self._names[index],
+                        utilization=float(util.gpu),
+                        memory_used=int(mem.used),
+                        memory_total=int(mem.total),
+                        process_memory=self._process_memory(handle, wanted),
+                        temperature=self._optional(
+                            nvml.nvmlDeviceGetTemperature,
+                            handle,
+                            getattr(nvml, "NVML_TEMPERATURE_GPU", 0),
+                        ),
+                        power=_milli(self._optional(nvml.nvmlDeviceGetPowerUsage, handle)),
+                        power_limit=_milli(
+                            self._optional(nvml.nvmlDeviceGetEnforcedPowerLimit, handle)
+                        ),
+                    )
+                )
+        except Exception as exc:  # noqa: BLE001 - NVML failing mid-run must not end anything
+            self._give_up(f"GPU figures stopped: NVML failed ({_describe(exc)})")
+            return ()
+        return tuple(out)
+
+    def close(self) -> None:
+        """Shut NVML down if this reader started it."""
+        if self._started and not self._failed:
+            try:
+                self._nvml.nvmlShutdown()
+            except Exception:  # noqa: BLE001, S110 - shutting down is best effort
+                pass
+        self._started = False
+        self._handles = []
+
+    # -- inside ------------------------------------------------------------
+    def _start(self) -> bool:
+        if self._failed:
+            return False
+        if self._started:
+            return True
+        if self._nvml is None:
+            try:
+                self._nvml = _load_pynvml()
+            except ImportError:
+                self._failed = True
+                if nvidia_driver_present():
+                    self.note = (
+                        "An NVIDIA driver is present but nvidia-ml-py is not installed: "
+                        f"GPU figures are not shown ({INSTALL_HINT})."
+                    )
+                return False
+        nvml = self._nvml
+        try:
+            nvml.nvmlInit()
+        except Exception as exc:  # noqa: BLE001
+            self._failed = True
+            if _error_code(exc) not in _NO_GPU_CODES:  # no driver: a CPU-only machine, quietly
+                self.note = f"GPU figures are not shown: NVML did not start ({_describe(exc)})."
+            return False
+        self._started = True
+        try:
+            for i in range(int(nvml.nvmlDeviceGetCount())):
+                handle = nvml.nvmlDeviceGetHandleByIndex(i)
+                name = nvml.nvmlDeviceGetName(handle)
+                if isinstance(name, bytes):
+                    name = name.decode("utf-8", "replace")
+                self._handles.append(handle)
+                self._names.append(str(name))
+        except Exception as exc:  # noqa: BLE001
+            self._give_up(f"GPU figures are not shown: NVML could not list GPUs ({_describe(exc)})")
+            return False
+        return True
+
+    def _give_up(self, note: str) -> None:
+        self.close()
+        self._failed = True
+        self._handles, self._names = [], []
+        if self.note is None:
+            self.note = note
+
+    def _optional(self, fn: Any, *args: Any) -> float | None:
+        """A figure some GPUs do not report (NOT_SUPPORTED): None instead of an error."""
+        try:
+            return float(fn(*args))
+        except Exception as exc:
+            if _error_code(exc) == _NOT_SUPPORTED:
+                return None
+            raise
+
+    def _process_memory(self, handle: Any, pids: set[int]) -> int | None:
+        if not pids:
+            return None
+        try:
+            procs = self._nvml.nvmlDeviceGetComputeRunningProcesses(handle)
+        except Exception as exc:
+            if _error_code(exc) == _NOT_SUPPORTED:
+                return None
+            raise
+        total, known = 0, True
+        for proc in procs:
+            if proc.pid in pids:
+                if proc.usedGpuMemory is None:  # WDDM on Windows: not reported
+                    known = False
+                else:
+                    total += int(proc.usedGpuMemory)
+        return total if known else None
+
+
+def _milli(value: float | None) -> float | None:
+    return None if value is None else value / 1000.0
+
+
+def _error_code(exc: BaseException) -> int | None:
+    value = getattr(exc, "value", None)
+    return value if isinstance(value, int) else None
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if text != type(exc).__name__ else text
+
+
+class IdleGpuWatch:
+    """Spots a GPU left mostly idle while training runs: the input pipeline is then suspect.
+
+    Feed it one utilisation figure a second; :meth:`feed` returns True once, the
+    first time the GPU stayed under ``threshold`` % for ``sustain_s`` seconds of
+    training (pauses, validation and compilation, when no steps come, do not count).
+
+    Args:
+        threshold: utilisation % under which the GPU counts as idle.
+        sustain_s: how long it must stay idle, in seconds.
+    """
+
+    def __init__(self, threshold: float = 30.0, sustain_s: float = 20.0) -> None:
+        self.threshold = threshold
+        self.sustain_s = sustain_s
+        self.fired = False
+        self._since: float | None = None
+
+    def reset(self) -> None:
+        """Forget everything (a new run)."""
+        self.fired = False
+        self._since = None
+
+    def feed(self, t: float, utilization: float | None, training: bool) -> bool:
+        """Take the figure at time ``t`` (seconds); True exactly once, when the notice is due."""
+        if self.fired:
+            return False
+        if not training or utilization is None or utilization >= self.threshold:
+            self._since = None
+            return False
+        if self._since is None:
+            self._since = t
+        if t - self._since >= self.sustain_s:
+            self.fired = True
+            return True
+        return False

@@ -1,0 +1,357 @@
+"""CPU and memory of a run's process and of the machine, sampled with psutil.
+
+The window (and the headless runner) sample the worker process from outside:
+nothing here runs in the worker and nothing touches TensorFlow or Qt. psutil is
+imported lazily; without it :class:`ProcessSampler` is simply unavailable.
+
+For the headless runner, :class:`ResourceWatch` follows a run's events, samples
+its worker once a second in a thread, and words the device line printed at the
+start and the peak-memory line of the run summary.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from tfstudio.core.events import DeviceMemory, RunDevices, RunEnded, RunStarted
+from tfstudio.core.gpu import GpuReader, GpuSample
+
+SAMPLE_INTERVAL_S = 1.0
+
+
+def format_bytes(n: float | None) -> str:
+    """``1.23 GB`` / ``512 MB`` / ``12 KB`` (decimal units, as nvidia-smi's GB are not)."""
+    if n is None:
+        return "--"
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if abs(n) >= size:
+            value = n / size
+            digits = 2 if value < 10 else 1 if value < 100 else 0
+            return f"{value:.{digits}f} {unit}"
+    return f"{int(n)} B"
+
+
+@dataclass(frozen=True, slots=True)
+class SystemSample:
+    """One look at a run's process and at the machine.
+
+    Args:
+        wall_time: ``time.time()`` when taken.
+        pid: the process sampled (its children are included in its figures).
+        alive: False once the process is gone (its figures are then ``None``).
+        process_cpu: CPU % of the process and its children (100 = one core busy).
+        process_rss: resident memory in bytes of the process and its children.
+        machine_cpu: CPU % of the whole machine (100 = every core busy).
+        machine_memory_used: bytes in use on the machine (total - available).
+        machine_memory_total: the machine's memory in bytes.
+        cpu_count: logical CPUs of the machine.
+        children: how many child processes were included.
+    """
+
+    wall_time: float
+    pid: int
+    alive: bool
+    process_cpu: float | None
+    process_rss: int | None
+    machine_cpu: float
+    machine_memory_used: int
+    machine_memory_total: int
+    cpu_count: int
+    children: int = 0
+
+
+def _psutil() -> Any:
+    try:
+        import psutil
+    except ImportError:
+        return None
+    return psutil
+
+
+def peak_rss_of(pid: int) -> int | None:
+    """The process's own high-water resident memory (Linux ``VmHWM``), or None."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _descendants(pid: int) -> list[int] | None:
+    """Descendants of ``pid`` from Linux's /proc/PID/task/TID/children; None where unsupported.
+
+    psutil's ``children(recursive=True)`` reads every process on the machine
+    (~13 ms on a busy one); these files name just the children.
+    """
+    out: list[int] = []
+    todo = [pid]
+    try:
+        while todo:
+            parent = todo.pop()
+            for tid in os.listdir(f"/proc/{parent}/task"):
+                with open(f"/proc/{parent}/task/{tid}/children", encoding="ascii") as f:
+                    kids = [int(k) for k in f.read().split()]
+                out.extend(kids)
+                todo.extend(kids)
+    except FileNotFoundError:
+        if parent == pid:
+            return None  # no such file (not Linux, or the kernel lacks it), or pid gone
+    except (OSError, ValueError):
+        return None
+    return out
+
+
+class ProcessSampler:
+    """Samples one process (with its children) and the machine; cheap enough for 1 Hz.
+
+    CPU % is measured between two calls of :meth:`sample` (psutil's way), so
+    the first sample reports 0 %.
+
+    Args:
+        pid: the process to watch; 0 means this process.
+        include_children: add the figures of the process's descendants.
+    """
+
+    def __init__(self, pid: int = 0, include_children: bool = True) -> None:
+        self.pid = pid if pid > 0 else os.getpid()
+        self.include_children = include_children and pid > 0
+        self._psutil = _psutil()
+        self._proc: Any = None
+        self._children: dict[int, Any] = {}
+        self.alive = self._psutil is not None
+        if self._psutil is not None:
+            try:
+                self._proc = self._psutil.Process(self.pid)
+                self._proc.cpu_percent(None)
+            except self._psutil.Error:
+                self.alive = False
+            self._psutil.cpu_percent(None)
+
+    @property
+    def available(self) -> bool:
+        """True when psutil is installed (without it nothing can be sampled)."""
+        return self._psutil is not None
+
+    def pids(self) -> tuple[int, ...]:
+        """The process and the children seen at the last sample."""
+        return (self.pid, *self._children)
+
+    def sample(self) -> SystemSample | None:
+        """Take one sample; None when psutil is not installed."""
+        ps = self._psutil
+        if ps is None:
+            return None
+        cpu_total, rss_total, n_children = None, None, 0
+        if self.alive:
+            try:
+                with self._proc.oneshot():
+                    cpu_total = self._proc.cpu_percent(None)
+                    rss_total = self._proc.memory_info().rss
+            except ps.Error:
+                self.alive = False
+                cpu_total, rss_total = None, None
+                self._children.clear()
+        if self.alive and self.include_children:
+            cpu_c, rss_c, n_children = self._sample_children(ps)
+            cpu_total = (cpu_total or 0.0) + cpu_c
+            rss_total = (rss_total or 0) + rss_c
+        mem = ps.virtual_memory()
+        return SystemSample(
+            wall_time=time.time(),
+            pid=self.pid,
+            alive=self.alive,
+            process_cpu=cpu_total,
+            process_rss=rss_total,
+            machine_cpu=ps.cpu_percent(None),
+            machine_memory_used=int(mem.total - mem.available),
+            machine_memory_total=int(mem.total),
+            cpu_count=ps.cpu_count() or 1,
+            children=n_children,
+        )
+
+    def _sample_children(self, ps: Any) -> tuple[float, int, int]:
+        pids = _descendants(self.pid)
+        if pids is None:
+            try:
+                pids = [c.pid for c in self._proc.children(recursive=True)]
+            except ps.Error:
+                return 0.0, 0, 0
+        seen: dict[int, Any] = {}
+        cpu, rss = 0.0, 0
+        for pid in pids:
+            try:
+                # Keep the Process objects: cpu_percent measures since the previous call
+                # on the same object, so a fresh object would always say 0 %.
+                proc = self._children.get(pid) or ps.Process(pid)
+                with proc.oneshot():
+                    cpu += proc.cpu_percent(None)
+                    rss += proc.memory_info().rss
+            except ps.Error:
+                continue
+            seen[pid] = proc
+        self._children = seen
+        return cpu, rss, len(seen)
+
+
+class PeakTracker:
+    """Peak memory of one run: host (the worker and its children) and per GPU.
+
+    Feed it :class:`SystemSample`, GPU samples and :class:`DeviceMemory` events;
+    it keeps the highest figures seen.
+    """
+
+    def __init__(self) -> None:
+        self.host_rss = 0
+        self.gpu_process: dict[int, int] = {}  # NVML: bytes the run's processes held, per GPU
+        self.gpu_tf: dict[str, int] = {}  # TensorFlow's peak per device ("GPU:0")
+        self.gpu_names: dict[int, str] = {}
+
+    def add_sample(self, sample: SystemSample | None) -> None:
+        """Take a host sample (and the process's own high-water mark, where the OS keeps one)."""
+        if sample is None:
+            return
+        if sample.process_rss is not None:
+            self.host_rss = max(self.host_rss, sample.process_rss)
+        hwm = peak_rss_of(sample.pid) if sample.alive else None
+        if hwm is not None:
+            self.host_rss = max(self.host_rss, hwm)
+
+    def add_gpus(self, gpus: Iterable[GpuSample]) -> None:
+        """Take NVML figures (only the run's own memory on each GPU counts)."""
+        for gpu in gpus:
+            self.gpu_names[gpu.index] = gpu.name
+            if gpu.process_memory is not None:
+                prev = self.gpu_process.get(gpu.index, 0)
+                self.gpu_process[gpu.index] = max(prev, gpu.process_memory)
+
+    def add_device_memory(self, event: DeviceMemory) -> None:
+        """Take TensorFlow's own current/peak figures from the worker."""
+        for name, current, peak in zip(event.devices, event.current, event.peak, strict=False):
+            self.gpu_tf[name] = max(self.gpu_tf.get(name, 0), current, peak)
+
+    def summary(self) -> str:
+        """``peak memory: host 1.23 GB, GPU:0 3.40 GB (TensorFlow peak 2.90 GB)``; host only on CPU.
+
+        Per GPU: what the run's processes held (NVML: TensorFlow's pool plus the CUDA
+        context) and TensorFlow's own allocator peak, whichever are known. GPUs the
+        run never held memory on are left out.
+        """
+        parts = [f"host {format_bytes(self.host_rss)}" if self.host_rss else "host --"]
+        held = {f"GPU:{i}": peak for i, peak in self.gpu_process.items() if peak > 0}
+        for name in sorted(set(held) | set(self.gpu_tf)):
+            tf_peak = self.gpu_tf.get(name)
+            if name in held and tf_peak is not None:
+                parts.append(
+                    f"{name} {format_bytes(held[name])} (TensorFlow peak {format_bytes(tf_peak)})"
+                )
+            elif name in held:
+                parts.append(f"{name} {format_bytes(held[name])}")
+            else:
+                parts.append(f"{name} {format_bytes(tf_peak)} (TensorFlow peak)")
+        return "peak memory: " + ", ".join(parts)
+
+
+def device_line(event: RunDevices) -> str:
+    """The run's device for a terminal: ``device: GPU 0: NVIDIA H100`` or ``device: CPU``."""
+    return f"device: {event.describe()}"
+
+
+class ResourceWatch:
+    """Follows a run's events and samples its worker in a thread; for the headless runner.
+
+    Feed every event to :meth:`ingest`; it starts sampling at ``RunStarted``
+    (``pid`` 0 samples this process) and stops at ``RunEnded``. It returns the
+    line to print for ``RunDevices``. :meth:`summary` words the run's peak
+    memory. Call :meth:`close` when done (also a context manager).
+
+    Args:
+        interval: seconds between samples.
+        gpu_reader: NVML access; a default :class:`GpuReader` when None.
+    """
+
+    def __init__(
+        self, interval: float = SAMPLE_INTERVAL_S, gpu_reader: GpuReader | None = None
+    ) -> None:
+        self.interval = interval
+        self.gpu_reader = gpu_reader if gpu_reader is not None else GpuReader()
+        self.peaks = PeakTracker()
+        self._sampler: ProcessSampler | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> ResourceWatch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def ingest(self, event: object) -> str | None:
+        """Follow one event; returns a line to print (for ``RunDevices``), else None."""
+        if isinstance(event, RunStarted):
+            self.start(event.pid)
+        elif isinstance(event, RunDevices):
+            return device_line(event)
+        elif isinstance(event, DeviceMemory):
+            with self._lock:
+                self.peaks.add_device_memory(event)
+        elif isinstance(event, RunEnded):
+            self.stop()
+        return None
+
+    def start(self, pid: int) -> None:
+        """Begin sampling ``pid`` (0: this process) once a second; forgets an earlier run."""
+        self.stop()
+        self.peaks = PeakTracker()
+        self._sampler = ProcessSampler(pid)
+        self._stop.clear()
+        self._sample_once()
+        self._thread = threading.Thread(target=self._loop, name="tfstudio-resources", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop sampling (one last sample first); the peaks are kept."""
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        self._stop.set()
+        thread.join(timeout=5)
+        self._sample_once()
+
+    def close(self) -> None:
+        """Stop sampling and let NVML go."""
+        self.stop()
+        self.gpu_reader.close()
+
+    def summary(self) -> str:
+        """The run's peak memory, one line (see :meth:`PeakTracker.summary`)."""
+        with self._lock:
+            return self.peaks.summary()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample_once()
+
+    def _sample_once(self) -> None:
+        sampler = self._sampler
+        if sampler is None:
+            return
+        try:
+            sample = sampler.sample()
+            gpus = self.gpu_reader.read(sampler.pids())
+        except Exception as exc:  # noqa: BLE001 - a monitor never ends a run
+            print(f"tfstudio: resource sampling failed: {exc!r}", file=sys.stderr)
+            self._sampler = None
+            return
+        with self._lock:
+            self.peaks.add_sample(sample)
+            self.peaks.add_gpus(gpus)

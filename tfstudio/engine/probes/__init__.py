@@ -1,0 +1,1 @@
+"""Probes: one module per thing measured inside the run."""

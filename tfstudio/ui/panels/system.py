@@ -1,0 +1,485 @@
+"""System panel: the run's process, the machine and the GPUs, live, kept after the run.
+
+The window samples the run's worker process (psutil) and the GPUs (NVML) itself,
+once a second while a run is live, on a QTimer in the UI thread; it never
+imports TensorFlow. TensorFlow's own memory figures arrive from the worker as
+:class:`DeviceMemory` events. Step time (from the step events) and GPU
+utilisation share one time axis, so "GPU idle while steps are slow" shows; a
+GPU left mostly idle during training earns one notice about the input pipeline.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import time
+from collections import deque
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QShowEvent
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+import tfstudio
+from tfstudio.core.events import (
+    DeviceMemory,
+    EpochEnded,
+    FitEnded,
+    FitStarted,
+    RunDevices,
+    RunEnded,
+    RunStarted,
+    StepEnded,
+)
+from tfstudio.core.gpu import GpuReader, GpuSample, IdleGpuWatch
+from tfstudio.core.series import Series
+from tfstudio.core.system import ProcessSampler, SystemSample, format_bytes
+
+SAMPLE_MS = 1000
+STEP_SERIES_CAPACITY = 20_000
+TRAINING_GAP_S = 3.0  # no step for this long: not training (paused, validating, compiling)
+GB = 1e9
+
+BACKGROUND = "#ffffff"
+FOREGROUND = "#303030"
+STEP = "#1f77b4"
+PROCESS = "#2e7d32"
+MACHINE = "#9e9e9e"
+GPU_COLOURS = ("#e8590c", "#6a3d9a", "#c2185b", "#00838f", "#8d6e63", "#5c6bc0")
+TF_DASH = Qt.PenStyle.DashLine
+
+TF_DATA_GUIDE = "https://www.tensorflow.org/guide/data_performance"
+
+
+def input_pipeline_doc() -> str:
+    """URL of the input-pipeline advice: the local docs/input_pipeline.md if present."""
+    local = Path(tfstudio.__file__).resolve().parent.parent / "docs" / "input_pipeline.md"
+    return local.as_uri() if local.is_file() else TF_DATA_GUIDE
+
+
+class SystemPanel(QWidget):
+    """The live system view of a run; implements the bridge's panel protocol.
+
+    Args:
+        parent: Qt parent.
+        gpu_reader: NVML access (tests pass one over a fake NVML module); a default
+            :class:`GpuReader` is made on the first run when None.
+        interval_ms: milliseconds between samples while a run is live.
+    """
+
+    notice_shown = Signal(str)  # the input-pipeline notice, once per run
+
+    def __init__(
+        self,
+        parent: QWidget | None = None,
+        gpu_reader: GpuReader | None = None,
+        interval_ms: int = SAMPLE_MS,
+    ) -> None:
+        super().__init__(parent)
+        self.gpu_reader = gpu_reader
+        self.sampler: ProcessSampler | None = None
+        self.idle_watch = IdleGpuWatch()
+        self.sample_seconds: deque[float] = deque(maxlen=10_000)  # cost of each sample (bench)
+        self._timer = QTimer(self)
+        self._timer.setInterval(interval_ms)
+        self._timer.timeout.connect(self.sample_now)
+        self._build()
+        self._clear()
+        self._render()
+
+    # -- construction ------------------------------------------------------
+    def _build(self) -> None:
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 4, 6, 4)
+        layout.setSpacing(4)
+        self.figures = QLabel(self)
+        self.figures.setObjectName("systemFigures")
+        self.figures.setTextFormat(Qt.TextFormat.RichText)
+        self.figures.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.figures.setWordWrap(True)
+        self.notice = QLabel(self)
+        self.notice.setObjectName("systemNotice")
+        self.notice.setWordWrap(True)
+        self.notice.setTextFormat(Qt.TextFormat.RichText)
+        self.notice.setOpenExternalLinks(True)
+        self.notice.setStyleSheet(
+            "QLabel#systemNotice { background: #fff4e5; border: 1px solid #f0c36d;"
+            " border-radius: 3px; padding: 4px; color: #5d4037; }"
+        )
+        self.note = QLabel(self)
+        self.note.setObjectName("systemNote")
+        self.note.setWordWrap(True)
+        self.note.setStyleSheet("QLabel#systemNote { color: #7a7a7a; }")
+        self.plots = pg.GraphicsLayoutWidget(self)
+        self.plots.setBackground(BACKGROUND)
+        self.plots.ci.setSpacing(0)
+        self.plots.ci.setContentsMargins(2, 2, 2, 2)
+        self.step_plot = self._plot(0, "step ms")
+        self.util_plot = self._plot(1, "busy %")
+        self.memory_plot = self._plot(2, "memory GB")
+        self.memory_plot.setLabel("bottom", "seconds since the run started")
+        for plot in (self.util_plot, self.memory_plot):
+            plot.setXLink(self.step_plot)
+        for plot in (self.step_plot, self.util_plot):  # one time axis: numbers at the bottom only
+            plot.getAxis("bottom").setStyle(showValues=False)
+            plot.getAxis("bottom").setHeight(6)
+        self.util_plot.setYRange(0, 100, padding=0.02)
+        self.step_plot.setLimits(xMin=0)  # the run's time starts at 0
+        self.step_curve = self._curve(self.step_plot, "per step", STEP)
+        self.cpu_curve = self._curve(self.util_plot, "run CPU", PROCESS)
+        self.machine_curve = self._curve(self.util_plot, "machine CPU", MACHINE)
+        self.rss_curve = self._curve(self.memory_plot, "run RSS", PROCESS)
+        self.gpu_util_curves: dict[int, pg.PlotDataItem] = {}
+        self.gpu_mem_curves: dict[int, pg.PlotDataItem] = {}
+        self.tf_mem_curves: dict[str, pg.PlotDataItem] = {}
+        layout.addWidget(self.figures)
+        layout.addWidget(self.notice)
+        layout.addWidget(self.note)
+        layout.addWidget(self.plots, 1)
+
+    def _plot(self, row: int, label: str) -> pg.PlotItem:
+        plot = self.plots.addPlot(row=2 * row, col=0)
+        plot.setLabel("left", label)
+        # Horizontal major lines only: a full grid cost ~90 ms a paint (as in metrics.py).
+        plot.showGrid(x=False, y=True, alpha=0.15)
+        plot.setMouseEnabled(x=True, y=False)
+        plot.getAxis("left").setWidth(52)
+        for axis in ("left", "bottom"):
+            plot.getAxis(axis).enableAutoSIPrefix(False)  # "mGB" and "ks" read badly
+            plot.getAxis(axis).setPen(FOREGROUND)
+            plot.getAxis(axis).setTextPen(FOREGROUND)
+        # The legend goes in its own row under the plot, so it never hides a curve.
+        legend = pg.LegendItem(labelTextSize="7pt", labelTextColor=FOREGROUND, colCount=3)
+        self.plots.addItem(legend, row=2 * row + 1, col=0)
+        self.plots.ci.layout.setRowFixedHeight(2 * row + 1, 22)
+        plot.legend = legend  # plot.plot(name=...) and removeItem keep it up to date
+        return plot
+
+    @staticmethod
+    def _curve(
+        plot: pg.PlotItem, name: str, colour: str, style: Qt.PenStyle = Qt.PenStyle.SolidLine
+    ) -> pg.PlotDataItem:
+        pen = pg.mkPen(colour, width=1.6, style=style)
+        return plot.plot([], [], pen=pen, name=name)
+
+    def _clear(self) -> None:
+        self.live = False
+        self.pid = 0
+        self.devices: RunDevices | None = None
+        self.t0 = time.monotonic()
+        self.samples: list[SystemSample] = []
+        self.sample_times: list[float] = []
+        self.gpu_samples: list[tuple[GpuSample, ...]] = []
+        self.tf_memory: list[DeviceMemory] = []
+        self.tf_note = ""
+        self.steps = Series(STEP_SERIES_CAPACITY)
+        self._step_offset: float | None = None  # window clock - run clock (min over arrivals)
+        self._prev_step: tuple[float, int] | None = None  # (time, global_step) in this epoch
+        self._last_step_arrival = -1e9
+        self._in_fit = False
+        self.notice_text = ""
+        self.idle_watch.reset()
+        for plot, curves in (
+            (self.util_plot, self.gpu_util_curves),
+            (self.memory_plot, self.gpu_mem_curves),
+            (self.memory_plot, self.tf_mem_curves),
+        ):
+            for item in curves.values():
+                plot.removeItem(item)
+            curves.clear()
+        self._dirty = True
+
+    # -- panel protocol ----------------------------------------------------
+    def ingest_steps(self, steps: Sequence[StepEnded]) -> None:
+        """Turn a run of steps into step-time points (one per batch of arrivals)."""
+        arrival = time.monotonic() - self.t0
+        last = steps[-1]
+        offset = arrival - last.time
+        if self._step_offset is None or offset < self._step_offset:
+            self._step_offset = offset
+        self._last_step_arrival = arrival
+        prev = self._prev_step
+        if prev is not None and last.global_step > prev[1] and last.time > prev[0]:
+            ms = 1000.0 * (last.time - prev[0]) / (last.global_step - prev[1])
+            self.steps.append(last.time, ms)
+            self._dirty = True
+        self._prev_step = (last.time, last.global_step)
+
+    def ingest_event(self, event: object) -> None:
+        """Follow the run: start and stop sampling, devices, TF memory, fit boundaries."""
+        if isinstance(event, RunStarted):
+            self.start_run(event.pid)
+        elif isinstance(event, RunEnded):
+            self.end_run()
+        elif isinstance(event, RunDevices):
+            self.devices = event
+            self._dirty = True
+        elif isinstance(event, DeviceMemory):
+            if event.available:
+                self.tf_memory.append(event)
+            else:
+                self.tf_note = event.note
+            self._dirty = True
+        elif isinstance(event, FitStarted):
+            self._in_fit = True
+            self._prev_step = None
+        elif isinstance(event, EpochEnded):
+            self._prev_step = None  # the validation pass is not a step
+        elif isinstance(event, FitEnded):
+            self._in_fit = False
+            self._prev_step = None
+
+    def refresh(self) -> None:
+        """Redraw what changed; while a run is live the curves wait for the 1 s sample tick."""
+        if self._dirty:
+            self._render(curves=not self.live)
+
+    # -- sampling ----------------------------------------------------------
+    def start_run(self, pid: int) -> None:
+        """Forget the previous run and sample ``pid`` (0: this process) every second."""
+        self._clear()
+        self.live = True
+        self.pid = pid
+        self.sampler = ProcessSampler(pid)
+        if self.gpu_reader is None:
+            self.gpu_reader = GpuReader()
+        self.sample_now()
+        self._timer.start()
+
+    def end_run(self) -> None:
+        """Stop sampling (after a last sample); the run's figures stay on screen."""
+        if self.live:
+            self._timer.stop()
+            self.sample_now()
+            self.live = False
+        self._render()
+
+    def stop(self) -> None:
+        """Stop the sample timer (the window is closing)."""
+        self._timer.stop()
+        self.live = False
+
+    def is_sampling(self) -> bool:
+        """True while the sample timer runs."""
+        return self._timer.isActive()
+
+    def sample_now(self) -> None:
+        """Take one sample of the process, the machine and the GPUs, and redraw."""
+        if self.sampler is None:
+            return
+        started = time.perf_counter()
+        sample = self.sampler.sample()
+        gpus = self.gpu_reader.read(self.sampler.pids()) if self.gpu_reader is not None else ()
+        self.sample_seconds.append(time.perf_counter() - started)
+        self.add_sample(time.monotonic() - self.t0, sample, gpus)
+
+    def add_sample(
+        self, t: float, sample: SystemSample | None, gpus: tuple[GpuSample, ...]
+    ) -> None:
+        """Record one sample taken ``t`` seconds into the run, and redraw."""
+        if sample is None:  # no psutil: nothing to show
+            self._dirty = True
+            self._render()
+            return
+        self.samples.append(sample)
+        self.sample_times.append(t)
+        self.gpu_samples.append(gpus)
+        self._watch_idle(t, gpus)
+        self._dirty = True
+        self._render()
+
+    def _watch_idle(self, t: float, gpus: tuple[GpuSample, ...]) -> None:
+        if not gpus:
+            return
+        own = [g for g in gpus if g.process_memory]  # the GPUs the run holds memory on
+        busy = max(g.utilization for g in (own or gpus))
+        training = self._in_fit and t - self._last_step_arrival < TRAINING_GAP_S
+        if self.idle_watch.feed(t, busy, training):
+            self.notice_text = (
+                f"The GPU was under {self.idle_watch.threshold:.0f}% busy for "
+                f"{self.idle_watch.sustain_s:.0f} s of training: the input pipeline may be "
+                "the bottleneck. Try <code>dataset.cache()</code> and "
+                "<code>dataset.prefetch(tf.data.AUTOTUNE)</code> — see "
+                f"<a href='{input_pipeline_doc()}'>input pipeline advice</a>."
+            )
+            self.notice_shown.emit(self.notice_text)
+
+    # -- drawing -------------------------------------------------------------
+    def _render(self, curves: bool = True) -> None:
+        self._dirty = False
+        _set_text(self.figures, self._figures_html())
+        _set_text(self.notice, self.notice_text)
+        note = (self.gpu_reader.note if self.gpu_reader else None) or ""
+        _set_text(self.note, note)
+        if curves and self.isVisible():  # a hidden dock keeps sampling, draws when shown
+            self._draw_curves()
+
+    def _draw_curves(self) -> None:
+        times = np.asarray(self.sample_times, dtype=np.float64)
+        x, y = self.steps.view()
+        offset = self._step_offset or 0.0
+        few = len(x) < 60  # a handful of points (slow steps) needs markers to be seen
+        if few != (self.step_curve.opts["symbol"] is not None):
+            self.step_curve.setSymbol("o" if few else None)
+            self.step_curve.setSymbolSize(4)
+            self.step_curve.setSymbolBrush(STEP)
+            self.step_curve.setSymbolPen(None)
+        self.step_curve.setData(x + offset, y)
+        _from_zero(self.step_plot, y)
+        if self.samples:
+            ncpu = self.samples[-1].cpu_count
+            cpu = [_nan(s.process_cpu, 1.0 / ncpu) for s in self.samples]
+            self.cpu_curve.setData(times, np.asarray(cpu))
+            self.machine_curve.setData(times, np.asarray([s.machine_cpu for s in self.samples]))
+            rss = [_nan(s.process_rss, 1 / GB) for s in self.samples]
+            self.rss_curve.setData(times, np.asarray(rss))
+        else:
+            for curve in (self.cpu_curve, self.machine_curve, self.rss_curve):
+                curve.setData([], [])
+        indices = sorted({g.index for gs in self.gpu_samples for g in gs})
+        for index in indices:
+            colour = GPU_COLOURS[index % len(GPU_COLOURS)]
+            util = self._gpu_curve(self.gpu_util_curves, index, self.util_plot, f"GPU {index}")
+            mem = self._gpu_curve(
+                self.gpu_mem_curves, index, self.memory_plot, f"GPU {index} (run)", colour
+            )
+            by_index = [{g.index: g for g in gs}.get(index) for gs in self.gpu_samples]
+            util.setData(times, np.asarray([_nan(g and g.utilization) for g in by_index]))
+            mem.setData(times, np.asarray([_nan(g and g.process_memory, 1 / GB) for g in by_index]))
+        if self.tf_memory:
+            names = sorted({n for e in self.tf_memory for n in e.devices})
+            offset_t = self._step_offset or 0.0
+            tf_t = np.asarray([e.time + offset_t for e in self.tf_memory])
+            for i, name in enumerate(names):
+                curve = self.tf_mem_curves.get(name)
+                if curve is None:
+                    colour = GPU_COLOURS[i % len(GPU_COLOURS)]
+                    curve = self._curve(self.memory_plot, f"{name} (TF)", colour, TF_DASH)
+                    self.tf_mem_curves[name] = curve
+                values = [
+                    e.current[e.devices.index(name)] / GB if name in e.devices else np.nan
+                    for e in self.tf_memory
+                ]
+                curve.setData(tf_t, np.asarray(values))
+        memory = [c.getData()[1] for c in self.memory_plot.listDataItems()]
+        _from_zero(self.memory_plot, np.concatenate([m for m in memory if m is not None] or [[]]))
+
+    def _gpu_curve(
+        self,
+        curves: dict[int, pg.PlotDataItem],
+        index: int,
+        plot: pg.PlotItem,
+        name: str,
+        colour: str | None = None,
+    ) -> pg.PlotDataItem:
+        curve = curves.get(index)
+        if curve is None:
+            curve = self._curve(plot, name, colour or GPU_COLOURS[index % len(GPU_COLOURS)])
+            curves[index] = curve
+        return curve
+
+    def _figures_html(self) -> str:
+        rows: list[tuple[str, str]] = []
+        if self.devices is not None:
+            rows.append(("device", html.escape(self.devices.describe())))
+        last = self.samples[-1] if self.samples else None
+        if last is None:
+            if self.sampler is not None and not self.sampler.available:
+                rows.append(("run", "psutil is not installed: no CPU or memory figures"))
+            elif not self.devices:
+                rows.append(("run", "no run yet — figures appear when a run starts"))
+        else:
+            who = "this window's process" if self.pid == 0 else f"worker pid {last.pid}"
+            if not last.alive:
+                rows.append(("run", f"{who}: ended"))
+            else:
+                peak = max((s.process_rss or 0) for s in self.samples)
+                kids = f" + {last.children} child" if last.children else ""
+                rows.append(
+                    (
+                        "run",
+                        f"CPU <b>{last.process_cpu or 0:.0f}%</b> · RSS "
+                        f"<b>{format_bytes(last.process_rss)}</b> (peak {format_bytes(peak)})"
+                        f"<br><span style='color:#7a7a7a'>{who}{kids}; 100% = one core</span>",
+                    )
+                )
+            rows.append(
+                (
+                    "machine",
+                    f"CPU {last.machine_cpu:.0f}% of {last.cpu_count} cores · memory "
+                    f"{format_bytes(last.machine_memory_used)} / "
+                    f"{format_bytes(last.machine_memory_total)}",
+                )
+            )
+        for gpu in self.gpu_samples[-1] if self.gpu_samples else ():
+            extras = []
+            if gpu.temperature is not None:
+                extras.append(f"{gpu.temperature:.0f} °C")
+            if gpu.power is not None:
+                limit = f" / {gpu.power_limit:.0f}" if gpu.power_limit else ""
+                extras.append(f"{gpu.power:.0f}{limit} W")
+            own = (
+                f" · run <b>{format_bytes(gpu.process_memory)}</b>"
+                if gpu.process_memory is not None
+                else ""
+            )
+            rows.append(
+                (
+                    f"GPU {gpu.index}",
+                    f"{html.escape(gpu.name)}<br>util <b>{gpu.utilization:.0f}%</b> · memory "
+                    f"{format_bytes(gpu.memory_used)} / {format_bytes(gpu.memory_total)}{own}"
+                    + (" · " + " · ".join(extras) if extras else ""),
+                )
+            )
+        if self.tf_memory:
+            latest = self.tf_memory[-1]
+            for name, current, peak in zip(
+                latest.devices, latest.current, latest.peak, strict=False
+            ):
+                rows.append(
+                    (
+                        "TensorFlow",
+                        f"{html.escape(name)}: {format_bytes(current)} in use, "
+                        f"peak {format_bytes(peak)}",
+                    )
+                )
+        elif self.tf_note:
+            rows.append(("TensorFlow", f"<span style='color:#7a7a7a'>GPU memory {self.tf_note}"))
+        cells = "".join(
+            f"<tr><td style='color:#6b6b6b; padding-right:8px'>{k}</td><td>{v}</td></tr>"
+            for k, v in rows
+        )
+        return f"<table cellspacing='1'>{cells}</table>"
+
+    def showEvent(self, event: QShowEvent) -> None:
+        """Draw what was sampled while the dock was hidden."""
+        super().showEvent(event)
+        self._draw_curves()
+
+    def summary(self) -> str:
+        """The figures as plain text (tests, logs)."""
+        doc = self.figures.text().replace("</tr>", "\n").replace("<br>", " ")
+        lines = html.unescape(re.sub(r"<[^>]+>", " ", doc)).splitlines()
+        return "\n".join(" ".join(line.split()) for line in lines if line.strip())
+
+
+def _from_zero(plot: pg.PlotItem, ys: np.ndarray) -> None:
+    """Show ``0 .. max`` on the y axis: step times and memory read against zero."""
+    finite = ys[np.isfinite(ys)] if len(ys) else ys
+    top = float(finite.max()) if len(finite) else 1.0
+    plot.setYRange(0.0, top * 1.1 if top > 0 else 1.0, padding=0)
+
+
+def _set_text(label: QLabel, text: str) -> None:
+    """Set a label's text only when it changed (setText re-lays-out); hide it when empty."""
+    if label.text() != text:
+        label.setText(text)
+    if label.isVisibleTo(label.parentWidget()) != bool(text):
+        label.setVisible(bool(text))
+
+
+def _nan(value: float | None, scale: float = 1.0) -> float:
+    return float("nan") if value is None else float(value) * scale
