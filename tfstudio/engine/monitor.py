@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 import traceback
+from pathlib import Path
 
 from tfstudio.core.channel import Channel
 from tfstudio.core.events import ConsoleOutput, MonitorError
@@ -30,6 +31,7 @@ class RunMonitor:
         self.channel = channel
         self.options = options if options is not None else RunOptions()
         self.t0 = time.perf_counter() if t0 is None else t0
+        self.run_dir: Path | None = None  # the run folder when the run is recorded
         self.fits = 0
         self.global_step = 0
         self.in_fit = False

@@ -22,6 +22,7 @@ from tfstudio.core.options import RunOptions
 from tfstudio.core.scripts import ScriptPathError, check_script
 from tfstudio.engine.capture import OutputCapture
 from tfstudio.engine.monitor import RunMonitor
+from tfstudio.engine.recorder import RecordingThread, start_recording
 from tfstudio.engine.script import (
     RunStopped,
     describe_error,
@@ -67,6 +68,8 @@ class TrainingSession:
         self.options = options if options is not None else RunOptions()
         self.monitor = RunMonitor(self.channel, options=self.options)
         self.result: RunEnded | None = None
+        self.run_dir: Path | None = None  # the run folder, once recording started
+        self._recording: RecordingThread | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._script_running = False
@@ -106,6 +109,8 @@ class TrainingSession:
         except BaseException as exc:  # noqa: BLE001 - a run must always end with RunEnded
             ended = self._ended("failed", 1, message=f"tfstudio internal error: {exc!r}")
         self.result = ended
+        if self._recording is not None:  # recording hook: the worker's pump will own this
+            self._recording.close(ended)  # the run folder is complete before RunEnded is seen
         self.channel.emit(ended)
         self._done.set()
         return ended
@@ -119,11 +124,13 @@ class TrainingSession:
             mon.note(f"Cannot run: {exc}")
             return self._ended("failed", 2, message=str(exc))
         cwd = self.cwd if self.cwd is not None else Path.cwd()
-        emit(RunStarted(str(path), (str(path), *self.args), str(cwd), time.time()))
+        started = RunStarted(str(path), (str(path), *self.args), str(cwd), time.time())
+        emit(started)
         if not is_loaded():
             emit(EngineStatus("loading", "importing TensorFlow"))
         ensure_keras()
         emit(EngineStatus("ready"))
+        self._recording = start_recording(self, started)
         from tfstudio.engine.instrument import FitInterceptor
 
         mon.t0 = time.perf_counter()
