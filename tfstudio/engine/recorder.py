@@ -309,40 +309,47 @@ class TeeChannel(Channel):
         self._events.append(event)
         self.copies.append(event)
 
+    def drain_copies(self) -> list[object]:
+        """Remove and return the recorder's copies, oldest first."""
+        taken: list[object] = []
+        pop = self.copies.popleft
+        while True:
+            try:
+                taken.append(pop())
+            except IndexError:
+                return taken
+
 
 class RecordingThread:
-    """Drains a :class:`TeeChannel`'s copies into a :class:`Recorder` every ``interval`` s.
+    """Drains events into a :class:`Recorder` every ``interval`` seconds, off the training thread.
 
     The in-process stand-in for the worker's pump (which calls ``recorder.write``
     with each batch it sends to the viewer).
+
+    Args:
+        recorder: where events go.
+        drain: returns (and removes) the events queued since the last call.
     """
 
-    def __init__(self, recorder: Recorder, tee: TeeChannel, interval: float = 0.02) -> None:
+    def __init__(
+        self, recorder: Recorder, drain: Callable[[], list[object]], interval: float = 0.02
+    ) -> None:
         self.recorder = recorder
-        self.tee = tee
+        self.drain = drain
         self.interval = interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="tfstudio-recorder", daemon=True)
         self._thread.start()
 
-    def _drain(self) -> list[object]:
-        out: list[object] = []
-        pop = self.tee.copies.popleft
-        while True:
-            try:
-                out.append(pop())
-            except IndexError:
-                return out
-
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
-            self.recorder.write(self._drain())
+            self.recorder.write(self.drain())
 
     def close(self, ended: RunEnded | None) -> None:
         """Stop the thread, record what is left and close the recorder."""
         self._stop.set()
         self._thread.join()
-        self.recorder.write(self._drain())
+        self.recorder.write(self.drain())
         self.recorder.close(ended)
 
 
@@ -366,4 +373,4 @@ def start_recording(session: Any, started: RunStarted) -> RecordingThread | None
     tee = TeeChannel(session.channel)
     session.channel = monitor.channel = tee
     session.run_dir = monitor.run_dir = recorder.run_dir
-    return RecordingThread(recorder, tee)
+    return RecordingThread(recorder, tee.drain_copies)
