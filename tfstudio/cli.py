@@ -155,4 +155,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         quit_when_done=ns.quit_when_done,
         screenshot=ns.screenshot,
         screenshot_at_step=ns.screenshot_at_step,
+        options=_options(ns),
     )

@@ -45,7 +45,7 @@ from tfstudio.core.runs import (
     write_run_json,
 )
 
-FLUSH_EVERY_S = 2.0
+FLUSH_EVERY_S = 0.5  # a follower sees new points within ~1 s (flush + its poll)
 
 
 class Recorder:

@@ -27,7 +27,7 @@ from tfstudio.core.events import RunEnded, RunStarted
 from tfstudio.core.runs import resolve_logdir
 from tfstudio.engine.callback import StudioCallback as _FitReporter
 from tfstudio.engine.monitor import RunMonitor
-from tfstudio.engine.recorder import Recorder, RecordingThread
+from tfstudio.engine.recorder import FLUSH_EVERY_S, Recorder, RecordingThread
 
 
 def is_chief(tf_config: str | None = None) -> bool:
@@ -78,7 +78,7 @@ class StudioCallback(keras.callbacks.Callback):
         logdir: str | os.PathLike[str] | None = None,
         *,
         name: str | None = None,
-        flush_every: float = 2.0,
+        flush_every: float = FLUSH_EVERY_S,
     ) -> None:
         super().__init__()
         self.logdir = resolve_logdir(logdir, os.getcwd())

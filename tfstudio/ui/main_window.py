@@ -6,6 +6,7 @@ and learns what happens from the ``Channel`` (through the ``Bridge``).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,11 +18,14 @@ from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QMenu, QSty
 from tfstudio.core.channel import Channel
 from tfstudio.core.events import EngineStatus, MonitorError, RunEnded, RunStarted
 from tfstudio.core.launcher import Launcher
+from tfstudio.core.options import RunOptions
 from tfstudio.core.progress import format_duration
+from tfstudio.core.runs import resolve_logdir
 from tfstudio.core.scripts import ScriptPathError, check_script
 from tfstudio.ui.bridge import Bridge
 from tfstudio.ui.panels.console import ConsolePanel
 from tfstudio.ui.panels.metrics import MetricsPanel
+from tfstudio.ui.panels.runs import RunsPanel
 from tfstudio.ui.panels.status import StatusPanel
 
 APP_NAME = "tfstudio"
@@ -55,6 +59,7 @@ class MainWindow(QMainWindow):
         self.settings = settings if settings is not None else QSettings(APP_NAME, APP_NAME)
         self._script: str | None = None
         self.script_args: tuple[str, ...] = ()  # what Run passes (from the command line)
+        self.run_options = RunOptions()  # per-run settings (runs directory, ...)
         self._running = False
         self._stopping = False
         self._run_seen = False  # RunStarted of the current run arrived
@@ -74,6 +79,15 @@ class MainWindow(QMainWindow):
             | QDockWidget.DockWidgetFeature.DockWidgetClosable
         )
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self._console_dock)
+        self.runs = RunsPanel(parent=self)
+        self.runs.logdir_changed.connect(self._on_runs_dir_chosen)
+        self.runs_dock = QDockWidget("Runs", self)
+        self.runs_dock.setObjectName("runsDock")
+        self.runs_dock.setWidget(self.runs)
+        self.runs_dock.setFeatures(self._console_dock.features())
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.runs_dock)
+        self.tabifyDockWidget(self._console_dock, self.runs_dock)
+        self._console_dock.raise_()
         self.statusBar().addPermanentWidget(self.status, 1)
         self.statusBar().setSizeGripEnabled(False)
 
@@ -81,7 +95,7 @@ class MainWindow(QMainWindow):
         self._make_menus_and_toolbar()
 
         self.bridge = Bridge(channel, parent=self)
-        for panel in (self.metrics, self.console, self.status):
+        for panel in (self.metrics, self.console, self.status, self.runs):
             self.bridge.add_panel(panel)
         self.bridge.run_started.connect(self._on_run_started)
         self.bridge.run_ended.connect(self._on_run_ended)
@@ -128,6 +142,7 @@ class MainWindow(QMainWindow):
         run_menu.addAction(self.stop_action)
         view_menu = self.menuBar().addMenu("&View")
         view_menu.addAction(self._console_dock.toggleViewAction())
+        view_menu.addAction(self.runs_dock.toggleViewAction())
         view_menu.addAction(self.clear_console_action)
         toolbar = self.addToolBar("Main")
         toolbar.setObjectName("mainToolbar")
@@ -169,6 +184,7 @@ class MainWindow(QMainWindow):
         )
         self._add_recent(self._script)
         self._last_end = None
+        self.runs.set_logdir(resolve_logdir(self.run_options.logdir, checked.parent))
         self._update_title()
         self._update_state()
         self.statusBar().showMessage(f"Opened {self._script}", MESSAGE_MS)
@@ -188,7 +204,7 @@ class MainWindow(QMainWindow):
             self._say(str(exc))
             return False
         try:
-            self.launcher.start(script, tuple(args))
+            self.launcher.start(script, tuple(args), self.run_options)
         except Exception as exc:  # the launcher's refusal must not take the window down
             self._say(f"Could not start {script}: {exc}")
             return False
@@ -278,6 +294,10 @@ class MainWindow(QMainWindow):
         if note:
             self.console.note(text)
         self.statusBar().showMessage(text, MESSAGE_MS)
+
+    def _on_runs_dir_chosen(self, path: str) -> None:
+        """The user picked a runs directory in the runs panel: later runs record there."""
+        self.run_options = dataclasses.replace(self.run_options, logdir=path)
 
     # -- toolbar / menu handlers -------------------------------------------
     def _on_open_triggered(self) -> None:
