@@ -157,9 +157,9 @@ from tfstudio.core.events import StepEnded
 from tfstudio.engine.recorder import Recorder
 rec = Recorder(sys.argv[1])
 print("ready", flush=True)
-t0 = time.time()
+base = float(sys.argv[2])  # values: seconds since base (float32 keeps ~10 us there)
 for i in range(1, 41):
-    rec.write([StepEnded(0, i, 0, i, 1, {"loss": time.time()}, {}, time.time() - t0)])
+    rec.write([StepEnded(0, i, 0, i, 1, {"loss": time.time() - base}, {}, 0.0)])
     time.sleep(0.1)
 rec.close(None)
 """
@@ -167,8 +167,9 @@ rec.close(None)
 
 def test_follows_a_folder_written_by_another_process(panel, qtbot, tmp_path):
     run_dir = tmp_path / "elsewhere" / "remote-20260101-000000"
+    base = time.time()
     proc = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(WRITER), str(run_dir)],
+        [sys.executable, "-c", textwrap.dedent(WRITER), str(run_dir), str(base)],
         stdout=subprocess.PIPE,
         text=True,
         env=dict(os.environ, CUDA_VISIBLE_DEVICES="-1"),
@@ -188,7 +189,7 @@ def test_follows_a_folder_written_by_another_process(panel, qtbot, tmp_path):
             if len(x) > seen:
                 now = time.time()
                 # the value written is the writer's clock when it emitted the step
-                lags += [now - v for v in y[seen:]]
+                lags += [now - base - v for v in y[seen:]]
                 seen = len(x)
     finally:
         proc.wait(timeout=60)
