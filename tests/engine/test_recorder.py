@@ -60,6 +60,7 @@ def test_run_folder_holds_the_steps_the_callback_emitted(write_script, tmp_path)
     assert [v for _, v in tb["epoch/val_loss"]] == pytest.approx(
         [e.metrics["val_loss"] for e in epochs], rel=1e-6
     )
+    assert [v for _, v in tb["epoch/learning_rate"]] == pytest.approx([0.01, 0.01])
     # tfstudio's TensorFlow-free reader sees the same numbers
     ours = read_scalars(run_dir)
     assert ours["step/loss"].steps == [s.global_step for s in steps]

@@ -230,3 +230,12 @@ class RunEnded:
             f"Run {self.status} after {took}: {fits}, {self.global_step} steps "
             f"(exit code {self.exit_code}){extra}"
         )
+
+
+@dataclass(frozen=True, slots=True)
+class LearningRate:
+    """The optimizer's learning rate at the end of an epoch (schedules evaluated)."""
+
+    fit_index: int
+    global_step: int
+    value: float

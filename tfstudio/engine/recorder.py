@@ -32,6 +32,7 @@ from tfstudio.core.events import (
     EpochEnded,
     FitEnded,
     FitStarted,
+    LearningRate,
     RunDevices,
     RunEnded,
     RunStarted,
@@ -255,6 +256,10 @@ def _epoch_ended(rec: Recorder, e: EpochEnded) -> None:
     rec.info["epochs"] = e.epoch + 1
 
 
+def _learning_rate(rec: Recorder, e: LearningRate) -> None:
+    rec.scalars(e.global_step, {f"{EPOCH_PREFIX}learning_rate": e.value})
+
+
 def _run_ended(rec: Recorder, e: RunEnded) -> None:
     rec.info.update(
         status=e.status,
@@ -279,6 +284,7 @@ WRITERS: dict[type, Callable[[Recorder, Any], None]] = {
     FitEnded: _fit_ended,
     StepEnded: _step_ended,
     EpochEnded: _epoch_ended,
+    LearningRate: _learning_rate,
     RunEnded: _run_ended,
 }
 """Event type -> function recording it. A new kind of event is one entry here."""

@@ -18,6 +18,7 @@ import numpy as np
 import pyqtgraph as pg
 import pyqtgraph.exporters as pg_exporters
 from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QIcon, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -80,7 +81,13 @@ class TagPlot:
         self.plot.setTitle(tag, color="#303030", size="10pt")
         self.plot.showGrid(x=False, y=True, alpha=0.15)
         self.plot.setLabel("bottom", "step", color="#303030")
-        self.legend = self.plot.addLegend(offset=(-8, 4), labelTextSize="8pt")
+        self.legend = self.plot.addLegend(
+            offset=(-8, 4),
+            labelTextSize="8pt",
+            labelTextColor="#303030",
+            brush=pg.mkBrush(255, 255, 255, 200),
+            pen=pg.mkPen("#d8d8d8"),
+        )
         self.raw: dict[str, pg.PlotDataItem] = {}
         self.smooth: dict[str, pg.PlotDataItem] = {}
         self.histogram = False
@@ -98,7 +105,11 @@ class TagPlot:
         smooth = self.smooth[run]
         xs = np.asarray(x, dtype=float)
         ys = np.asarray(y, dtype=float)
-        marker = dict(symbol="o", symbolSize=5) if len(xs) < 40 else dict(symbol=None)
+        marker = (
+            dict(symbol="o", symbolSize=5, symbolBrush=colour, symbolPen=colour)
+            if len(xs) < 40
+            else dict(symbol=None)
+        )
         smooth.setData(xs, np.asarray(ema(ys, weight)), **marker)
         raw.setData(xs, ys)
         raw.setVisible(weight > 0)
@@ -155,7 +166,6 @@ class RunsPanel(QWidget):
         self.readers: dict[Path, RunReader] = {}
         self.extra: list[Path] = []  # folders opened by hand (any TensorBoard log dir)
         self.plots: dict[str, TagPlot] = {}
-        self._colours: dict[Path, str] = {}
         self._live_run = False
         self._relist_at: float | None = None  # when to re-list the runs next
 
@@ -323,11 +333,23 @@ class RunsPanel(QWidget):
         return reader
 
     def colour_of(self, path: Path) -> str:
-        """A run's colour, stable while the panel lives."""
-        colour = self._colours.get(path)
-        if colour is None:
-            colour = self._colours[path] = COLOURS[len(self._colours) % len(COLOURS)]
-        return colour
+        """A run's colour: by its place among the selected runs (first blue, then orange...)."""
+        paths = self.selected_paths()
+        i = paths.index(path) if path in paths else len(paths)
+        return COLOURS[i % len(COLOURS)]
+
+    def _mark_colours(self) -> None:
+        """A colour swatch beside each selected run's name, matching its curves."""
+        selected = self.selected_paths()
+        for i in range(self.tree.topLevelItemCount()):
+            item = self.tree.topLevelItem(i)
+            path = Path(item.data(0, PATH_ROLE))
+            if path in selected:
+                swatch = QPixmap(10, 10)
+                swatch.fill(QColor(self.colour_of(path)))
+                item.setIcon(0, QIcon(swatch))
+            else:
+                item.setIcon(0, QIcon())
 
     def redraw(self) -> None:
         """Rebuild the plot grid for the selected runs."""
@@ -352,7 +374,8 @@ class RunsPanel(QWidget):
             for p, r in readers:
                 curve = r.scalars.get(tag)
                 if curve is not None and curve.steps:
-                    plot.set_curve(p.name, self.colour_of(p), curve.steps, curve.values, weight)
+                    w = weight if is_per_step(tag) else 0.0
+                    plot.set_curve(p.name, self.colour_of(p), curve.steps, curve.values, w)
                 hists = r.histograms.get(tag)
                 if hists:
                     h = hists[-1]
@@ -481,6 +504,7 @@ class RunsPanel(QWidget):
 
     def _on_selection_changed(self) -> None:
         self.redraw()
+        self._mark_colours()
         self._update_buttons()
         self._on_follow_toggled(self.follow_box.isChecked())
 
@@ -525,6 +549,12 @@ def _export_svg(widget: pg.PlotWidget, path: str) -> None:
         widget.render(painter)
     finally:
         painter.end()
+
+
+def is_per_step(tag: str) -> bool:
+    """Whether a tag is a per-step curve (smoothed) rather than one point per epoch."""
+    base = tag.rsplit("/", 1)[-1]
+    return not (tag.startswith("epoch/") or base.startswith("epoch_") or "/epoch" in tag)
 
 
 def _tag_order(tag: str) -> tuple[int, str, str]:
