@@ -145,3 +145,27 @@ def test_killed_writer_leaves_a_readable_interrupted_run(tmp_path):
     assert len(loss.steps) >= 50
     assert loss.steps == list(range(1, len(loss.steps) + 1))
     assert loss.values == pytest.approx([1.0 / s for s in loss.steps])
+
+
+def test_hand_encoded_scalars_are_the_bytes_protobuf_writes(tmp_path):
+    from tensorboard.compat.proto import event_pb2
+
+    rec = Recorder(tmp_path / "run")
+    real_writer, written = rec._writer, []
+    rec._writer = type("Collect", (), {"write": lambda self, b: written.append(b)})()
+    try:
+        values = {"step/loss": 0.5, "step/ünïcode": -1.25}
+        rec.scalars(7, values, 1234.5)
+        rec.scalars(2**40, values, 1234.5)
+    finally:
+        rec._writer = real_writer
+        rec.close()
+    for data, step, first in ((written[0], 7, True), (written[1], 2**40, False)):
+        want = event_pb2.Event(wall_time=1234.5, step=step)
+        for tag, v in values.items():
+            value = want.summary.value.add(tag=tag)
+            if first:  # the scalars plugin's metadata on a tag's first value only
+                value.metadata.plugin_data.plugin_name = "scalars"
+            value.tensor.dtype = 1
+            value.tensor.float_val.append(v)
+        assert data == want.SerializeToString()
