@@ -67,6 +67,7 @@ def recording_cost(rounds: int, steps: int, batch: int) -> float:
     tmp = Path(tempfile.mkdtemp(prefix="tfstudio-bench-runs-"))
 
     write_time = [0.0, 0]  # seconds in Recorder.write, steps recorded
+    cpu_per_step: dict[bool, list[float]] = {False: [], True: []}
 
     def rate(record: bool) -> float:
         channel = Channel()
@@ -87,12 +88,13 @@ def recording_cost(rounds: int, steps: int, batch: int) -> float:
 
         thread = threading.Thread(target=pump, daemon=True)
         thread.start()
-        start = time.perf_counter()
+        start, cpu0 = time.perf_counter(), time.process_time()
         with FitInterceptor(RunMonitor(channel)):
             model.fit(data, epochs=epochs, steps_per_epoch=per_epoch, verbose=0)
         took = time.perf_counter() - start
         done.set()
         thread.join()
+        cpu_per_step[record].append((time.process_time() - cpu0) / (epochs * per_epoch))
         if recorder is not None:
             recorder.close(None)
         return epochs * per_epoch / took
@@ -100,6 +102,8 @@ def recording_cost(rounds: int, steps: int, batch: int) -> float:
     rate(False)  # warm-up
     rate(True)
     write_time[:] = [0.0, 0]
+    cpu_per_step[False].clear()
+    cpu_per_step[True].clear()
     ratios = []
     bare_rates = []
     for r in range(rounds):
@@ -124,6 +128,14 @@ def recording_cost(rounds: int, steps: int, batch: int) -> float:
         f"Recorder.write CPU time per event (pump thread): {per_step * 1e6:.1f} us = "
         f"{100 * per_step / step_time:.2f}% of a median unrecorded step ({step_time * 1e3:.2f} ms)"
     )
+    cpu_off = statistics.median(cpu_per_step[False]) * 1e6
+    cpu_on = statistics.median(cpu_per_step[True]) * 1e6
+    print(
+        f"process CPU time per step (median, all threads): not recorded {cpu_off:.0f} us, "
+        f"recorded {cpu_on:.0f} us ({100 * (cpu_on / cpu_off - 1):+.1f}%)"
+    )
+    q = statistics.quantiles(ratios, n=4)
+    print(f"ratio quartiles: {q[0]:.3f} / {q[1]:.3f} / {q[2]:.3f}")
     return statistics.median(ratios)
 
 
