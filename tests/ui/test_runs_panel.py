@@ -66,8 +66,9 @@ def test_lists_opens_and_overlays_runs(panel, tmp_path):
     assert sorted(plot.runs()) == ["cnn-20260102-000000", "mlp-20260101-000000"]
     colours = {plot.smooth[r].opts["pen"].color().name() for r in plot.runs()}
     assert len(colours) == 2  # one colour per run
-    legend = [label.text for _, label in plot.legend.items]
-    assert sorted(legend) == sorted(plot.runs())
+    legend = panel.legend.text()  # one legend for all plots, in the runs' colours
+    for run in plot.runs():
+        assert run in legend and plot.smooth[run].opts["pen"].color().name() in legend
     # smoothing off: the smoothed curve is the raw one and the faint copy is hidden
     panel.smoothing.setValue(0)
     _, y = plot.smooth["cnn-20260102-000000"].getData()
@@ -147,6 +148,9 @@ def test_opens_a_keras_tensorboard_log_dir(panel, tmp_path):
     x, y = loss.smooth["keras-logs"].getData()
     assert list(x) == [0, 1, 2] and all(v > 0 for v in y)
     assert "validation/epoch_loss" in panel.plots
+    # a runs directory holding such a log folder lists it too
+    panel.set_logdir(tmp_path)
+    assert "keras-logs" in [r.name for r in panel.runs()]
     hist_tags = [t for t, p in panel.plots.items() if p.histogram]
     assert hist_tags, f"no histogram plots among {list(panel.plots)}"
 

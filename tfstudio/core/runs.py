@@ -133,9 +133,18 @@ def _pid_alive(pid: int) -> bool:
 
 
 def is_run_dir(path: str | os.PathLike[str]) -> bool:
-    """True for a tfstudio run folder or any folder holding TensorBoard event files."""
+    """True for a tfstudio run folder or a TensorBoard log folder.
+
+    A log folder holds event files itself or in its sub-folders (Keras's
+    ``TensorBoard`` callback writes ``train/`` and ``validation/``).
+    """
     p = Path(path)
-    return (p / RUN_JSON).is_file() or any(event_files(p))
+    if (p / RUN_JSON).is_file() or any(event_files(p)):
+        return True
+    try:
+        return any(sub.is_dir() and any(event_files(sub)) for sub in p.iterdir())
+    except OSError:
+        return False
 
 
 def list_runs(logdir: str | os.PathLike[str]) -> list[RunInfo]:

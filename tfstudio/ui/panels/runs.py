@@ -10,6 +10,7 @@ TensorFlow (:mod:`tfstudio.core.runs`).
 
 from __future__ import annotations
 
+import html
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -81,13 +82,6 @@ class TagPlot:
         self.plot.setTitle(tag, color="#303030", size="10pt")
         self.plot.showGrid(x=False, y=True, alpha=0.15)
         self.plot.setLabel("bottom", "step", color="#303030")
-        self.legend = self.plot.addLegend(
-            offset=(-8, 4),
-            labelTextSize="8pt",
-            labelTextColor="#303030",
-            brush=pg.mkBrush(255, 255, 255, 200),
-            pen=pg.mkPen("#d8d8d8"),
-        )
         self.raw: dict[str, pg.PlotDataItem] = {}
         self.smooth: dict[str, pg.PlotDataItem] = {}
         self.histogram = False
@@ -101,8 +95,9 @@ class TagPlot:
             faint = pg.mkColor(colour)
             faint.setAlpha(70 if weight > 0 else 255)
             raw = self.raw[run] = self.plot.plot(pen=pg.mkPen(faint, width=1))
-            smooth = self.smooth[run] = self.plot.plot(pen=pg.mkPen(colour, width=2), name=run)
+            smooth = self.smooth[run] = self.plot.plot(pen=pg.mkPen(colour, width=2))
         smooth = self.smooth[run]
+        smooth.setPen(pg.mkPen(colour, width=2))  # colours follow the selection order
         xs = np.asarray(x, dtype=float)
         ys = np.asarray(y, dtype=float)
         marker = (
@@ -126,8 +121,9 @@ class TagPlot:
         item = self.smooth.get(run)
         if item is None:
             item = self.smooth[run] = self.plot.plot(
-                stepMode="center", pen=pg.mkPen(colour, width=2), name=run
+                stepMode="center", pen=pg.mkPen(colour, width=2)
             )
+        item.setPen(pg.mkPen(colour, width=2))
         item.setData(np.asarray(edges, dtype=float), np.asarray(counts, dtype=float))
 
     def runs(self) -> list[str]:
@@ -232,10 +228,19 @@ class RunsPanel(QWidget):
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setWidget(self._grid_host)
+        # One legend for every plot: the runs drawn, in their colours.
+        self.legend = QLabel()
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self.legend.setWordWrap(True)
+        right = QWidget()
+        rv = QVBoxLayout(right)
+        rv.setContentsMargins(0, 0, 0, 0)
+        rv.addWidget(self.legend)
+        rv.addWidget(scroll, 1)
 
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(left)
-        splitter.addWidget(scroll)
+        splitter.addWidget(right)
         splitter.setStretchFactor(0, 2)
         splitter.setStretchFactor(1, 3)
         layout = QVBoxLayout(self)
@@ -287,6 +292,7 @@ class RunsPanel(QWidget):
             if run.path in selected:
                 item.setSelected(True)
         self.tree.blockSignals(False)
+        self._mark_colours()
         for col in range(len(COLUMNS)):
             self.tree.resizeColumnToContents(col)
         if set(self.selected_paths()) != selected:
@@ -350,6 +356,7 @@ class RunsPanel(QWidget):
                 item.setIcon(0, QIcon(swatch))
             else:
                 item.setIcon(0, QIcon())
+        self.tree.resizeColumnToContents(0)
 
     def redraw(self) -> None:
         """Rebuild the plot grid for the selected runs."""
@@ -381,6 +388,13 @@ class RunsPanel(QWidget):
                     h = hists[-1]
                     plot.set_histogram(p.name, self.colour_of(p), h.edges, h.counts)
         self._placeholder.setVisible(not self.plots)
+        self.legend.setText(
+            "&nbsp;&nbsp;&nbsp;".join(
+                f'<span style="color:{self.colour_of(p)}; font-size:14pt">&#9632;</span> '
+                f"{html.escape(p.name)}"
+                for p in paths
+            )
+        )
 
     def _rebuild_grid(self, tags: list[str]) -> None:
         for plot in self.plots.values():
