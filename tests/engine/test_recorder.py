@@ -76,6 +76,32 @@ def test_run_folder_holds_the_steps_the_callback_emitted(write_script, tmp_path)
     assert listed.final_loss == pytest.approx(steps[-1].values["loss"])
 
 
+def test_recording_leaves_the_runtime_for_the_script_to_configure(write_script, tmp_path):
+    # A script may configure devices before TensorFlow initialises; the recorder,
+    # started before the script, must not initialise it first.
+    path = write_script(
+        """
+        import tensorflow as tf
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()]
+        )
+        print(len(tf.config.list_logical_devices("CPU")))
+        """
+    )
+    code = (
+        "import sys; from tests.engine.helpers import run_script, console; "
+        "from tfstudio.core.options import RunOptions; "
+        f"ended, events = run_script({str(path)!r}, options=RunOptions(logdir={str(tmp_path)!r})); "
+        "print(ended.status, console(events, 'stdout').strip())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-2:] == ["finished", "2"], out.stdout + out.stderr[-2000:]
+    [run] = list_runs(tmp_path)
+    assert read_run_json(run.path)["devices"]
+
+
 def test_no_recording_when_switched_off(write_script, tmp_path):
     logdir = tmp_path / "runs"
     ended, _ = run_script(write_script(TRAIN), options=RunOptions(logdir=str(logdir), record=False))

@@ -328,9 +328,12 @@ WRITERS: dict[type, Callable[[Recorder, Any], None]] = {
 
 
 def _devices(tf: Any) -> list[str]:
+    """Physical devices: listing logical ones would initialise TensorFlow's runtime before
+    the script runs, and its own set_visible_devices / memory growth would then fail."""
     try:
         return [
-            f"{d.device_type}:{d.name.rsplit(':', 1)[-1]}" for d in tf.config.list_logical_devices()
+            f"{d.device_type}:{d.name.rsplit(':', 1)[-1]}"
+            for d in tf.config.list_physical_devices()
         ]
     except Exception:  # noqa: BLE001 - devices are informative only
         return []
