@@ -25,3 +25,15 @@ def test_debiased_ema_starts_at_the_first_value_and_follows_a_step():
 def test_non_finite_points_pass_through():
     out = ema([1.0, math.nan, 1.0], 0.5)
     assert math.isnan(out[1]) and out[2] == pytest.approx(1.0)
+
+
+def test_smoother_extends_only_what_was_appended():
+    from tfstudio.core.smoothing import Smoother
+
+    values = [float(i % 7) for i in range(50)]
+    s = Smoother(0.8)
+    assert s.update(values[:20]) == pytest.approx(ema(values[:20], 0.8))
+    first = list(s.out)
+    assert s.update(values) == pytest.approx(ema(values, 0.8))
+    assert s.out[:20] == first  # the old points were not recomputed
+    assert s.update(values[:5]) == pytest.approx(ema(values[:5], 0.8))  # a new curve

@@ -50,7 +50,7 @@ from tfstudio.core.runs import (
     list_runs,
     rename_run,
 )
-from tfstudio.core.smoothing import ema
+from tfstudio.core.smoothing import Smoother
 
 POLL_MS = 500
 LIST_EVERY_S = 2.0  # re-list the runs this often while a run is live
@@ -84,6 +84,7 @@ class TagPlot:
         self.plot.setLabel("bottom", "step", color="#303030")
         self.raw: dict[str, pg.PlotDataItem] = {}
         self.smooth: dict[str, pg.PlotDataItem] = {}
+        self._smoothers: dict[str, Smoother] = {}
         self.histogram = False
 
     def set_curve(
@@ -105,7 +106,10 @@ class TagPlot:
             if len(xs) < 40
             else dict(symbol=None)
         )
-        smooth.setData(xs, np.asarray(ema(ys, weight)), **marker)
+        smoother = self._smoothers.get(run)
+        if smoother is None or smoother.weight != min(weight, 0.999):
+            smoother = self._smoothers[run] = Smoother(weight)
+        smooth.setData(xs, np.asarray(smoother.update(y), dtype=float), **marker)
         raw.setData(xs, ys)
         raw.setVisible(weight > 0)
         pen_colour = pg.mkColor(colour)
@@ -125,6 +129,14 @@ class TagPlot:
             )
         item.setPen(pg.mkPen(colour, width=2))
         item.setData(np.asarray(edges, dtype=float), np.asarray(counts, dtype=float))
+
+    def forget(self, run: str) -> None:
+        """Remove ``run``'s curves from this plot."""
+        self._smoothers.pop(run, None)
+        for items in (self.smooth, self.raw):
+            item = items.pop(run, None)
+            if item is not None:
+                self.plot.removeItem(item)
 
     def runs(self) -> list[str]:
         """Runs drawn in this plot, in order."""
@@ -374,10 +386,7 @@ class RunsPanel(QWidget):
         for tag, plot in self.plots.items():
             wanted = {p.name for p, _ in readers}
             for gone in [name for name in plot.runs() if name not in wanted]:
-                for d in (plot.smooth, plot.raw):
-                    item = d.pop(gone, None)
-                    if item is not None:
-                        plot.plot.removeItem(item)
+                plot.forget(gone)
             for p, r in readers:
                 curve = r.scalars.get(tag)
                 if curve is not None and curve.steps:
