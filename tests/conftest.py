@@ -16,6 +16,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "-1")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _runs_go_to_a_temp_folder(tmp_path_factory):
+    """Runs record by default; keep test runs out of the repository (subprocesses inherit it)."""
+    os.environ["TFSTUDIO_LOGDIR"] = str(tmp_path_factory.mktemp("tfstudio-runs"))
+
+
 @pytest.fixture
 def write_script(tmp_path: Path):
     """Write a dedented script into tmp_path and return its path."""

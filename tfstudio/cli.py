@@ -16,7 +16,13 @@ from tfstudio.core.options import RunOptions
 GUI_EPILOG = """\
 script arguments: put them after '--', e.g.  tfstudio train.py --run -- --epochs 3
 headless:         tfstudio run SCRIPT [ARGS...]   (see: tfstudio run --help)
+recorded runs:    tfstudio runs [DIR]             tfstudio export RUN --csv FILE
 """
+
+LOGDIR_HELP = (
+    "runs directory to record into (default: ./tfstudio-runs beside the script in the "
+    "window, in the working directory headless; or $TFSTUDIO_LOGDIR)"
+)
 
 
 def gui_parser() -> argparse.ArgumentParser:
@@ -44,6 +50,8 @@ def gui_parser() -> argparse.ArgumentParser:
         type=int,
         help="with --screenshot: take it during the run, once step N is shown",
     )
+    p.add_argument("--logdir", metavar="DIR", help=LOGDIR_HELP)
+    p.add_argument("--no-record", action="store_true", help="do not record runs")
     return p
 
 
@@ -54,14 +62,70 @@ def headless_parser() -> argparse.ArgumentParser:
         description="Run a training script without a window: live progress line in the "
         "terminal, the script's own output, exit status of the script.",
     )
+    p.add_argument("--logdir", metavar="DIR", help=LOGDIR_HELP)
+    p.add_argument("--no-record", action="store_true", help="do not record the run")
     p.add_argument("script", help="training script to run")
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
     return p
 
 
+def runs_parser() -> argparse.ArgumentParser:
+    """Parser for ``tfstudio runs``."""
+    p = argparse.ArgumentParser(
+        prog="tfstudio runs",
+        description="List recorded runs: name, status, steps, final loss, date.",
+    )
+    p.add_argument(
+        "logdir", nargs="?", help="runs directory (default: ./tfstudio-runs or $TFSTUDIO_LOGDIR)"
+    )
+    return p
+
+
+def export_parser() -> argparse.ArgumentParser:
+    """Parser for ``tfstudio export``."""
+    p = argparse.ArgumentParser(
+        prog="tfstudio export", description="Export a run's scalars (tag,step,value,wall_time)."
+    )
+    p.add_argument("run", help="run folder (or any TensorBoard log folder)")
+    p.add_argument("--csv", metavar="FILE", required=True, help="CSV file to write")
+    return p
+
+
+def _runs_command(argv: list[str]) -> int:
+    import os
+
+    from tfstudio.core.runs import format_run_line, list_runs, resolve_logdir
+
+    ns = runs_parser().parse_args(argv)
+    logdir = resolve_logdir(ns.logdir, os.getcwd())
+    runs = list_runs(logdir)
+    if not runs:
+        print(f"no runs in {logdir}", file=sys.stderr)
+        return 1
+    for run in runs:
+        print(format_run_line(run))
+    return 0
+
+
+def _export_command(argv: list[str]) -> int:
+    from tfstudio.core.runs import export_scalars_csv, is_run_dir
+
+    ns = export_parser().parse_args(argv)
+    if not is_run_dir(ns.run):
+        print(
+            f"tfstudio export: {ns.run} is not a run folder (expected run.json or "
+            "events.out.tfevents.* files in it)",
+            file=sys.stderr,
+        )
+        return 2
+    rows = export_scalars_csv(ns.run, ns.csv)
+    print(f"wrote {rows} rows to {ns.csv}")
+    return 0
+
+
 def run_options(ns: argparse.Namespace) -> RunOptions:
     """The run settings named on a command line (window and headless take the same flags)."""
-    return RunOptions()
+    return RunOptions(logdir=ns.logdir, record=not ns.no_record)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -72,6 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from tfstudio.headless import run_headless
 
         return run_headless(ns.script, ns.args, run_options(ns))
+    if argv and argv[0] == "runs":
+        return _runs_command(argv[1:])
+    if argv and argv[0] == "export":
+        return _export_command(argv[1:])
     script_args: list[str] = []
     if "--" in argv:
         cut = argv.index("--")

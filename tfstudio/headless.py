@@ -21,6 +21,7 @@ from tfstudio.core.events import (
     FitStarted,
     MonitorError,
     RunEnded,
+    RunRecording,
     StepEnded,
 )
 from tfstudio.core.options import RunOptions
@@ -149,6 +150,7 @@ def _run(
     ended: RunEnded | None = None
     handled = 0
     watch = ResourceWatch()  # the device line at the start, peak memory in the summary
+    run_dir: list[str | None] = [None]
     try:
         try:
             launcher.start(str(path), args, options)
@@ -169,6 +171,8 @@ def _run(
                 time.sleep(0.02)
                 continue
             for event in events:
+                if isinstance(event, RunRecording):
+                    run_dir[0] = event.run_dir
                 device = watch.ingest(event)
                 if device is not None:
                     line.print(f"tfstudio: {device}")
@@ -180,6 +184,8 @@ def _run(
         watch.close()
         signal.signal(signal.SIGINT, previous)
     line.print(f"tfstudio: {watch.summary()}")
+    if run_dir[0]:
+        line.print(f"tfstudio: run recorded in {run_dir[0]}")
     line.clear()
     return ended.exit_code
 

@@ -235,6 +235,15 @@ class RunEnded:
 
 
 @dataclass(frozen=True, slots=True)
+class LearningRate:
+    """The optimizer's learning rate at the end of an epoch (schedules evaluated)."""
+
+    fit_index: int
+    global_step: int
+    value: float
+
+
+@dataclass(frozen=True, slots=True)
 class DeviceMemory:
     """TensorFlow's own memory figures per GPU, sampled in the worker every second or so.
 
@@ -256,6 +265,13 @@ class DeviceMemory:
     def available(self) -> bool:
         """True when the event carries figures for at least one GPU."""
         return bool(self.devices)
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecording:
+    """The run is being recorded in this folder (TensorBoard event files and run.json)."""
+
+    run_dir: str
 
 
 def _fast_pickling(namespace: dict[str, object]) -> None:

@@ -12,4 +12,15 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class RunOptions:
-    """What the user asked of a run beyond the script and its arguments."""
+    """What the user asked of a run beyond the script and its arguments.
+
+    Args:
+        logdir: the runs directory this run records into (a run folder
+            ``<script-stem>-<YYYYmmdd-HHMMSS>`` is made inside it). ``None``:
+            the default, ``./tfstudio-runs`` beside the script in the window
+            and in the working directory headless (the viewer decides).
+        record: write the run folder at all.
+    """
+
+    logdir: str | None = None
+    record: bool = True

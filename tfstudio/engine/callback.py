@@ -26,6 +26,7 @@ from tfstudio.core.events import (
     FitEnded,
     FitStarted,
     LayerSummary,
+    LearningRate,
     ModelSummary,
     StepEnded,
 )
@@ -117,6 +118,18 @@ class StudioCallback(keras.callbacks.Callback):
             )
         except Exception as exc:  # noqa: BLE001
             self._monitor.report_error("on_epoch_end", exc)
+        self._emit_learning_rate()
+
+    def _emit_learning_rate(self) -> None:
+        """One variable read per epoch: the rate the optimizer used last (recorded)."""
+        try:
+            lr = getattr(getattr(self.model, "optimizer", None), "learning_rate", None)
+            if lr is None:
+                return
+            value = float(np.asarray(lr.numpy() if hasattr(lr, "numpy") else lr))
+            self._emit(LearningRate(self.fit_index, self._monitor.global_step, value))
+        except Exception as exc:  # noqa: BLE001
+            self._monitor.report_error("learning_rate", exc)
 
     # -- steps (the hot path) ------------------------------------------
     def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:

@@ -85,6 +85,11 @@ class FitInterceptor:
             self._patch(keras)
         except Exception as exc:  # noqa: BLE001 - never break the script's own import
             self.monitor.report_error("intercepting keras.Model.fit", exc)
+        for hook in self.monitor.on_keras_imported:
+            try:
+                hook()
+            except Exception as exc:  # noqa: BLE001
+                self.monitor.report_error("after the script imported keras", exc)
 
     def _remove_hook(self) -> None:
         if self._hook is not None:

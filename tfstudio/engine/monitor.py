@@ -9,6 +9,8 @@ from __future__ import annotations
 import threading
 import time
 import traceback
+from collections.abc import Callable
+from pathlib import Path
 
 from tfstudio.core.channel import Channel
 from tfstudio.core.events import ConsoleOutput, MonitorError, RunDevices
@@ -30,6 +32,7 @@ class RunMonitor:
         self.channel = channel
         self.options = options if options is not None else RunOptions()
         self.t0 = time.perf_counter() if t0 is None else t0
+        self.run_dir: Path | None = None  # the run folder when the run is recorded
         self.fits = 0
         self.global_step = 0
         self.in_fit = False
@@ -38,6 +41,7 @@ class RunMonitor:
         self.resume.set()
         self._reported: set[str] = set()
         self.devices: tuple[str, ...] | None = None
+        self.on_keras_imported: list[Callable[[], None]] = []  # when the script imports it
 
     def now(self) -> float:
         """Seconds since the run started."""

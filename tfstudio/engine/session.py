@@ -24,6 +24,7 @@ from tfstudio.core.options import RunOptions
 from tfstudio.core.scripts import ScriptPathError, check_script
 from tfstudio.engine.capture import OutputCapture
 from tfstudio.engine.monitor import RunMonitor
+from tfstudio.engine.recorder import RecordingThread, start_recording
 from tfstudio.engine.script import (
     RunStopped,
     describe_error,
@@ -78,6 +79,8 @@ class TrainingSession:
         self.options = options if options is not None else RunOptions()
         self.monitor = RunMonitor(self.channel, options=self.options)
         self.result: RunEnded | None = None
+        self.run_dir: Path | None = None  # the run folder, once recording started
+        self._recording: RecordingThread | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._script_running = False
@@ -117,6 +120,8 @@ class TrainingSession:
         except BaseException as exc:  # noqa: BLE001 - a run must always end with RunEnded
             ended = self._ended("failed", 1, message=f"tfstudio internal error: {exc!r}")
         self.result = ended
+        if self._recording is not None:  # recording hook: the worker's pump will own this
+            self._recording.close(ended)  # the run folder is complete before RunEnded is seen
         self.channel.emit(ended)
         self._done.set()
         return ended
@@ -130,7 +135,8 @@ class TrainingSession:
             mon.note(f"Cannot run: {exc}")
             return self._ended("failed", 2, message=str(exc))
         cwd = self.cwd if self.cwd is not None else Path.cwd()
-        emit(RunStarted(str(path), (str(path), *self.args), str(cwd), time.time(), os.getpid()))
+        started = RunStarted(str(path), (str(path), *self.args), str(cwd), time.time(), os.getpid())
+        emit(started)
         if self.preimport:
             if not is_loaded():
                 emit(EngineStatus("loading", "importing TensorFlow"))
@@ -140,6 +146,10 @@ class TrainingSession:
                 mon.note(f"TensorFlow failed to import: {type(exc).__name__}: {exc}")
                 return self._ended("failed", 1, message=f"TensorFlow failed to import: {exc}")
             emit(EngineStatus("ready"))
+            self._recording = start_recording(self, started)
+            emit = self.channel.emit  # recording tees the channel
+        else:  # TensorFlow is imported by the script itself: recording starts then
+            mon.on_keras_imported.append(lambda: self._start_recording_late(started))
         from tfstudio.engine.instrument import FitInterceptor
         from tfstudio.engine.probes.memory import TFMemorySampler
 
@@ -193,6 +203,11 @@ class TrainingSession:
             note = "no fit was monitored (the script never called model.fit)"
             message = f"{message}; {note}" if message else note
         return self._ended(status, code, error=error, message=message)
+
+    def _start_recording_late(self, started: RunStarted) -> None:
+        """A cold run records from the moment the script has imported TensorFlow."""
+        if self._recording is None:
+            self._recording = start_recording(self, started)
 
     def _ended(
         self, status: str, code: int, *, error: ScriptError | None = None, message: str = ""

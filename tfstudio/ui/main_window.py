@@ -6,6 +6,7 @@ and learns what happens from the ``Channel`` (through the ``Bridge``).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,10 +20,12 @@ from tfstudio.core.events import EngineStatus, MonitorError, RunEnded, RunStarte
 from tfstudio.core.launcher import Launcher
 from tfstudio.core.options import RunOptions
 from tfstudio.core.progress import format_duration
+from tfstudio.core.runs import resolve_logdir
 from tfstudio.core.scripts import ScriptPathError, check_script
 from tfstudio.ui.bridge import Bridge
 from tfstudio.ui.panels.console import ConsolePanel
 from tfstudio.ui.panels.metrics import MetricsPanel
+from tfstudio.ui.panels.runs import RunsPanel
 from tfstudio.ui.panels.status import StatusPanel
 from tfstudio.ui.panels.system import SystemPanel
 
@@ -84,6 +87,15 @@ class MainWindow(QMainWindow):
         self._system_dock.setWidget(self.system)
         self._system_dock.setFeatures(self._console_dock.features())
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self._system_dock)
+        self.runs = RunsPanel(parent=self)
+        self.runs.logdir_changed.connect(self._on_runs_dir_chosen)
+        self.runs_dock = QDockWidget("Runs", self)
+        self.runs_dock.setObjectName("runsDock")
+        self.runs_dock.setWidget(self.runs)
+        self.runs_dock.setFeatures(self._console_dock.features())
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.runs_dock)
+        self.tabifyDockWidget(self._console_dock, self.runs_dock)
+        self._console_dock.raise_()
         self.statusBar().addPermanentWidget(self.status, 1)
         self.statusBar().setSizeGripEnabled(False)
 
@@ -91,7 +103,7 @@ class MainWindow(QMainWindow):
         self._make_menus_and_toolbar()
 
         self.bridge = Bridge(channel, parent=self)
-        for panel in (self.metrics, self.console, self.status, self.system):
+        for panel in (self.metrics, self.console, self.status, self.system, self.runs):
             self.bridge.add_panel(panel)
         self.bridge.run_started.connect(self._on_run_started)
         self.bridge.run_ended.connect(self._on_run_ended)
@@ -140,6 +152,7 @@ class MainWindow(QMainWindow):
         view_menu = self.menuBar().addMenu("&View")
         view_menu.addAction(self._console_dock.toggleViewAction())
         view_menu.addAction(self._system_dock.toggleViewAction())
+        view_menu.addAction(self.runs_dock.toggleViewAction())
         view_menu.addAction(self.clear_console_action)
         toolbar = self.addToolBar("Main")
         toolbar.setObjectName("mainToolbar")
@@ -181,6 +194,7 @@ class MainWindow(QMainWindow):
         )
         self._add_recent(self._script)
         self._last_end = None
+        self.runs.set_logdir(resolve_logdir(self.run_options.logdir, checked.parent))
         self._update_title()
         self._update_state()
         self.statusBar().showMessage(f"Opened {self._script}", MESSAGE_MS)
@@ -305,6 +319,10 @@ class MainWindow(QMainWindow):
         if note:
             self.console.note(text)
         self.statusBar().showMessage(text, MESSAGE_MS)
+
+    def _on_runs_dir_chosen(self, path: str) -> None:
+        """The user picked a runs directory in the runs panel: later runs record there."""
+        self.run_options = dataclasses.replace(self.run_options, logdir=path)
 
     # -- toolbar / menu handlers -------------------------------------------
     def _on_open_triggered(self) -> None:

@@ -1,0 +1,412 @@
+"""Recorder: a run's events -> a run folder (TensorBoard event files + ``run.json``).
+
+Runs off the training thread: whoever drains the run's channel (the worker's
+pump, or :class:`RecordingThread`) hands each batch to :meth:`Recorder.write`.
+
+Event records are TensorBoard ``Event`` protos written with TensorFlow's record
+writer (``tf.io.TFRecordWriter``, so TensorFlow's file systems apply), one
+record per step holding all of that step's values. We do not call
+``tf.summary.scalar`` per value: measured here it costs ~0.8 ms per eager call
+(a batched ``tf.function`` still ~1.6 ms per call + 19 us per value) against
+~30 us per step for a proto + record write; the files are the same format.
+
+Adding a new kind of event is one function registered in :data:`WRITERS`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import struct
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from tfstudio.core.channel import Channel
+from tfstudio.core.events import (
+    EpochEnded,
+    FitEnded,
+    FitStarted,
+    LearningRate,
+    RunDevices,
+    RunEnded,
+    RunRecording,
+    RunStarted,
+    StepEnded,
+)
+from tfstudio.core.runs import (
+    EPOCH_PREFIX,
+    STEP_PREFIX,
+    new_run_dir,
+    resolve_logdir,
+    write_run_json,
+)
+
+FLUSH_EVERY_S = 0.5  # a follower sees new points within ~1 s (flush + its poll)
+
+
+class Recorder:
+    """Writes one run folder.
+
+    Args:
+        run_dir: the folder (created if missing).
+        flush_every: seconds between flushes of the event file and ``run.json``.
+        info: extra ``run.json`` fields known at start (script, argv, ...).
+    """
+
+    def __init__(
+        self,
+        run_dir: str | os.PathLike[str],
+        *,
+        flush_every: float = FLUSH_EVERY_S,
+        info: Mapping[str, Any] | None = None,
+    ) -> None:
+        import tensorflow as tf
+        from tensorboard.compat.proto import event_pb2, summary_pb2
+
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.flush_every = flush_every
+        self.errors: list[str] = []
+        self._event_pb2 = event_pb2
+        self._summary_pb2 = summary_pb2
+        now = time.time()
+        name = (
+            f"events.out.tfevents.{int(now)}.{socket.gethostname()}.{os.getpid()}."
+            f"{id(self) % 100000}.v2"
+        )
+        self._writer = tf.io.TFRecordWriter(str(self.run_dir / name))
+        self._write_event(event_pb2.Event(wall_time=now, file_version="brain.Event:2"))
+        self._described: set[str] = set()
+        self._last_flush = time.monotonic()
+        self._closed = False
+        self.info: dict[str, Any] = {
+            "format": 1,
+            "status": "running",
+            "start_time": now,
+            "updated": now,
+            "pid": os.getpid(),
+            "hostname": socket.gethostname(),
+            "python": sys.version.split()[0],
+            "tensorflow": tf.__version__,
+            "execution_mode": "eager" if tf.config.functions_run_eagerly() else "graph",
+            "devices": [],  # from RunDevices, once the script has initialised them
+            "segments": [],
+            "steps": 0,
+            "final_loss": None,
+        }
+        self.info.update(info or {})
+        self._t0_wall = now
+        write_run_json(self.run_dir, self.info)
+
+    @classmethod
+    def for_script(cls, logdir: str | os.PathLike[str], script: str, **kwargs: Any) -> Recorder:
+        """A recorder in a new ``<script-stem>-<YYYYmmdd-HHMMSS>`` folder of ``logdir``."""
+        return cls(new_run_dir(logdir, script), **kwargs)
+
+    # -- writing ---------------------------------------------------------
+    def write(self, events: Iterable[object]) -> None:
+        """Record a batch of events; flushes when ``flush_every`` has passed. Never raises."""
+        if self._closed:
+            return
+        for event in events:
+            writer = WRITERS.get(type(event))
+            if writer is None:
+                continue
+            try:
+                writer(self, event)
+            except Exception as exc:  # noqa: BLE001 - recording must never end a run
+                self._error(f"{type(event).__name__}: {exc!r}")
+        if time.monotonic() - self._last_flush >= self.flush_every:
+            self.flush()
+
+    def flush(self) -> None:
+        """Push buffered records to disk and refresh ``run.json``."""
+        try:
+            self._writer.flush()
+            self.info["updated"] = time.time()
+            write_run_json(self.run_dir, self.info)
+        except Exception as exc:  # noqa: BLE001
+            self._error(f"flush: {exc!r}")
+        self._last_flush = time.monotonic()
+
+    def close(self, ended: RunEnded | None = None) -> None:
+        """Record how the run ended, flush, and close the files (idempotent)."""
+        if self._closed:
+            return
+        if ended is not None:
+            _run_ended(self, ended)
+        elif self.info.get("status") == "running":
+            self.info["status"] = "interrupted"
+        self.flush()
+        try:
+            self._writer.close()
+        except Exception as exc:  # noqa: BLE001
+            self._error(f"close: {exc!r}")
+        self._closed = True
+
+    # -- building blocks for event writers --------------------------------
+    def scalars(
+        self, step: int, values: Mapping[str, float], wall_time: float | None = None
+    ) -> None:
+        """One event at ``step`` with a scalar per tag (NaN kept: it shows a blow-up).
+
+        Encoded by hand (the hot path: one per training step): the bytes are what
+        ``tf.summary.scalar`` writes, a float32 tensor with the scalars plugin's
+        metadata on a tag's first value, at a third of the protobuf library's cost.
+        """
+        out = bytearray()
+        for tag, v in values.items():
+            described = tag in self._described
+            if not described:
+                self._described.add(tag)
+            value = _scalar_value(tag, float(v), described)
+            out += b"\x0a" + _varint(len(value)) + value
+        event = bytearray(b"\x09")
+        event += _DOUBLE.pack(time.time() if wall_time is None else wall_time)
+        event += b"\x10" + _varint(int(step) & 0xFFFFFFFFFFFFFFFF)
+        event += b"\x2a" + _varint(len(out)) + out
+        self._writer.write(bytes(event))
+
+    def histogram(
+        self,
+        tag: str,
+        step: int,
+        edges: Iterable[float],
+        counts: Iterable[float],
+        wall_time: float | None = None,
+    ) -> None:
+        """One histogram (bucket ``edges``, one more than ``counts``) in TensorBoard's v2 format."""
+        e = [float(x) for x in edges]
+        c = [float(x) for x in counts]
+        if len(e) != len(c) + 1:
+            raise ValueError(f"histogram {tag!r}: expected {len(c) + 1} edges, got {len(e)}")
+        flat: list[float] = []
+        for i, n in enumerate(c):
+            flat += (e[i], e[i + 1], n)
+        ev = self._event_pb2.Event(wall_time=time.time() if wall_time is None else wall_time)
+        ev.step = int(step)
+        value = ev.summary.value.add(tag=tag)
+        value.metadata.plugin_data.plugin_name = "histograms"
+        t = value.tensor
+        t.dtype = 2  # DT_DOUBLE
+        t.tensor_shape.dim.add(size=len(c))
+        t.tensor_shape.dim.add(size=3)
+        t.tensor_content = struct.pack(f"<{len(flat)}d", *flat)
+        self._write_event(ev)
+
+    def _write_event(self, event: Any) -> None:
+        self._writer.write(event.SerializeToString())
+
+    def _wall(self, run_time: float) -> float:
+        """Wall time of an event that carries seconds since the run started."""
+        return self._t0_wall + run_time
+
+    def _error(self, text: str) -> None:
+        if len(self.errors) < 20:
+            self.errors.append(text)
+
+
+# -- hand-encoded protobuf for per-step scalars ----------------------------------
+_DOUBLE = struct.Struct("<d")
+_FLOAT = struct.Struct("<f")
+# Summary.Value.metadata = SummaryMetadata(plugin_data=PluginData(plugin_name="scalars"))
+_SCALARS_METADATA = b"\x4a\x0b\x0a\x09\x0a\x07scalars"
+_TAGS: dict[str, bytes] = {}
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _scalar_value(tag: str, v: float, described: bool) -> bytes:
+    """A ``Summary.Value``: tag, float32 tensor (dtype 1, float_val [v]), maybe metadata."""
+    head = _TAGS.get(tag)
+    if head is None:
+        raw = tag.encode("utf-8")
+        head = _TAGS[tag] = b"\x0a" + _varint(len(raw)) + raw
+    # tensor (field 8): dtype=DT_FLOAT (field 1), float_val packed (field 5), shape []
+    tensor = b"\x42\x08\x08\x01\x2a\x04" + _FLOAT.pack(v)
+    return head + tensor if described else head + tensor + _SCALARS_METADATA
+
+
+# -- one writer per kind of event -------------------------------------------
+def _run_started(rec: Recorder, e: RunStarted) -> None:
+    rec.info.update(script=e.script, argv=list(e.argv), cwd=e.cwd, start_time=e.wall_time)
+    rec._t0_wall = e.wall_time
+
+
+def _run_devices(rec: Recorder, e: RunDevices) -> None:
+    rec.info["devices"] = list(e.devices)
+
+
+def _fit_started(rec: Recorder, e: FitStarted) -> None:
+    rec.info["segments"].append(
+        {
+            "kind": "fit",
+            "index": e.fit_index,
+            "model": e.model.name,
+            "params": e.model.total_params,
+            "epochs": e.epochs,
+            "initial_epoch": e.initial_epoch,
+            "steps_per_epoch": e.steps_per_epoch,
+            "steps_per_execution": e.steps_per_execution,
+            "start_step": e.global_step,
+            "start_time": e.time,
+        }
+    )
+
+
+def _fit_ended(rec: Recorder, e: FitEnded) -> None:
+    for seg in reversed(rec.info["segments"]):
+        if seg.get("kind") == "fit" and seg.get("index") == e.fit_index:
+            seg.update(end_step=e.global_step, end_time=e.time, stopped=e.stopped)
+            break
+
+
+def _step_ended(rec: Recorder, e: StepEnded) -> None:
+    values = {STEP_PREFIX + k: v for k, v in e.values.items()}
+    if values:
+        rec.scalars(e.global_step, values, rec._wall(e.time))
+    rec.info["steps"] = e.global_step
+    loss = e.values.get("loss")
+    if loss is not None and math.isfinite(loss):
+        rec.info["final_loss"] = loss
+
+
+def _epoch_ended(rec: Recorder, e: EpochEnded) -> None:
+    values = {EPOCH_PREFIX + k: v for k, v in e.metrics.items() if not math.isnan(v)}
+    if values:
+        rec.scalars(e.global_step, values, rec._wall(e.time))
+    rec.info["epochs"] = e.epoch + 1
+
+
+def _learning_rate(rec: Recorder, e: LearningRate) -> None:
+    rec.scalars(e.global_step, {f"{EPOCH_PREFIX}learning_rate": e.value})
+
+
+def _run_ended(rec: Recorder, e: RunEnded) -> None:
+    rec.info.update(
+        status=e.status,
+        exit_code=e.exit_code,
+        end_time=rec._wall(e.time) if e.time else time.time(),
+        duration=e.time,
+        steps=e.global_step,
+        message=e.message,
+    )
+    if e.error is not None:
+        rec.info["error"] = {
+            "type": e.error.type_name,
+            "message": e.error.message,
+            "where": e.error.location(),
+        }
+
+
+WRITERS: dict[type, Callable[[Recorder, Any], None]] = {
+    RunStarted: _run_started,
+    RunDevices: _run_devices,
+    FitStarted: _fit_started,
+    FitEnded: _fit_ended,
+    StepEnded: _step_ended,
+    EpochEnded: _epoch_ended,
+    LearningRate: _learning_rate,
+    RunEnded: _run_ended,
+}
+"""Event type -> function recording it. A new kind of event is one entry here."""
+
+
+# -- a pump for in-process runs --------------------------------------------------
+class TeeChannel(Channel):
+    """The same channel (shared queues), with every emitted event also kept for a recorder."""
+
+    __slots__ = ("copies",)
+
+    def __init__(self, inner: Channel) -> None:
+        self._events = inner._events
+        self._commands = inner._commands
+        self.copies: deque[object] = deque()
+
+    def emit(self, event: object) -> None:
+        """Queue one event for the viewer and one for the recorder; never blocks."""
+        self._events.append(event)
+        self.copies.append(event)
+
+    def drain_copies(self) -> list[object]:
+        """Remove and return the recorder's copies, oldest first."""
+        taken: list[object] = []
+        pop = self.copies.popleft
+        while True:
+            try:
+                taken.append(pop())
+            except IndexError:
+                return taken
+
+
+class RecordingThread:
+    """Drains events into a :class:`Recorder` every ``interval`` seconds, off the training thread.
+
+    The in-process stand-in for the worker's pump (which calls ``recorder.write``
+    with each batch it sends to the viewer).
+
+    Args:
+        recorder: where events go.
+        drain: returns (and removes) the events queued since the last call.
+    """
+
+    def __init__(
+        self, recorder: Recorder, drain: Callable[[], list[object]], interval: float = 0.02
+    ) -> None:
+        self.recorder = recorder
+        self.drain = drain
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="tfstudio-recorder", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.recorder.write(self.drain())
+
+    def close(self, ended: RunEnded | None) -> None:
+        """Stop the thread, record what is left and close the recorder."""
+        self._stop.set()
+        self._thread.join()
+        self.recorder.write(self.drain())
+        self.recorder.close(ended)
+
+
+def start_recording(session: Any, started: RunStarted) -> RecordingThread | None:
+    """Start recording an in-process :class:`TrainingSession` (None when not recording).
+
+    The session's and monitor's channel become a :class:`TeeChannel` (same queues,
+    so the viewer sees no difference) and ``session.run_dir`` / ``monitor.run_dir``
+    name the run folder (checkpoints go there).
+    """
+    monitor = session.monitor
+    if not monitor.options.record:
+        return None
+    try:
+        logdir = resolve_logdir(monitor.options.logdir, started.cwd)
+        recorder = Recorder.for_script(logdir, started.script)
+        recorder.write([started])
+    except Exception as exc:  # noqa: BLE001 - a run goes on unrecorded
+        monitor.report_error("recorder", exc)
+        return None
+    tee = TeeChannel(session.channel)
+    session.channel = monitor.channel = tee
+    session.run_dir = monitor.run_dir = recorder.run_dir
+    tee.emit(RunRecording(str(recorder.run_dir)))
+    return RecordingThread(recorder, tee.drain_copies)
