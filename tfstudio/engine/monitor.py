@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 import traceback
+from typing import Any
 
 from tfstudio.core.channel import Channel
 from tfstudio.core.events import ConsoleOutput, MonitorError
@@ -37,6 +38,9 @@ class RunMonitor:
         self.resume = threading.Event()
         self.resume.set()
         self._reported: set[str] = set()
+        self.control: Any = None  # the run's TrainingController (engine/control.py), made lazily
+        self.stop_exit_code: int | None = None  # set when a stop is not the user's (NaN, --restore)
+        self.stop_message = ""
 
     def now(self) -> float:
         """Seconds since the run started."""

@@ -146,8 +146,8 @@ class TrainingSession:
                         self._script_running = False
                         _clear_pending(threading.current_thread())
         except RunStopped:
-            status, code = "stopped", STOPPED_EXIT_CODE
-            message = f"stopped by the user at step {mon.global_step}"
+            status, code = "stopped", mon.stop_exit_code or STOPPED_EXIT_CODE
+            message = mon.stop_message or f"stopped by the user at step {mon.global_step}"
         except SystemExit as exc:
             code, text = exit_code_of(exc)
             if text:
