@@ -117,6 +117,9 @@ class TrainingController:
             return counted(data)
 
         object.__setattr__(model, "train_step", train_step)
+        # Keras captured the bound train_step when it made the train function: remake it
+        # (nothing was traced yet, so this costs nothing).
+        model.make_train_function(force=True)
         self._trace_counter = counter
         if self._watcher is None:
             self._watcher = RetracingWatcher(self._on_retracing)
@@ -319,11 +322,13 @@ class TrainingController:
             mon.stop_exit_code = RESTORE_FAILED_EXIT_CODE
             mon.stop_message = f"--restore {path}: {exc}"
             mon.request_stop()
+            self._request_stop()
             return
         if not self.restore(resolved):
             mon.stop_exit_code = RESTORE_FAILED_EXIT_CODE
             mon.stop_message = f"--restore {path}: the checkpoint does not match the model"
             mon.request_stop()
+            self._request_stop()
 
     def delete(self, path: str) -> None:
         """Delete one checkpoint from disk."""

@@ -7,7 +7,8 @@ attribute alone is ignored until the next ``compile``/``fit``:
 ``fit`` and keeps the optimizer's state.
 
 Traces are counted by wrapping the model's ``train_step`` (an instance attribute,
-removed after the fit): in graph mode TensorFlow calls it only while tracing, so
+removed after the fit; Keras captures ``train_step`` when it makes the train
+function, so the caller remakes it after installing): in graph mode TensorFlow calls it only while tracing, so
 the wrapper costs nothing per step; a call made while not executing eagerly is
 one trace.
 """
