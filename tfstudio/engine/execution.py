@@ -8,9 +8,9 @@ attribute alone is ignored until the next ``compile``/``fit``:
 
 Traces are counted by wrapping the model's ``train_step`` (an instance attribute,
 removed after the fit; Keras captures ``train_step`` when it makes the train
-function, so the caller remakes it after installing): in graph mode TensorFlow calls it only while tracing, so
-the wrapper costs nothing per step; a call made while not executing eagerly is
-one trace.
+function, so the caller remakes it after installing): in graph mode TensorFlow
+calls it only while tracing, so the wrapper costs nothing per step; a call made
+while not executing eagerly is one trace.
 """
 
 from __future__ import annotations
