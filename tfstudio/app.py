@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tfstudio.core.channel import Channel
+from tfstudio.core.options import RunOptions
 from tfstudio.core.resources import default_example
 
 SETTLE_MS = 50  # lets Qt lay out and paint before a screenshot
@@ -21,6 +22,7 @@ def run_app(
     quit_when_done: bool = False,
     screenshot: str | None = None,
     screenshot_at_step: int | None = None,
+    options: RunOptions | None = None,
 ) -> int:
     """Show the window (before TensorFlow is imported), open ``script`` and maybe run it.
 
@@ -42,6 +44,8 @@ def run_app(
     channel = Channel()
     launcher = EngineLauncher(channel, script_cwd=True)
     window = MainWindow(channel, launcher)
+    if options is not None:
+        window.control.set_run_options(options)  # the command line's control flags
     window.show()
     launcher.preload()  # TensorFlow imports in the background; the window is already up
 

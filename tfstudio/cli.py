@@ -11,6 +11,9 @@ import sys
 from collections.abc import Sequence
 
 from tfstudio import __version__
+from tfstudio.core.options import RunOptions
+
+NAN_EXIT_CODE = 3  # engine/control.py: a run stopped by --on-nan stop exits with this
 
 GUI_EPILOG = """\
 script arguments: put them after '--', e.g.  tfstudio train.py --run -- --epochs 3
@@ -43,6 +46,7 @@ def gui_parser() -> argparse.ArgumentParser:
         type=int,
         help="with --screenshot: take it during the run, once step N is shown",
     )
+    add_control_flags(p, headless=False)
     return p
 
 
@@ -55,7 +59,73 @@ def headless_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("script", help="training script to run")
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
+    add_control_flags(p, headless=True)
     return p
+
+
+def add_control_flags(p: argparse.ArgumentParser, headless: bool) -> None:
+    """The run-control flags, the same for the window and ``tfstudio run``."""
+    g = p.add_argument_group("run controls (put them before the script in 'tfstudio run')")
+    mode = g.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--eager", dest="eager", action="store_true", default=None, help="run every fit eagerly"
+    )
+    mode.add_argument(
+        "--graph", dest="eager", action="store_false", help="run every fit as a graph"
+    )
+    g.add_argument("--checkpoint-every", type=int, default=0, metavar="N",
+                   help="save a checkpoint every N steps")  # fmt: skip
+    g.add_argument("--checkpoint-minutes", type=float, default=0.0, metavar="M",
+                   help="save a checkpoint every M minutes")  # fmt: skip
+    g.add_argument(
+        "--checkpoint-dir",
+        metavar="DIR",
+        help="checkpoint folder (default: tfstudio-checkpoints/<script>-<time>/ beside the script)",
+    )
+    g.add_argument("--max-to-keep", type=int, default=5, metavar="K",
+                   help="checkpoints kept (default 5)")  # fmt: skip
+    g.add_argument("--keep-every-hours", type=float, default=None, metavar="H",
+                   help="also keep one checkpoint per H hours")  # fmt: skip
+    g.add_argument(
+        "--restore",
+        metavar="PATH",
+        help="start from a checkpoint: a prefix (.../ckpt-7) or a folder (its latest)",
+    )
+    g.add_argument("--lr", type=float, default=None, metavar="VALUE",
+                   help="set the learning rate before the first step")  # fmt: skip
+    g.add_argument("--stop-at-step", type=int, default=None, metavar="N",
+                   help="end training after exactly N steps")  # fmt: skip
+    if headless:
+        g.add_argument(
+            "--on-nan",
+            choices=("stop", "ignore"),
+            default="stop",
+            help=f"when a step's loss is NaN/Inf: stop (default; exit code {NAN_EXIT_CODE}) "
+            "or ignore",
+        )
+    else:
+        g.add_argument(
+            "--on-nan",
+            choices=("pause", "stop", "ignore"),
+            default="pause",
+            help="when a step's loss is NaN/Inf: pause (default), stop or ignore",
+        )
+
+
+def control_options(ns: argparse.Namespace) -> RunOptions:
+    """RunOptions from the parsed control flags."""
+    return RunOptions(
+        eager=ns.eager,
+        checkpoint_every=ns.checkpoint_every,
+        checkpoint_minutes=ns.checkpoint_minutes,
+        checkpoint_dir=ns.checkpoint_dir,
+        max_to_keep=ns.max_to_keep,
+        keep_checkpoint_every_n_hours=ns.keep_every_hours,
+        restore=ns.restore,
+        lr=ns.lr,
+        stop_at_step=ns.stop_at_step,
+        on_nan=ns.on_nan,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -65,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ns = headless_parser().parse_args(argv[1:])
         from tfstudio.headless import run_headless
 
-        return run_headless(ns.script, ns.args)
+        return run_headless(ns.script, ns.args, options=control_options(ns))
     script_args: list[str] = []
     if "--" in argv:
         cut = argv.index("--")
@@ -80,4 +150,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         quit_when_done=ns.quit_when_done,
         screenshot=ns.screenshot,
         screenshot_at_step=ns.screenshot_at_step,
+        options=control_options(ns),
     )

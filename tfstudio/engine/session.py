@@ -16,7 +16,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from tfstudio.core.channel import Channel
-from tfstudio.core.commands import Stop
+from tfstudio.core.commands import Command, Stop
 from tfstudio.core.events import ConsoleOutput, EngineStatus, RunEnded, RunStarted, ScriptError
 from tfstudio.core.options import RunOptions
 from tfstudio.core.scripts import ScriptPathError, check_script
@@ -216,18 +216,24 @@ class EngineLauncher:
         thread.start()
         return thread
 
-    def start(self, script: str, args: Sequence[str] = ()) -> None:
+    def start(
+        self, script: str, args: Sequence[str] = (), options: RunOptions | None = None
+    ) -> None:
         """Start a run; raises RuntimeError if one is already running."""
         if self.is_running():
             raise RuntimeError("a run is already in progress; stop it first")
         cwd = Path(script).expanduser().resolve().parent if self.script_cwd else None
-        self.session = TrainingSession(script, args, self.channel, cwd=cwd)
+        self.session = TrainingSession(script, args, self.channel, cwd=cwd, options=options)
         self.session.start()
 
     def stop(self) -> None:
         """Stop the current run, if any."""
         if self.session is not None:
             self.session.stop()
+
+    def send(self, command: Command) -> None:
+        """Pass a command to the current run (applied at its next batch boundary)."""
+        self.channel.send(command)
 
     def is_running(self) -> bool:
         """True while a run is in progress."""
