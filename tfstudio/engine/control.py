@@ -75,7 +75,7 @@ class TrainingController:
         self._started_at = time.time()
         self._first_fit = True
         self._traces = 0
-        self._trace_counter: Any = None
+        self._hook: Any = None
         self._keeper: Any = None
         self._watcher: Any = None
         self._last_loss = math.nan
@@ -95,32 +95,25 @@ class TrainingController:
         on_restored: Callable[[], None] = lambda: None,
     ) -> None:
         """A fit (or custom loop) starts: attach to its model and apply start options."""
-        from tfstudio.engine.execution import RetracingWatcher, TraceCounter, set_execution_mode
+        from tfstudio.engine.execution import (
+            RetracingWatcher,
+            install_step_hook,
+            set_execution_mode,
+        )
         from tfstudio.engine.nan_guard import BatchKeeper
 
         self.model = model
         self.optimizer = optimizer
         self._request_stop = request_stop
         self._on_restored = on_restored
-        self._keeper = BatchKeeper()
-        if self.options.on_nan == "ignore":
-            self._keeper.disabled = "the NaN guard is off"
-        elif getattr(model, "jit_compile", False) is True:
-            self._keeper.disabled = "the model is XLA-compiled (jit_compile=True)"
-        counter = TraceCounter(model, on_trace=self._on_trace)
-        keeper = self._keeper
-        counter.install()
-        counted = model.train_step
-
-        def train_step(data: Any) -> Any:
-            keeper.keep(data)
-            return counted(data)
-
-        object.__setattr__(model, "train_step", train_step)
-        # Keras captured the bound train_step when it made the train function: remake it
-        # (nothing was traced yet, so this costs nothing).
-        model.make_train_function(force=True)
-        self._trace_counter = counter
+        guard = self.options.on_nan != "ignore"
+        hook = install_step_hook(model, BatchKeeper() if guard else None)
+        keeper = hook.keeper
+        if keeper is not None and getattr(model, "jit_compile", False) is True:
+            keeper.disabled = "the model is XLA-compiled (jit_compile=True)"
+        hook.on_trace = self._on_trace
+        self._keeper = keeper
+        self._hook = hook
         if self._watcher is None:
             self._watcher = RetracingWatcher(self._on_retracing)
         self._watcher.attach()
@@ -139,11 +132,9 @@ class TrainingController:
         self._send_learning_rate(force=True)
 
     def end(self) -> None:
-        """The fit ended: put the model's train step back, stop listening for retracing."""
-        if self.model is not None:
-            self.model.__dict__.pop("train_step", None)
-        if self._trace_counter is not None:
-            self._trace_counter.remove()
+        """The fit ended: stop listening for retracing (the step hook stays for later fits)."""
+        if self._hook is not None:
+            self._hook.on_trace = None
         if self._watcher is not None:
             self._watcher.detach()
 
@@ -449,7 +440,8 @@ class TrainingController:
             variable = first_non_finite_variable(self.model.trainable_variables)
             batch = self._keeper.last() if self._keeper is not None else None
             if batch is None:
-                detail = f"the offending batch was not kept: {self._keeper.disabled or 'unknown'}"
+                why = getattr(self._keeper, "disabled", "") or "the guard was off"
+                detail = f"the offending batch was not kept: {why}"
             else:
                 layer, gradient, detail = self._recompute(batch, diagnose)
         except Exception as exc:  # noqa: BLE001

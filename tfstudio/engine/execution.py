@@ -6,9 +6,8 @@ attribute alone is ignored until the next ``compile``/``fit``:
 (``make_train_function(force=True)``), which works between two steps of a running
 ``fit`` and keeps the optimizer's state.
 
-Traces are counted by wrapping the model's ``train_step`` (an instance attribute,
-removed after the fit; Keras captures ``train_step`` when it makes the train
-function, so the caller remakes it after installing): in graph mode TensorFlow
+Traces are counted by wrapping the model's ``train_step`` once per model (an
+instance attribute; see :func:`install_step_hook`): in graph mode TensorFlow
 calls it only while tracing, so the wrapper costs nothing per step; a call made
 while not executing eagerly is one trace.
 """
@@ -32,42 +31,49 @@ def set_execution_mode(model: Any, eager: bool) -> bool:
     return True
 
 
-class TraceCounter:
-    """Counts how many times a model's train step is traced; a context for one fit.
+class StepHook:
+    """What tfstudio adds to a model's train step: a trace count and the last batch kept.
 
-    Args:
-        model: the Keras model being fitted.
-        on_trace: called (on the training thread, during tracing) after each trace.
+    Installed once per model by :func:`install_step_hook` and left in place, so
+    later fits reuse the train function Keras already traced (no retrace per fit).
+
+    Attributes:
+        on_trace: called on the training thread, while tracing, after each trace.
+        keeper: holds the last batch (see nan_guard.BatchKeeper); None: not kept.
+        traces: traces of this model's train step so far.
     """
 
-    def __init__(self, model: Any, on_trace: Callable[[int], None] | None = None) -> None:
-        self.model = model
-        self.on_trace = on_trace
+    def __init__(self, keeper: Any = None) -> None:
+        self.on_trace: Callable[[int], None] | None = None
+        self.keeper = keeper
         self.traces = 0
-        self._installed = False
 
-    def install(self) -> None:
-        """Wrap ``model.train_step`` (instance attribute) to count traces."""
-        import tensorflow as tf
 
-        model = self.model
-        original = model.train_step  # bound: the class's or the user's own
+def install_step_hook(model: Any, keeper: Any = None) -> StepHook:
+    """Wrap ``model.train_step`` (an instance attribute) once; returns the model's hook."""
+    import tensorflow as tf
 
-        def train_step(data: Any) -> Any:
-            if not tf.executing_eagerly():
-                self.traces += 1
-                if self.on_trace is not None:
-                    self.on_trace(self.traces)
-            return original(data)
+    hook = model.__dict__.get("_tfstudio_step_hook")
+    if hook is not None:
+        return hook
+    hook = StepHook(keeper)
+    original = model.train_step  # bound: the class's or the user's own
 
-        object.__setattr__(model, "train_step", train_step)
-        self._installed = True
+    def train_step(data: Any) -> Any:
+        if hook.keeper is not None:
+            hook.keeper.keep(data)
+        if not tf.executing_eagerly():
+            hook.traces += 1
+            if hook.on_trace is not None:
+                hook.on_trace(hook.traces)
+        return original(data)
 
-    def remove(self) -> None:
-        """Put the model's own ``train_step`` back."""
-        if self._installed:
-            self.model.__dict__.pop("train_step", None)
-            self._installed = False
+    object.__setattr__(model, "train_step", train_step)
+    object.__setattr__(model, "_tfstudio_step_hook", hook)
+    # Keras captured the bound train_step when fit made the train function: make it
+    # again (nothing was traced yet, so this costs no trace).
+    model.make_train_function(force=True)
+    return hook
 
 
 class RetracingWatcher(logging.Handler):
