@@ -343,3 +343,28 @@ def test_restore_of_a_missing_checkpoint_fails_the_run_before_training(write_scr
     )
     assert ended.exit_code == 2 and "--restore" in ended.message
     assert len(of(events, StepEnded)) <= 1
+
+
+RETRACING = """
+import numpy as np, keras, tensorflow as tf
+
+@tf.function
+def f(x):
+    return x * 2
+
+class Retrace(keras.callbacks.Callback):
+    def on_train_batch_end(self, batch, logs=None):
+        f(batch)  # a new Python int each step: a new trace each call
+
+x = np.zeros((80, 4), "float32"); y = np.zeros((80, 1), "float32")
+m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+m.compile("sgd", "mse")
+m.fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[Retrace()])
+"""
+
+
+def test_tensorflow_retracing_warnings_become_notices(write_script):
+    ended, events = run_script(write_script(RETRACING))
+    notices = [n for n in of(events, Notice) if n.kind == "retracing"]
+    assert notices and "triggered tf.function retracing" in notices[0].text
+    assert ended.status == "finished"

@@ -23,6 +23,7 @@ from tfstudio.core.events import (
     ExecutionMode,
     LearningRate,
     NonFinite,
+    Notice,
     RunState,
 )
 from tfstudio.core.options import RunOptions
@@ -166,6 +167,18 @@ def test_console_shows_fd_level_output_apart_from_print(window, run):
     plain, native = colour_of("python print"), colour_of("tf.print line")
     assert plain != native
     assert native[1] != "#000000"  # a tinted background marks fd-level output
+
+
+def test_retracing_warning_is_a_notice_in_the_status_bar(window, run):
+    text = (
+        "5 out of the last 5 calls to <function f at 0x7f> triggered tf.function retracing. "
+        "Tracing is expensive and ..."
+    )
+    run.started().emit(Notice("retracing", text)).frame()
+    shown = window.statusBar().currentMessage()
+    assert shown.startswith("TensorFlow retracing: 5 out of the last 5 calls")
+    assert "Tracing is expensive" not in shown
+    assert "Notice (retracing)" in window.console.text()
 
 
 def test_command_line_options_reach_the_control_panel(window):

@@ -52,7 +52,7 @@ from tfstudio.engine.monitor import RunMonitor
 
 NAN_EXIT_CODE = 3  # the run was stopped because a step's loss was NaN or Inf
 RESTORE_FAILED_EXIT_CODE = 2  # --restore named no usable checkpoint
-LR_EVERY = 10  # steps between learning-rate reads (an event only when it changed)
+LR_EVERY = 10  # steps between learning-rate events (the UI draws them as a line)
 
 
 class TrainingController:
@@ -83,6 +83,7 @@ class TrainingController:
         self._last_auto_step = 0
         self._last_auto_time = time.monotonic()
         self._lr_sent: tuple[float, bool] | None = None
+        self._lr_step = 0
         self.eager: bool | None = self.options.eager
         self.stop_at_reached = False
 
@@ -163,8 +164,9 @@ class TrainingController:
             time.monotonic() - self._last_auto_time >= 60.0 * opts.checkpoint_minutes
         ):
             self._auto_save()
-        if step % LR_EVERY == 0:
-            self._send_learning_rate()
+        if step // LR_EVERY != self._lr_step // LR_EVERY:
+            self._lr_step = step
+            self._send_learning_rate(force=True)
         if mon.channel.has_commands():
             self.apply_commands()
         if not mon.resume.is_set():

@@ -122,6 +122,7 @@ class MainWindow(QMainWindow):
         """Run controls and the checkpoints dock; their logic lives in their panels."""
         self.control = ControlPanel(self.launcher, parent=self)
         self.control.state_changed.connect(self._update_state)
+        self.control.notice.connect(lambda text: self.statusBar().showMessage(text, MESSAGE_MS))
         self.checkpoints = CheckpointsPanel(self.launcher, parent=self)
         self._checkpoints_dock = QDockWidget("Checkpoints", self)
         self._checkpoints_dock.setObjectName("checkpointsDock")

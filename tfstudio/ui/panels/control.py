@@ -37,6 +37,7 @@ from tfstudio.core.events import (
     ExecutionMode,
     LearningRate,
     NonFinite,
+    Notice,
     RunEnded,
     RunStarted,
     RunState,
@@ -68,6 +69,7 @@ class ControlPanel(QObject):
     """
 
     state_changed = Signal()
+    notice = Signal(str)  # a short line for the status bar (retracing, refused LR change)
 
     def __init__(self, launcher: Launcher, parent: QWidget, confirm: Confirm | None = None) -> None:
         super().__init__(parent)
@@ -212,6 +214,11 @@ class ControlPanel(QObject):
             self.non_finite = event
         elif isinstance(event, CheckpointRestored):
             self.non_finite = None
+        elif isinstance(event, Notice):
+            first = event.text.split(". ")[0].rstrip(".")
+            self.notice.emit(f"{'TensorFlow retracing' if event.kind == 'retracing' else 'Note'}: "
+                             f"{first}.")  # fmt: skip
+            return
         else:
             changed = False
         if changed:

@@ -656,7 +656,8 @@ class MetricsPanel(QScrollArea):
                     curve.series.extend(xs, ys)
                     curve.dirty = True
             self._pending_running = {}
-        if self._pending_lr[0]:
+        # The learning rate's plot comes after the metrics' (it waits for one to exist).
+        if self._pending_lr[0] and (self.plots or self._run_ended):
             curve = self._plot_for(LR_KEY).sampled_curve(LR_KEY)
             curve.series.extend(*self._pending_lr)
             curve.dirty = True
