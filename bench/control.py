@@ -12,7 +12,7 @@ the worker's pump adds up to ~20 ms to a command from the window):
 3. Eager/graph: steps/s of the same MLP fit in graph mode and eagerly, in
    adjacent pairs; the median ratio.
 
-    python bench/control.py [--presses 20] [--stops 5] [--pairs 6]
+    python bench/control.py [--presses 20] [--stops 5] [--pairs 4]
 
 Ends with three lines starting ``pause:``, ``checkpoint:`` and ``eager/graph:``.
 """
@@ -86,6 +86,7 @@ def pause_and_stop(presses: int, stops: int, folder: Path) -> tuple[list, list]:
         channel.send(Pause())
         state, t1 = _wait(channel, RunState, seen)
         pauses.append(((t1 - t0) * 1e3, state.global_step - step0))
+        print(f"pause {len(pauses)}: {pauses[-1][0]:.1f} ms, {pauses[-1][1]} steps", flush=True)
         channel.send(Resume())
         _wait(channel, RunState, seen)
     session.stop()
@@ -101,6 +102,7 @@ def pause_and_stop(presses: int, stops: int, folder: Path) -> tuple[list, list]:
         channel.send(Stop())
         ended, t1 = _wait(channel, FitEnded, seen)
         stops_.append(((t1 - t0) * 1e3, ended.global_step - step0))
+        print(f"stop {len(stops_)}: {stops_[-1][0]:.1f} ms, {stops_[-1][1]} steps", flush=True)
         session.stop()
         _wait(channel, RunEnded, seen)
     return pauses, stops_
@@ -129,7 +131,7 @@ def checkpoint_sizes(folder: Path) -> list[tuple[int, float, float]]:
     return out
 
 
-def eager_graph(pairs: int, steps: int = 100) -> list[tuple[float, float]]:
+def eager_graph(pairs: int, steps: int = 100, eager_steps: int = 20) -> list[tuple[float, float]]:
     """(graph steps/s, eager steps/s) in adjacent pairs on one model."""
     from bench_model import mlp_and_data
 
@@ -139,9 +141,10 @@ def eager_graph(pairs: int, steps: int = 100) -> list[tuple[float, float]]:
         model.run_eagerly = eager
         model.make_train_function(force=True)
         model.fit(data, epochs=1, steps_per_epoch=5, verbose=0)  # warm-up / trace
+        n = eager_steps if eager else steps
         t = time.perf_counter()
-        model.fit(data, epochs=1, steps_per_epoch=steps, verbose=0)
-        return steps / (time.perf_counter() - t)
+        model.fit(data, epochs=1, steps_per_epoch=n, verbose=0)
+        return n / (time.perf_counter() - t)
 
     out = []
     for i in range(pairs):
@@ -157,7 +160,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--presses", type=int, default=20)
     parser.add_argument("--stops", type=int, default=5)
-    parser.add_argument("--pairs", type=int, default=6)
+    parser.add_argument("--pairs", type=int, default=4)
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).parent))
     from tfstudio.engine.tf_import import ensure_keras

@@ -38,6 +38,20 @@ class BatchKeeper:
         if tf.executing_eagerly():
             self._eager = data
             return
+        if tf.distribute.has_strategy() and tf.distribute.in_cross_replica_context() is False:
+            # Per-replica batches under a distribution strategy: not kept (variables made
+            # in a replica context would be mirrored).
+            self.disabled = "a distribution strategy is in use"
+            return
+        try:
+            self._keep_traced(data)
+        except Exception as exc:  # noqa: BLE001 - keeping the batch must never break training
+            self.disabled = f"the batch could not be kept ({type(exc).__name__}: {exc})"
+            self._vars = None
+
+    def _keep_traced(self, data: Any) -> None:
+        import tensorflow as tf
+
         flat = tf.nest.flatten(data)
         if self._vars is None or len(self._vars) != len(flat):
             with tf.init_scope():
