@@ -137,7 +137,7 @@ def test_learning_rate_field_and_schedule_confirmation(window, run, launcher):
 
 
 def test_non_finite_loss_is_marked_on_the_plots_and_named(window, run):
-    run.started().fit().steps(7).frame()
+    run.started().fit().steps(7).emit(saved("/ck/ckpt-3", 3), saved("/ck/ckpt-6", 6)).frame()
     bad = NonFinite(7, math.nan, "ratio", "sequential/out/kernel", "", "recomputed", "pause")
     run.emit(bad, RunState("paused", 7, "non-finite loss"))
     run.console("tfstudio", bad.describe() + "\n").frame()
@@ -145,6 +145,9 @@ def test_non_finite_loss_is_marked_on_the_plots_and_named(window, run):
     assert window.state() == "paused"
     assert "NaN at step 7 in ratio" in window.status.state_text()
     assert "First layer with a non-finite output: ratio" in window.console.text()
+    # the last checkpoint before the NaN is selected, ready to restore
+    assert window.checkpoints.selected() == "/ck/ckpt-6"
+    assert window.checkpoints.restore_button.isEnabled()
     # every plot made later carries the marker too
     labels = window.metrics.plots["loss"].fit_marker_labels()
     assert "NaN/Inf loss at step 7" in labels

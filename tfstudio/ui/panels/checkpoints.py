@@ -96,6 +96,7 @@ class CheckpointsPanel(QWidget):
         layout.addLayout(buttons)
         layout.addWidget(self.message)
         self._dirty = True
+        self._select_next: str | None = None
         self.message.setText("No checkpoint yet: Save checkpoint (Ctrl+S) or --checkpoint-every N.")
         self.refresh()
 
@@ -158,6 +159,15 @@ class CheckpointsPanel(QWidget):
             self.message.setText(f"{event.action.capitalize()} refused: {event.reason}")
         elif isinstance(event, RunState):
             self.paused = event.state == "paused"
+            if self.paused and event.reason != "user" and self.entries:
+                # e.g. a NaN: offer the last checkpoint saved before it
+                before = [e for e in self.entries.values() if e.step <= event.global_step]
+                if before:
+                    self._select_next = max(before, key=lambda e: e.step).path
+                    self.message.setText(
+                        f"Paused ({event.reason}): Restore the last good checkpoint, "
+                        "then Resume; or Stop."
+                    )
         elif isinstance(event, RunStarted):
             self.entries, self.running, self.paused, self.restored = {}, True, False, ""
         elif isinstance(event, RunEnded):
@@ -190,6 +200,8 @@ class CheckpointsPanel(QWidget):
                         Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
                     )
                 self.table.setItem(row, col, item)
+        if self._select_next is not None:
+            keep, self._select_next = self._select_next, None
         if keep is not None:
             self.select(keep)
         self._update_buttons()
