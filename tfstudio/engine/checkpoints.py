@@ -80,7 +80,7 @@ class CheckpointStore:
     """Saves, lists, restores and deletes checkpoints of one model + optimizer + step.
 
     Args:
-        directory: the run's checkpoint folder (created on first save).
+        directory: the run's checkpoint folder (created by the first save).
         model: the live Keras model.
         optimizer: its optimizer (None: the model's weights and the step only).
         max_to_keep: checkpoints kept; older ones are deleted.
@@ -106,7 +106,6 @@ class CheckpointStore:
         if optimizer is not None:
             objects["optimizer"] = optimizer
         self.checkpoint = tf.train.Checkpoint(**objects)
-        self.directory.mkdir(parents=True, exist_ok=True)
         self.manager = tf.train.CheckpointManager(
             self.checkpoint,
             str(self.directory),
@@ -129,6 +128,7 @@ class CheckpointStore:
     ) -> CheckpointSaved:
         """Write a checkpoint of the live state at ``step``; returns its record."""
         self.build_optimizer()
+        self.directory.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
         self.step.assign(int(step))
         path = self.manager.save(checkpoint_number=int(step))

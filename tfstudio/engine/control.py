@@ -22,6 +22,7 @@ at step and the NaN guard's pause need only the step boundary.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -95,7 +96,15 @@ class TrainingController:
         request_stop: Callable[[], None],
         on_restored: Callable[[], None] = lambda: None,
     ) -> None:
-        """A fit (or custom loop) starts: attach to its model and apply start options."""
+        """A fit (or custom loop) starts: attach to its model and apply start options.
+
+        Args:
+            model: the Keras model trained (None for a loop without one).
+            optimizer: its optimizer (None when the loop applies updates itself).
+            request_stop: ends the training loop after this step.
+            on_restored: called after a checkpoint was loaded (the loop resets its
+                running means).
+        """
         from tfstudio.engine.execution import (
             RetracingWatcher,
             install_step_hook,
@@ -107,19 +116,21 @@ class TrainingController:
         self.optimizer = optimizer
         self._request_stop = request_stop
         self._on_restored = on_restored
-        guard = self.options.on_nan != "ignore"
-        hook = install_step_hook(model, BatchKeeper() if guard else None)
-        keeper = hook.keeper
-        if keeper is not None and getattr(model, "jit_compile", False) is True:
-            keeper.disabled = "the model is XLA-compiled (jit_compile=True)"
-        hook.on_trace = self._on_trace
-        self._keeper = keeper
-        self._hook = hook
+        keras_fit = model is not None and hasattr(model, "make_train_function")
+        if keras_fit:  # a custom loop has no train_step to hook (its own hook counts)
+            guard = self.options.on_nan != "ignore"
+            hook = install_step_hook(model, BatchKeeper() if guard else None)
+            keeper = hook.keeper
+            if keeper is not None and getattr(model, "jit_compile", False) is True:
+                keeper.disabled = "the model is XLA-compiled (jit_compile=True)"
+            hook.on_trace = self._on_trace
+            self._keeper = keeper
+            self._hook = hook
         if self._watcher is None:
             self._watcher = RetracingWatcher(self._on_retracing)
         self._watcher.attach()
         mon = self.monitor
-        if self.eager is not None:
+        if self.eager is not None and keras_fit:
             set_execution_mode(model, self.eager)
         first, self._first_fit = self._first_fit, False
         if first:
@@ -129,7 +140,9 @@ class TrainingController:
                 self._set_learning_rate(SetLearningRate(self.options.lr, replace_schedule=True))
             if self.options.checkpoint_every or self.options.checkpoint_minutes:
                 self._emit_list()
-        mon.channel.emit(ExecutionMode(bool(model.run_eagerly), self._traces, mon.global_step))
+        if keras_fit:
+            eager = bool(model.run_eagerly)
+            mon.channel.emit(ExecutionMode(eager, self._traces, mon.global_step))
         self._send_learning_rate(force=True)
 
     def end(self) -> None:
@@ -232,8 +245,6 @@ class TrainingController:
             from tfstudio.engine.checkpoints import default_directory
 
             chosen = self.options.checkpoint_dir
-            import sys
-
             self._directory = (
                 Path(chosen).expanduser().resolve()
                 if chosen
@@ -348,7 +359,8 @@ class TrainingController:
 
         self.eager = bool(eager)
         mon = self.monitor
-        if self.model is None:
+        if self.model is None or not hasattr(self.model, "make_train_function"):
+            mon.note("The eager/graph switch applies to Keras fit (no train function here).")
             return
         changed = set_execution_mode(self.model, eager)
         if changed:
