@@ -368,3 +368,16 @@ def test_tensorflow_retracing_warnings_become_notices(write_script):
     notices = [n for n in of(events, Notice) if n.kind == "retracing"]
     assert notices and "triggered tf.function retracing" in notices[0].text
     assert ended.status == "finished"
+
+
+def test_an_xla_compiled_model_trains_and_the_guard_says_why_it_cannot_recompute(write_script):
+    # XLA cannot assign the shapeless variables that keep the batch: the guard must not
+    # try (it would fail the step at run time), yet still stop and name what it can.
+    script = NAN_AT_STEP_7.replace(
+        'm.compile("sgd", "mse")', 'm.compile("sgd", "mse", jit_compile=True)'
+    )
+    ended, events = run_script(write_script(script), options=RunOptions(on_nan="stop"))
+    bad = of(events, NonFinite)[0]
+    assert ended.exit_code == NAN_EXIT_CODE and bad.global_step == 7
+    assert bad.layer == "" and "XLA" in bad.detail
+    assert bad.variable.endswith("out/kernel")
