@@ -214,6 +214,8 @@ class ControlPanel(QObject):
             self.non_finite = event
         elif isinstance(event, CheckpointRestored):
             self.non_finite = None
+            if self.paused:
+                self.pause_reason = f"restored step {event.step}: Resume continues from it"
         elif isinstance(event, Notice):
             first = event.text.split(". ")[0].rstrip(".")
             self.notice.emit(f"{'TensorFlow retracing' if event.kind == 'retracing' else 'Note'}: "
