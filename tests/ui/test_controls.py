@@ -184,6 +184,23 @@ def test_retracing_warning_is_a_notice_in_the_status_bar(window, run):
     assert "Notice (retracing)" in window.console.text()
 
 
+def test_stop_at_step_and_checkpoint_every_are_settings_for_the_next_run(window, script, launcher):
+    control = window.control
+    answers = [17, None, 25]
+    control.ask_int = lambda title, label, current: answers.pop(0)
+    control.stop_at_action.trigger()
+    control.stop_at_action.trigger()  # cancelled: unchanged
+    control.checkpoint_every_action.trigger()
+    assert control.options.stop_at_step == 17 and control.options.checkpoint_every == 25
+    assert control.stop_at_action.text() == "Stop at step 17…"
+    assert control.checkpoint_every_action.text() == "Checkpoint every 25 steps…"
+    launched = []
+    launcher.start = lambda s, args=(), options=None: launched.append(options)
+    window.open_script(str(script))
+    assert window.run_script()
+    assert launched[0].stop_at_step == 17 and launched[0].checkpoint_every == 25
+
+
 def test_command_line_options_reach_the_control_panel(window):
     window.control.set_run_options(RunOptions(eager=True, lr=0.02, stop_at_step=17))
     assert window.control.eager_action.isChecked()

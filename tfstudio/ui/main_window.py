@@ -144,6 +144,8 @@ class MainWindow(QMainWindow):
         run_menu.addSeparator()
         run_menu.addAction(self.control.save_action)
         run_menu.addAction(self.control.eager_action)
+        run_menu.addAction(self.control.stop_at_action)
+        run_menu.addAction(self.control.checkpoint_every_action)
         view_menu = self.menuBar().addMenu("&View")
         view_menu.addAction(self._console_dock.toggleViewAction())
         view_menu.addAction(self._checkpoints_dock.toggleViewAction())

@@ -16,6 +16,7 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QHBoxLayout,
+    QInputDialog,
     QLabel,
     QLineEdit,
     QMessageBox,
@@ -47,6 +48,17 @@ from tfstudio.core.launcher import Launcher
 from tfstudio.core.options import RunOptions
 
 Confirm = Callable[[str, str], bool]
+AskInt = Callable[[str, str, int], int | None]  # (title, label, current) -> value or None
+
+
+def ask_int(parent: QWidget | None) -> AskInt:
+    """A number in a dialog; None when cancelled (tests pass their own)."""
+
+    def get(title: str, label: str, current: int) -> int | None:
+        value, ok = QInputDialog.getInt(parent, title, label, current, 0, 2**31 - 1)
+        return value if ok else None
+
+    return get
 
 
 def ask(parent: QWidget | None) -> Confirm:
@@ -75,6 +87,7 @@ class ControlPanel(QObject):
         super().__init__(parent)
         self.launcher = launcher
         self.confirm = confirm if confirm is not None else ask(parent)
+        self.ask_int: AskInt = ask_int(parent)
         self.options = RunOptions()  # what the next run starts with
         self.running = False
         self.paused = False
@@ -106,6 +119,15 @@ class ControlPanel(QObject):
             "else for the next run (Ctrl+E)"
         )
         self.eager_action.toggled.connect(self._on_eager_toggled)
+
+        self.stop_at_action = QAction("Stop at step…", parent)
+        self.stop_at_action.setToolTip("End training after exactly N steps (next run; 0: off)")
+        self.stop_at_action.triggered.connect(self._on_stop_at_triggered)
+        self.checkpoint_every_action = QAction("Checkpoint every…", parent)
+        self.checkpoint_every_action.setToolTip(
+            "Save a checkpoint every N steps (next run; 0: off)"
+        )
+        self.checkpoint_every_action.triggered.connect(self._on_checkpoint_every_triggered)
 
         self.mode_label = QLabel(parent)
         self.mode_label.setObjectName("executionMode")
@@ -139,6 +161,22 @@ class ControlPanel(QObject):
         self.eager_action.blockSignals(False)
         self._dirty = True
         self.refresh()
+
+    def _on_stop_at_triggered(self) -> None:
+        value = self.ask_int("Stop at step", "End training after this many steps (0: off):",
+                             self.options.stop_at_step or 0)  # fmt: skip
+        if value is not None:
+            self.options = replace(self.options, stop_at_step=value or None)
+            self._dirty = True
+            self.refresh()
+
+    def _on_checkpoint_every_triggered(self) -> None:
+        value = self.ask_int("Checkpoint every", "Save a checkpoint every N steps (0: off):",
+                             self.options.checkpoint_every)  # fmt: skip
+        if value is not None:
+            self.options = replace(self.options, checkpoint_every=value)
+            self._dirty = True
+            self.refresh()
 
     # -- commands ------------------------------------------------------------
     def toggle_pause(self) -> None:
@@ -242,6 +280,12 @@ class ControlPanel(QObject):
             self.pause_action.setIcon(style.standardIcon(QStyle.StandardPixmap.SP_MediaPause))
         self.pause_action.setEnabled(self.running)
         self.save_action.setEnabled(self.running)
+        stop_at = self.options.stop_at_step
+        self.stop_at_action.setText(f"Stop at step {stop_at}…" if stop_at else "Stop at step…")
+        every = self.options.checkpoint_every
+        self.checkpoint_every_action.setText(
+            f"Checkpoint every {every} steps…" if every else "Checkpoint every…"
+        )
         eager = self.eager if self.eager is not None else bool(self.options.eager)
         if self.eager is not None and self.eager_action.isChecked() != self.eager:
             self.eager_action.blockSignals(True)
