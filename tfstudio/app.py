@@ -47,6 +47,7 @@ def run_app(
     window = MainWindow(channel, launcher)
     if options is not None:
         window.run_options = options
+        window.control.set_run_options(options)  # the command line's control flags
     window.show()
     launcher.prepare()  # a spare worker imports TensorFlow; the window is already up
 

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from tfstudio import __version__
 from tfstudio.core.options import RunOptions
 
+NAN_EXIT_CODE = 3  # engine/control.py: a run stopped by --on-nan stop exits with this
+
 GUI_EPILOG = """\
 script arguments: put them after '--', e.g.  tfstudio train.py --run -- --epochs 3
 headless:         tfstudio run SCRIPT [ARGS...]   (see: tfstudio run --help)
@@ -52,6 +54,7 @@ def gui_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--logdir", metavar="DIR", help=LOGDIR_HELP)
     p.add_argument("--no-record", action="store_true", help="do not record runs")
+    add_control_flags(p, headless=False)
     return p
 
 
@@ -66,6 +69,7 @@ def headless_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-record", action="store_true", help="do not record the run")
     p.add_argument("script", help="training script to run")
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
+    add_control_flags(p, headless=True)
     return p
 
 
@@ -123,9 +127,71 @@ def _export_command(argv: list[str]) -> int:
     return 0
 
 
+def add_control_flags(p: argparse.ArgumentParser, headless: bool) -> None:
+    """The run-control flags, the same for the window and ``tfstudio run``."""
+    g = p.add_argument_group("run controls (put them before the script in 'tfstudio run')")
+    mode = g.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--eager", dest="eager", action="store_true", default=None, help="run every fit eagerly"
+    )
+    mode.add_argument(
+        "--graph", dest="eager", action="store_false", help="run every fit as a graph"
+    )
+    g.add_argument("--checkpoint-every", type=int, default=0, metavar="N",
+                   help="save a checkpoint every N steps")  # fmt: skip
+    g.add_argument("--checkpoint-minutes", type=float, default=0.0, metavar="M",
+                   help="save a checkpoint every M minutes")  # fmt: skip
+    g.add_argument(
+        "--checkpoint-dir",
+        metavar="DIR",
+        help="checkpoint folder (default: tfstudio-checkpoints/<script>-<time>/ beside the script)",
+    )
+    g.add_argument("--max-to-keep", type=int, default=5, metavar="K",
+                   help="checkpoints kept (default 5)")  # fmt: skip
+    g.add_argument("--keep-every-hours", type=float, default=None, metavar="H",
+                   help="also keep one checkpoint per H hours")  # fmt: skip
+    g.add_argument(
+        "--restore",
+        metavar="PATH",
+        help="start from a checkpoint: a prefix (.../ckpt-7) or a folder (its latest)",
+    )
+    g.add_argument("--lr", type=float, default=None, metavar="VALUE",
+                   help="set the learning rate before the first step")  # fmt: skip
+    g.add_argument("--stop-at-step", type=int, default=None, metavar="N",
+                   help="end training after exactly N steps")  # fmt: skip
+    if headless:
+        g.add_argument(
+            "--on-nan",
+            choices=("stop", "ignore"),
+            default="stop",
+            help=f"when a step's loss is NaN/Inf: stop (default; exit code {NAN_EXIT_CODE}) "
+            "or ignore",
+        )
+    else:
+        g.add_argument(
+            "--on-nan",
+            choices=("pause", "stop", "ignore"),
+            default="pause",
+            help="when a step's loss is NaN/Inf: pause (default), stop or ignore",
+        )
+
+
 def run_options(ns: argparse.Namespace) -> RunOptions:
     """The run settings named on a command line (window and headless take the same flags)."""
-    return RunOptions(logdir=ns.logdir, record=not ns.no_record)
+    return RunOptions(
+        logdir=ns.logdir,
+        record=not ns.no_record,
+        eager=ns.eager,
+        checkpoint_every=ns.checkpoint_every,
+        checkpoint_minutes=ns.checkpoint_minutes,
+        checkpoint_dir=ns.checkpoint_dir,
+        max_to_keep=ns.max_to_keep,
+        keep_checkpoint_every_n_hours=ns.keep_every_hours,
+        restore=ns.restore,
+        lr=ns.lr,
+        stop_at_step=ns.stop_at_step,
+        on_nan=ns.on_nan,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -235,12 +235,165 @@ class RunEnded:
 
 
 @dataclass(frozen=True, slots=True)
-class LearningRate:
-    """The optimizer's learning rate at the end of an epoch (schedules evaluated)."""
+class RunState:
+    """Training was paused or resumed (at a batch boundary).
 
-    fit_index: int
+    Args:
+        state: ``"paused"`` or ``"running"``.
+        global_step: the step training is held at (or resumes from).
+        reason: why, e.g. ``"user"``, ``"non-finite loss"``.
+    """
+
+    state: str
+    global_step: int
+    reason: str = "user"
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointSaved:
+    """A checkpoint of the model, its optimizer and the step was written.
+
+    Args:
+        path: the checkpoint prefix (``.../ckpt-3``); restore and delete take it.
+        step: the run's global step at save.
+        time: seconds since the run started.
+        loss: the last step's loss at save (NaN when unknown).
+        wall_time: ``time.time()`` at save.
+        seconds: how long the save took.
+        automatic: saved by the every-N-steps/minutes rule, not on request.
+    """
+
+    path: str
+    step: int
+    time: float
+    loss: float
+    wall_time: float
+    seconds: float = 0.0
+    automatic: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRestored:
+    """A checkpoint was loaded into the live model and optimizer; training goes on from ``step``."""
+
+    path: str
+    step: int
+    optimizer_iterations: int
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRefused:
+    """A checkpoint could not be saved, restored or deleted; the live model is unchanged.
+
+    Args:
+        action: ``"save"``, ``"restore"`` or ``"delete"``.
+        reason: what did not match or failed, in words.
+    """
+
+    path: str
+    action: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointDeleted:
+    """A checkpoint was removed from disk (and from the run's list)."""
+
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointList:
+    """The checkpoints a run's folder holds (sent when the folder is first used).
+
+    Args:
+        directory: the run's checkpoint folder.
+        entries: ``CheckpointSaved`` records of the checkpoints still on disk.
+    """
+
+    directory: str
+    entries: tuple[CheckpointSaved, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionMode:
+    """How the train function runs now, and how many times it was traced in this run.
+
+    Args:
+        eager: ``model.run_eagerly``.
+        traces: times the train step was traced into a graph in this run.
+        global_step: step at which this became true.
+    """
+
+    eager: bool
+    traces: int
+    global_step: int
+
+
+@dataclass(frozen=True, slots=True)
+class LearningRate:
+    """The optimizer's learning rate at a step.
+
+    Args:
+        is_schedule: the rate comes from a ``LearningRateSchedule`` (shown, not settable
+            without replacing the schedule).
+        schedule: the schedule's class name ("" for a constant).
+    """
+
     global_step: int
     value: float
+    is_schedule: bool
+    schedule: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class NonFinite:
+    """A step's loss was NaN or Inf; training was paused (or stopped) at that step.
+
+    Args:
+        global_step: the offending step.
+        loss: the loss value seen (NaN or +-Inf).
+        layer: first layer whose output is non-finite on the offending batch ("" if none).
+        gradient: first variable whose gradient is non-finite on that batch ("" if none).
+        variable: first variable whose value is non-finite after the step ("" if none).
+        detail: how the batch was recomputed, in words.
+        action: ``"pause"`` or ``"stop"``.
+    """
+
+    global_step: int
+    loss: float
+    layer: str
+    gradient: str
+    variable: str
+    detail: str
+    action: str
+
+    def describe(self) -> str:
+        """One or two lines for a console."""
+        parts = [f"Non-finite loss ({self.loss}) at step {self.global_step}."]
+        if self.layer:
+            parts.append(f"First layer with a non-finite output: {self.layer}.")
+        if self.gradient:
+            parts.append(f"First variable with a non-finite gradient: {self.gradient}.")
+        if self.variable:
+            parts.append(f"First variable now non-finite: {self.variable}.")
+        if not (self.layer or self.gradient or self.variable):
+            parts.append("No layer output or gradient was non-finite when recomputed.")
+        if self.detail:
+            parts.append(f"({self.detail})")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """Something a user should see beyond console text (e.g. TensorFlow retracing warnings).
+
+    Args:
+        kind: short tag, e.g. ``"retracing"``, ``"control"``.
+    """
+
+    kind: str
+    text: str
 
 
 @dataclass(frozen=True, slots=True)

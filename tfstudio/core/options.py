@@ -20,7 +20,30 @@ class RunOptions:
             the default, ``./tfstudio-runs`` beside the script in the window
             and in the working directory headless (the viewer decides).
         record: write the run folder at all.
+
+    The other fields (execution mode, checkpoints, learning rate, stop and NaN
+    handling) are documented where they are declared.
     """
 
     logdir: str | None = None
     record: bool = True
+    eager: bool | None = None
+    """``True``/``False`` forces ``run_eagerly`` on every fit; ``None`` keeps the script's."""
+    checkpoint_every: int = 0
+    """Save a checkpoint every this many steps (0: never automatically)."""
+    checkpoint_minutes: float = 0.0
+    """Save a checkpoint every this many minutes (0: never automatically)."""
+    checkpoint_dir: str | None = None
+    """Checkpoint folder; None: ``tfstudio-checkpoints/<script>-<time>/`` beside the script."""
+    max_to_keep: int = 5
+    """Checkpoints kept (older ones deleted), as ``CheckpointManager(max_to_keep=...)``."""
+    keep_checkpoint_every_n_hours: float | None = None
+    """Also keep one checkpoint per this many hours, as ``CheckpointManager`` does."""
+    restore: str | None = None
+    """Checkpoint prefix, or a folder meaning its latest, loaded before the first step."""
+    lr: float | None = None
+    """Learning rate set before the first step (replaces a schedule)."""
+    stop_at_step: int | None = None
+    """End training after exactly this many steps (the rest of the script still runs)."""
+    on_nan: str = "pause"
+    """Non-finite loss: ``"pause"`` (window), ``"stop"`` (headless default) or ``"ignore"``."""

@@ -20,16 +20,15 @@ from typing import Any
 import keras
 import numpy as np
 
-from tfstudio.core.commands import Pause, Resume, Stop
 from tfstudio.core.events import (
     EpochEnded,
     FitEnded,
     FitStarted,
     LayerSummary,
-    LearningRate,
     ModelSummary,
     StepEnded,
 )
+from tfstudio.engine.control import TrainingController
 from tfstudio.engine.monitor import RunMonitor
 
 _MEAN, _RAW, _RUNNING = 0, 1, 2
@@ -60,6 +59,10 @@ class StudioCallback(keras.callbacks.Callback):
         self._prev_c = 0.0
         self._prev_running: dict[str, float] = {}
         self._per_batch = 1.0  # samples per batch (weights of the derivation)
+        self._base_k = 0  # steps of this epoch before the loss tracker was last reset
+        if monitor.control is None:
+            monitor.control = TrainingController(monitor)
+        self.control: TrainingController = monitor.control
 
     # -- fit -----------------------------------------------------------
     def on_train_begin(self, logs: dict | None = None) -> None:
@@ -84,9 +87,20 @@ class StudioCallback(keras.callbacks.Callback):
             )
         except Exception as exc:  # noqa: BLE001 - monitoring must never break training
             self._monitor.report_error("on_train_begin", exc)
+        try:
+            model = self.model
+            self.control.begin(
+                model, getattr(model, "optimizer", None), self.request_stop, self._rebase
+            )
+        except Exception as exc:  # noqa: BLE001
+            self._monitor.report_error("controls (on_train_begin)", exc)
 
     def on_train_end(self, logs: dict | None = None) -> None:
         """Mark the end of this fit segment."""
+        try:
+            self.control.end()
+        except Exception as exc:  # noqa: BLE001
+            self._monitor.report_error("controls (on_train_end)", exc)
         try:
             self._emit(
                 FitEnded(
@@ -101,6 +115,13 @@ class StudioCallback(keras.callbacks.Callback):
         """Reset the per-epoch running-mean bookkeeping."""
         self._epoch = epoch
         self._prev_k = 0
+        self._prev_c = 0.0
+        self._prev_running = {}
+        self._base_k = 0
+
+    def _rebase(self) -> None:
+        """The loss tracker was reset mid-epoch (after a restore): derive from there."""
+        self._base_k = self._prev_k
         self._prev_c = 0.0
         self._prev_running = {}
 
@@ -118,32 +139,18 @@ class StudioCallback(keras.callbacks.Callback):
             )
         except Exception as exc:  # noqa: BLE001
             self._monitor.report_error("on_epoch_end", exc)
-        self._emit_learning_rate()
-
-    def _emit_learning_rate(self) -> None:
-        """One variable read per epoch: the rate the optimizer used last (recorded)."""
-        try:
-            lr = getattr(getattr(self.model, "optimizer", None), "learning_rate", None)
-            if lr is None:
-                return
-            value = float(np.asarray(lr.numpy() if hasattr(lr, "numpy") else lr))
-            self._emit(LearningRate(self.fit_index, self._monitor.global_step, value))
-        except Exception as exc:  # noqa: BLE001
-            self._monitor.report_error("learning_rate", exc)
 
     # -- steps (the hot path) ------------------------------------------
     def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
-        """Turn this hook's logs into one StepEnded event; apply waiting commands."""
+        """Turn this hook's logs into one StepEnded event; then the controls' step boundary."""
+        loss = None
         try:
-            self._step(batch, logs or {})
+            loss = self._step(batch, logs or {})
         except Exception as exc:  # noqa: BLE001
             self._monitor.report_error("on_train_batch_end", exc)
-        if self._has_commands():
-            self._apply_commands()
-        if not self._monitor.resume.is_set():
-            self._wait_while_paused()
+        self.control.after_step(loss)
 
-    def _step(self, batch: int, logs: dict) -> None:
+    def _step(self, batch: int, logs: dict) -> float | None:
         k = batch + 1
         steps_per_epoch = self._steps
         last = False
@@ -153,13 +160,13 @@ class StudioCallback(keras.callbacks.Callback):
             last = True
         n = k - self._prev_k
         if n <= 0:
-            return
+            return None
         kinds = self._kinds
         if kinds is None:
             kinds = self._classify(logs)
         if self._prev_k == 0 and self._loss_count is not None:
             self._per_batch = max(_count(self._loss_count) / k, 1e-12)
-        c_k = k * self._per_batch
+        c_k = (k - self._base_k) * self._per_batch
         if last and self._loss_count is not None:
             c_k = _count(self._loss_count)
         c_j = self._prev_c
@@ -188,6 +195,7 @@ class StudioCallback(keras.callbacks.Callback):
                 self.fit_index, mon.global_step, self._epoch, k, n, values, running, mon.now()
             )
         )
+        return running.get("loss")
 
     def _classify(self, logs: dict) -> dict[str, int]:
         """Decide once per fit which log keys are running means, from the model's metrics."""
@@ -209,23 +217,11 @@ class StudioCallback(keras.callbacks.Callback):
     def on_test_batch_end(self, batch: int, logs: dict | None = None) -> None:
         """During the validation pass of a fit, Stop also ends validation at once."""
         if self._has_commands():
-            self._apply_commands()
+            self.control.apply_commands()
         if self.stopped and hasattr(self.model, "stop_evaluating"):
             self.model.stop_evaluating = True
 
-    # -- commands ------------------------------------------------------
-    def _apply_commands(self) -> None:
-        for command in self._monitor.channel.take_commands():
-            if isinstance(command, Stop):
-                self._monitor.request_stop()
-            elif isinstance(command, Pause):
-                self._monitor.resume.clear()
-                self._monitor.note("Paused.")
-            elif isinstance(command, Resume):
-                self._monitor.resume.set()
-        if self._monitor.stop_requested.is_set():
-            self.request_stop()
-
+    # -- stopping --------------------------------------------------------
     def request_stop(self) -> None:
         """End this fit after the current batch, skipping the validation pass."""
         if self.stopped:
@@ -233,16 +229,6 @@ class StudioCallback(keras.callbacks.Callback):
         self.stopped = True
         self.model.stop_training = True
         _skip_evaluation(self.model)
-
-    def _wait_while_paused(self) -> None:
-        mon = self._monitor
-        while not mon.resume.wait(0.1):
-            if mon.channel.has_commands():
-                self._apply_commands()
-        if mon.stop_requested.is_set():
-            self.request_stop()
-        else:
-            mon.note("Resumed.")
 
 
 def _skip_evaluation(model: Any) -> None:

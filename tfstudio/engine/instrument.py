@@ -132,6 +132,13 @@ class FitInterceptor:
                 return original(model, *args, **kwargs)
             if monitor.stop_requested.is_set():
                 raise RunStopped()
+            control = monitor.control
+            if control is not None and control.stop_at_reached:
+                # --stop-at-step: training is over; the rest of the script runs, fits do not.
+                monitor.note("fit skipped: --stop-at-step was reached")
+                skipped = keras.callbacks.History()
+                skipped.set_model(model)
+                return skipped
             bound = signature.bind(model, *args, **kwargs)
             callback = StudioCallback(
                 monitor, monitor.fits, initial_epoch=int(bound.arguments.get("initial_epoch", 0))

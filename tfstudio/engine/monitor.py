@@ -11,6 +11,7 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from tfstudio.core.channel import Channel
 from tfstudio.core.events import ConsoleOutput, MonitorError, RunDevices
@@ -42,6 +43,9 @@ class RunMonitor:
         self._reported: set[str] = set()
         self.devices: tuple[str, ...] | None = None
         self.on_keras_imported: list[Callable[[], None]] = []  # when the script imports it
+        self.control: Any = None  # the run's TrainingController (engine/control.py), made lazily
+        self.stop_exit_code: int | None = None  # set when a stop is not the user's (NaN, --restore)
+        self.stop_message = ""
 
     def now(self) -> float:
         """Seconds since the run started."""

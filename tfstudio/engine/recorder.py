@@ -295,7 +295,7 @@ def _epoch_ended(rec: Recorder, e: EpochEnded) -> None:
 
 
 def _learning_rate(rec: Recorder, e: LearningRate) -> None:
-    rec.scalars(e.global_step, {f"{EPOCH_PREFIX}learning_rate": e.value})
+    rec.scalars(e.global_step, {"learning_rate": e.value})
 
 
 def _run_ended(rec: Recorder, e: RunEnded) -> None:

@@ -176,8 +176,8 @@ class TrainingSession:
                         self._script_running = False
                         _clear_pending(threading.current_thread())
         except RunStopped:
-            status, code = "stopped", STOPPED_EXIT_CODE
-            message = f"stopped by the user at step {mon.global_step}"
+            status, code = "stopped", mon.stop_exit_code or STOPPED_EXIT_CODE
+            message = mon.stop_message or f"stopped by the user at step {mon.global_step}"
         except KeyboardInterrupt as exc:
             if not mon.stop_requested.is_set():
                 err = describe_error(exc, path)

@@ -23,7 +23,9 @@ from tfstudio.core.progress import format_duration
 from tfstudio.core.runs import resolve_logdir
 from tfstudio.core.scripts import ScriptPathError, check_script
 from tfstudio.ui.bridge import Bridge
+from tfstudio.ui.panels.checkpoints import CheckpointsPanel
 from tfstudio.ui.panels.console import ConsolePanel
+from tfstudio.ui.panels.control import ControlPanel
 from tfstudio.ui.panels.metrics import MetricsPanel
 from tfstudio.ui.panels.runs import RunsPanel
 from tfstudio.ui.panels.status import StatusPanel
@@ -100,10 +102,19 @@ class MainWindow(QMainWindow):
         self.statusBar().setSizeGripEnabled(False)
 
         self._make_actions()
+        self._make_controls()  # pause, checkpoints, eager/graph, LR (panels/control.py)
         self._make_menus_and_toolbar()
 
         self.bridge = Bridge(channel, parent=self)
-        for panel in (self.metrics, self.console, self.status, self.system, self.runs):
+        for panel in (
+            self.metrics,
+            self.console,
+            self.status,
+            self.system,
+            self.runs,
+            self.control,
+            self.checkpoints,
+        ):
             self.bridge.add_panel(panel)
         self.bridge.run_started.connect(self._on_run_started)
         self.bridge.run_ended.connect(self._on_run_ended)
@@ -138,6 +149,19 @@ class MainWindow(QMainWindow):
         self.quit_action.triggered.connect(self.close)
         self.clear_console_action = self.console.clear_action
 
+    def _make_controls(self) -> None:
+        """Run controls and the checkpoints dock; their logic lives in their panels."""
+        self.control = ControlPanel(self.launcher, parent=self)
+        self.control.state_changed.connect(self._update_state)
+        self.control.notice.connect(lambda text: self.statusBar().showMessage(text, MESSAGE_MS))
+        self.checkpoints = CheckpointsPanel(self.launcher, parent=self)
+        self._checkpoints_dock = QDockWidget("Checkpoints", self)
+        self._checkpoints_dock.setObjectName("checkpointsDock")
+        self._checkpoints_dock.setWidget(self.checkpoints)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self._checkpoints_dock)
+        self.tabifyDockWidget(self._console_dock, self._checkpoints_dock)  # Console | Runs | …
+        self._console_dock.raise_()
+
     def _make_menus_and_toolbar(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
         file_menu.addAction(self.open_action)
@@ -148,11 +172,18 @@ class MainWindow(QMainWindow):
         file_menu.addAction(self.quit_action)
         run_menu = self.menuBar().addMenu("&Run")
         run_menu.addAction(self.run_action)
+        run_menu.addAction(self.control.pause_action)
         run_menu.addAction(self.stop_action)
+        run_menu.addSeparator()
+        run_menu.addAction(self.control.save_action)
+        run_menu.addAction(self.control.eager_action)
+        run_menu.addAction(self.control.stop_at_action)
+        run_menu.addAction(self.control.checkpoint_every_action)
         view_menu = self.menuBar().addMenu("&View")
         view_menu.addAction(self._console_dock.toggleViewAction())
         view_menu.addAction(self._system_dock.toggleViewAction())
         view_menu.addAction(self.runs_dock.toggleViewAction())
+        view_menu.addAction(self._checkpoints_dock.toggleViewAction())
         view_menu.addAction(self.clear_console_action)
         toolbar = self.addToolBar("Main")
         toolbar.setObjectName("mainToolbar")
@@ -160,7 +191,13 @@ class MainWindow(QMainWindow):
         toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         toolbar.addAction(self.open_action)
         toolbar.addAction(self.run_action)
+        toolbar.addAction(self.control.pause_action)
         toolbar.addAction(self.stop_action)
+        toolbar.addAction(self.control.save_action)
+        toolbar.addSeparator()
+        toolbar.addAction(self.control.eager_action)
+        toolbar.addWidget(self.control.mode_label)
+        toolbar.addWidget(self.control.lr_widget)
         toolbar.addSeparator()
         toolbar.addAction(self.clear_console_action)
         self._rebuild_recent_menu()
@@ -214,7 +251,7 @@ class MainWindow(QMainWindow):
             self._say(str(exc))
             return False
         try:
-            self.launcher.start(script, tuple(args), self.run_options)
+            self.launcher.start(script, tuple(args), self._options_for_run())
         except Exception as exc:  # the launcher's refusal must not take the window down
             self._say(f"Could not start {script}: {exc}")
             return False
@@ -224,6 +261,12 @@ class MainWindow(QMainWindow):
         self._last_end = None
         self._update_state()
         return True
+
+    def _options_for_run(self) -> RunOptions:
+        """The control panel's settings, recorded where the runs panel points."""
+        return dataclasses.replace(
+            self.control.options, logdir=self.run_options.logdir, record=self.run_options.record
+        )
 
     def stop_run(self) -> None:
         """Ask the current run to stop at the next step; pressed again, stop it harder.
@@ -290,6 +333,8 @@ class MainWindow(QMainWindow):
         if self._running:
             if self._stopping:
                 return "stopping", self._stop_detail
+            if self.control.state():
+                return self.control.state(), self.control.state_detail()
             if loading:
                 return "loading", ""
             return ("running", "") if self._run_seen else ("starting", "")

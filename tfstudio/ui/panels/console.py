@@ -1,4 +1,10 @@
-"""Console panel: what the script printed, in order, coloured by stream."""
+"""Console panel: what the script printed, in order, coloured by stream.
+
+Output written at file-descriptor level (``tf.print``, TensorFlow's C++ logs)
+is shown apart from Python's ``print``: another colour on a tinted background
+(with a tooltip saying so), so a user sees that in graph mode ``print`` ran once, while
+tracing, and ``tf.print`` every step.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +13,27 @@ from collections.abc import Sequence
 from PySide6.QtGui import QAction, QColor, QFont, QFontDatabase, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QPlainTextEdit, QVBoxLayout, QWidget
 
-from tfstudio.core.events import ConsoleOutput, MonitorError, RunEnded, RunStarted, StepEnded
+from tfstudio.core.events import (
+    CheckpointRefused,
+    ConsoleOutput,
+    MonitorError,
+    Notice,
+    RunEnded,
+    RunStarted,
+    StepEnded,
+)
 from tfstudio.core.terminal import plain_text
 
 MAX_LINES = 20_000
-STREAM_COLOURS = {"stdout": "#1e1e1e", "stderr": "#a31515", "tfstudio": "#1f5fbf"}
+STREAM_COLOURS = {
+    "stdout": "#1e1e1e",
+    "stderr": "#a31515",
+    "tfstudio": "#1f5fbf",
+    # fd-level output (tf.print, C++ logs): teal / brown, on a tinted background
+    "stdout native": "#00695c",
+    "stderr native": "#8d4e00",
+}
+NATIVE_BACKGROUND = "#eef6f5"
 
 
 class ConsoleBuffer:
@@ -151,7 +173,8 @@ class ConsolePanel(QWidget):
     def ingest_event(self, event: object) -> None:
         """Queue console output and our own notes about the run."""
         if type(event) is ConsoleOutput:
-            self._buffer.add(event.stream, plain_text(event.text))
+            stream = f"{event.stream} native" if event.native else event.stream
+            self._buffer.add(stream, plain_text(event.text))
         elif isinstance(event, RunStarted):
             args = " ".join(event.argv[1:])
             self.note(f"Run started: {event.script}{' ' + args if args else ''}", flush=False)
@@ -159,6 +182,10 @@ class ConsolePanel(QWidget):
             self.note(event.summary(), flush=False)
         elif isinstance(event, MonitorError):
             self.note(f"Monitoring error in {event.where}: {event.message}", flush=False)
+        elif isinstance(event, Notice):
+            self.note(f"Notice ({event.kind}): {event.text}", flush=False)
+        elif isinstance(event, CheckpointRefused):
+            self.note(f"Checkpoint {event.action} refused: {event.reason}", flush=False)
 
     def refresh(self) -> None:
         """Write everything queued since the last frame in one edit."""
@@ -215,4 +242,7 @@ def _format(stream: str) -> QTextCharFormat:
     fmt.setForeground(QColor(STREAM_COLOURS[stream]))
     if stream == "tfstudio":
         fmt.setFontItalic(True)
+    if stream.endswith(" native"):
+        fmt.setBackground(QColor(NATIVE_BACKGROUND))
+        fmt.setToolTip("written at file-descriptor level: tf.print or TensorFlow's C++ logs")
     return fmt

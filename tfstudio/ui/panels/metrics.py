@@ -18,7 +18,16 @@ from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
 from PySide6.QtGui import QPainter, QPen
 from PySide6.QtWidgets import QLabel, QScrollArea, QVBoxLayout, QWidget
 
-from tfstudio.core.events import EpochEnded, FitStarted, RunEnded, RunStarted, StepEnded
+from tfstudio.core.events import (
+    CheckpointRestored,
+    EpochEnded,
+    FitStarted,
+    LearningRate,
+    NonFinite,
+    RunEnded,
+    RunStarted,
+    StepEnded,
+)
 from tfstudio.core.series import Series
 
 SERIES_CAPACITY = 10_000  # buckets per curve: 240 KB; at most 20k points (min+max) to draw
@@ -33,6 +42,9 @@ TRAIN_DARK = "#0d3f73"
 VAL = "#e8590c"
 EPOCH_LINE = "#c4c4c4"
 FIT_LINE = "#6a3d9a"
+NAN_LINE = "#d62728"
+RESTORE_LINE = "#2ca02c"
+LR_KEY = "learning_rate"
 
 
 def family_of(key: str) -> str:
@@ -310,6 +322,15 @@ class MetricPlot:
             self._relegend()
         return curve
 
+    def sampled_curve(self, key: str) -> Curve:
+        """A line of values sampled every few steps (the learning rate)."""
+        curve = self.steps.get(key)
+        if curve is None:
+            curve = self._series_curve(key, "optimizer", width=1.5, alpha=255)
+            self.steps[key] = curve
+            self._relegend()
+        return curve
+
     def curves(self) -> Iterable[Curve]:
         """Every curve on the plot."""
         yield from self.steps.values()
@@ -369,15 +390,15 @@ class MetricPlot:
             self._epoch_count = len(epoch_steps)
             self.epoch_lines.set_positions(epoch_steps)
 
-    def add_fit_marker(self, step: float, text: str) -> None:
-        """Mark where a ``fit`` segment starts with a labelled vertical line."""
+    def add_fit_marker(self, step: float, text: str, colour: str = FIT_LINE) -> None:
+        """Mark a step (a fit's start, a NaN, a restore) with a labelled vertical line."""
         line = pg.InfiniteLine(
             pos=step,
             angle=90,
             movable=False,
-            pen=pg.mkPen(FIT_LINE, width=1.5, style=Qt.PenStyle.DashDotLine),
+            pen=pg.mkPen(colour, width=1.5, style=Qt.PenStyle.DashDotLine),
             label=text,
-            labelOpts={"position": 0.92, "color": FIT_LINE, "anchors": [(0, 0.5), (0, 0.5)]},
+            labelOpts={"position": 0.92, "color": colour, "anchors": [(0, 0.5), (0, 0.5)]},
         )
         line.setZValue(-5)
         self.plot.addItem(line, ignoreBounds=True)
@@ -525,6 +546,8 @@ class MetricsPanel(QScrollArea):
         self._note_dirty = False
         self._first_fit: FitStarted | None = None
         self._run_ended = False
+        self._marks: list[tuple[float, str, str]] = []  # (step, text, colour): NaN, restore
+        self._pending_lr: tuple[list[float], list[float]] = ([], [])
 
     # -- panel protocol ----------------------------------------------------
     def ingest_steps(self, steps: Sequence[StepEnded]) -> None:
@@ -610,6 +633,13 @@ class MetricsPanel(QScrollArea):
             self.clear()
         elif isinstance(event, RunEnded):
             self._run_ended = True
+        elif isinstance(event, LearningRate):
+            self._pending_lr[0].append(event.global_step)
+            self._pending_lr[1].append(event.value)
+        elif isinstance(event, NonFinite):
+            self.add_mark(event.global_step, f"NaN/Inf loss at step {event.global_step}", NAN_LINE)
+        elif isinstance(event, CheckpointRestored):
+            self.add_mark(event.step, f"restored step {event.step}", RESTORE_LINE)
 
     def refresh(self) -> None:
         """Move this frame's values into the series and redraw changed curves once."""
@@ -626,6 +656,12 @@ class MetricsPanel(QScrollArea):
                     curve.series.extend(xs, ys)
                     curve.dirty = True
             self._pending_running = {}
+        # The learning rate's plot comes after the metrics' (it waits for one to exist).
+        if self._pending_lr[0] and (self.plots or self._run_ended):
+            curve = self._plot_for(LR_KEY).sampled_curve(LR_KEY)
+            curve.series.extend(*self._pending_lr)
+            curve.dirty = True
+            self._pending_lr = ([], [])
         if self._note_dirty:
             note = self.note()
             for plot in self.plots.values():
@@ -694,7 +730,19 @@ class MetricsPanel(QScrollArea):
             plot.sync_epoch_lines(self._epoch_steps)
             for step, text in self._fits:
                 plot.add_fit_marker(step, text)
+            for step, text, colour in self._marks:
+                plot.add_fit_marker(step, text, colour)
         return plot
+
+    def add_mark(self, step: float, text: str, colour: str) -> None:
+        """Mark ``step`` on every plot (now and on plots made later)."""
+        self._marks.append((step, text, colour))
+        for plot in self.plots.values():
+            plot.add_fit_marker(step, text, colour)
+
+    def marks(self) -> list[tuple[float, str]]:
+        """(step, text) of the NaN and restore markers, oldest first."""
+        return [(step, text) for step, text, _ in self._marks]
 
     def _add_fit(self, step: float, text: str) -> None:
         self._fits.append((step, text))

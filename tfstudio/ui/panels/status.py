@@ -26,6 +26,7 @@ STATES: dict[str, tuple[str, str]] = {
     "ready": ("ready", "#2e7d32"),
     "starting": ("starting…", "#1f5fbf"),
     "running": ("running", "#1f5fbf"),
+    "paused": ("paused", "#7b1fa2"),
     "stopping": ("stopping…", "#b26b00"),
     "stopped": ("stopped", "#b26b00"),
     "finished": ("finished", "#2e7d32"),

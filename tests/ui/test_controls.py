@@ -1,0 +1,208 @@
+"""Run controls in a real window, driven by synthetic events: pause, checkpoints, mode, LR, NaN."""
+
+from __future__ import annotations
+
+import math
+
+from PySide6.QtGui import QTextCursor
+
+from tfstudio.core.commands import (
+    DeleteCheckpoint,
+    Pause,
+    RestoreCheckpoint,
+    Resume,
+    SaveCheckpoint,
+    SetExecutionMode,
+    SetLearningRate,
+)
+from tfstudio.core.events import (
+    CheckpointRefused,
+    CheckpointRestored,
+    CheckpointSaved,
+    ConsoleOutput,
+    ExecutionMode,
+    LearningRate,
+    NonFinite,
+    Notice,
+    RunState,
+)
+from tfstudio.core.options import RunOptions
+
+
+def sent(launcher) -> list:
+    return [c[1] for c in launcher.calls if c[0] == "send"]
+
+
+def saved(path, step, loss=0.5, automatic=False):
+    return CheckpointSaved(path, step, step * 0.01, loss, 1_700_000_000.0 + step, 0.01, automatic)
+
+
+def test_pause_resume_and_save_are_commands_and_the_state_is_shown(window, run, launcher):
+    control = window.control
+    assert not control.pause_action.isEnabled()
+    assert control.pause_action.shortcut().toString() == "F6"
+    assert control.save_action.shortcut().toString() == "Ctrl+S"
+    run.started().fit().steps(5).frame()
+    assert control.pause_action.isEnabled() and control.save_action.isEnabled()
+    control.pause_action.trigger()
+    assert sent(launcher) == [Pause()]
+    run.emit(RunState("paused", 5)).frame()
+    assert window.state() == "paused"
+    assert "paused" in window.status.state_text()
+    assert control.pause_action.text() == "Resume"
+    control.pause_action.trigger()
+    control.save_action.trigger()
+    assert sent(launcher)[1:] == [Resume(), SaveCheckpoint()]
+    run.emit(RunState("running", 5)).frame()
+    assert window.state() == "running" and control.pause_action.text() == "Pause"
+    run.ended("finished").frame()
+    assert not control.pause_action.isEnabled()
+
+
+def test_checkpoints_panel_lists_restores_while_paused_and_deletes_with_confirmation(
+    window, run, launcher
+):
+    panel = window.checkpoints
+    answers = []
+    panel.confirm = lambda title, text: answers.pop(0)
+    run.started().fit().steps(20).frame()
+    run.emit(saved("/ck/ckpt-10", 10, loss=0.25, automatic=True), saved("/ck/ckpt-20", 20)).frame()
+    assert panel.paths() == ["/ck/ckpt-10", "/ck/ckpt-20"]
+    assert panel.table.item(0, 0).text() == "10" and panel.table.item(0, 3).text() == "0.25"
+    assert panel.table.item(0, 4).text() == "automatic"
+    panel.select("/ck/ckpt-10")
+    assert not panel.restore_button.isEnabled()  # running, not paused
+    panel.restore_selected()
+    assert sent(launcher) == []
+    run.emit(RunState("paused", 20)).frame()
+    assert panel.restore_button.isEnabled()
+    panel.restore_button.click()
+    assert sent(launcher) == [RestoreCheckpoint("/ck/ckpt-10")]
+    run.emit(CheckpointRestored("/ck/ckpt-10", 10, 10)).frame()
+    assert "Restored step 10" in panel.message.text()
+    assert panel.table.item(0, 4).text() == "automatic · restored"
+    assert (10, "restored step 10") in window.metrics.marks()
+    run.emit(
+        CheckpointRefused("/other/ckpt-3", "restore", "kernel: checkpoint (5, 8), model (4, 8)")
+    )
+    run.frame()
+    assert "(5, 8)" in panel.message.text() and "(5, 8)" in window.console.text()
+    answers.extend([False, True])
+    panel.select("/ck/ckpt-20")
+    panel.delete_selected()  # "no"
+    panel.delete_selected()  # "yes"
+    assert sent(launcher)[1:] == [DeleteCheckpoint("/ck/ckpt-20")]
+
+
+def test_eager_switch_sets_the_next_run_and_switches_a_live_one(window, run, launcher, script):
+    control = window.control
+    window.open_script(str(script))
+    control.eager_action.trigger()  # before any run: for the next run
+    assert control.options.eager is True and sent(launcher) == []
+    assert control.mode_label.text() == "eager"
+    assert window.run_script()
+    run.fit().emit(ExecutionMode(False, 1, 0)).steps(3).frame()
+    assert control.mode_label.text() == "graph · traced 1×"
+    assert not control.eager_action.isChecked()  # shows what the run does
+    control.eager_action.trigger()
+    assert sent(launcher) == [SetExecutionMode(True)]
+    run.emit(ExecutionMode(True, 1, 3)).frame()
+    assert control.mode_label.text() == "eager · traced 1×"
+    control.eager_action.trigger()
+    run.emit(ExecutionMode(False, 2, 9)).frame()
+    assert sent(launcher)[-1] == SetExecutionMode(False)
+    assert control.mode_label.text() == "graph · traced 2×"
+
+
+def test_learning_rate_field_and_schedule_confirmation(window, run, launcher):
+    control = window.control
+    answers = []
+    control.confirm = lambda title, text: answers.pop(0)
+    run.started().fit().emit(LearningRate(0, 0.01, False)).steps(3).frame()
+    assert control.lr_label.text() == "0.01"
+    control.lr_edit.setText("not a number")
+    control.lr_button.click()
+    assert sent(launcher) == []
+    control.lr_edit.setText("0.003")
+    control.lr_button.click()
+    assert sent(launcher) == [SetLearningRate(0.003, replace_schedule=False)]
+    run.emit(LearningRate(3, 0.1, True, "ExponentialDecay")).frame()
+    assert control.lr_label.text() == "0.1 (ExponentialDecay)"
+    answers.extend([False, True])
+    assert not control.set_learning_rate(0.5)  # the user keeps the schedule
+    assert control.set_learning_rate(0.5)
+    assert sent(launcher)[1:] == [SetLearningRate(0.5, replace_schedule=True)]
+    run.emit(LearningRate(10, 0.5, False)).frame()
+    assert "learning_rate" in window.metrics.plots  # the LR as a line
+
+
+def test_non_finite_loss_is_marked_on_the_plots_and_named(window, run):
+    run.started().fit().steps(7).emit(saved("/ck/ckpt-3", 3), saved("/ck/ckpt-6", 6)).frame()
+    bad = NonFinite(7, math.nan, "ratio", "sequential/out/kernel", "", "recomputed", "pause")
+    run.emit(bad, RunState("paused", 7, "non-finite loss"))
+    run.console("tfstudio", bad.describe() + "\n").frame()
+    assert (7, "NaN/Inf loss at step 7") in window.metrics.marks()
+    assert window.state() == "paused"
+    assert "NaN at step 7 in ratio" in window.status.state_text()
+    assert "First layer with a non-finite output: ratio" in window.console.text()
+    # the last checkpoint before the NaN is selected, ready to restore
+    assert window.checkpoints.selected() == "/ck/ckpt-6"
+    assert window.checkpoints.restore_button.isEnabled()
+    # every plot made later carries the marker too
+    labels = window.metrics.plots["loss"].fit_marker_labels()
+    assert "NaN/Inf loss at step 7" in labels
+    window.grab().save("/tmp/tfstudio-controls-nan.png")
+
+
+def test_console_shows_fd_level_output_apart_from_print(window, run):
+    run.started()
+    run.emit(ConsoleOutput("stdout", "python print\n"))
+    run.emit(ConsoleOutput("stderr", "tf.print line\n", native=True)).frame()
+    doc = window.console.view.document()
+
+    def colour_of(text):
+        cursor = doc.find(text)
+        assert not cursor.isNull()
+        cursor.setPosition(cursor.selectionStart() + 1, QTextCursor.MoveMode.MoveAnchor)
+        fmt = cursor.charFormat()
+        return fmt.foreground().color().name(), fmt.background().color().name()
+
+    plain, native = colour_of("python print"), colour_of("tf.print line")
+    assert plain != native
+    assert native[1] != "#000000"  # a tinted background marks fd-level output
+
+
+def test_retracing_warning_is_a_notice_in_the_status_bar(window, run):
+    text = (
+        "5 out of the last 5 calls to <function f at 0x7f> triggered tf.function retracing. "
+        "Tracing is expensive and ..."
+    )
+    run.started().emit(Notice("retracing", text)).frame()
+    shown = window.statusBar().currentMessage()
+    assert shown.startswith("TensorFlow retracing: 5 out of the last 5 calls")
+    assert "Tracing is expensive" not in shown
+    assert "Notice (retracing)" in window.console.text()
+
+
+def test_stop_at_step_and_checkpoint_every_are_settings_for_the_next_run(window, script, launcher):
+    control = window.control
+    answers = [17, None, 25]
+    control.ask_int = lambda title, label, current: answers.pop(0)
+    control.stop_at_action.trigger()
+    control.stop_at_action.trigger()  # cancelled: unchanged
+    control.checkpoint_every_action.trigger()
+    assert control.options.stop_at_step == 17 and control.options.checkpoint_every == 25
+    assert control.stop_at_action.text() == "Stop at step 17…"
+    assert control.checkpoint_every_action.text() == "Checkpoint every 25 steps…"
+    launched = []
+    launcher.start = lambda s, args=(), options=None: launched.append(options)
+    window.open_script(str(script))
+    assert window.run_script()
+    assert launched[0].stop_at_step == 17 and launched[0].checkpoint_every == 25
+
+
+def test_command_line_options_reach_the_control_panel(window):
+    window.control.set_run_options(RunOptions(eager=True, lr=0.02, stop_at_step=17))
+    assert window.control.eager_action.isChecked()
+    assert window.control.lr_label.text() == "next run: 0.02"
+    assert window.control.options.stop_at_step == 17

@@ -1,0 +1,289 @@
+"""Checkpoints of a live model: ``tf.train.Checkpoint(model, optimizer, step)`` + a manager.
+
+A :class:`CheckpointStore` saves the model, its optimizer (slots and
+``iterations``) and the run's step with ``tf.train.CheckpointManager``
+(``max_to_keep``, ``keep_checkpoint_every_n_hours``), lists what it saved with
+the step, time and loss at save, restores one into the live objects and
+deletes one.
+
+Atomicity: TensorFlow writes a checkpoint's data into a temporary folder and
+renames it into place, then rewrites the ``checkpoint`` state file with an
+atomic rename; our own index (``tfstudio-checkpoints.json``) is written the same
+way (temp file + ``os.replace``) and only after the checkpoint is complete. A
+process killed in the middle of a save leaves the previous checkpoint as the
+latest, readable one (tested with SIGKILL in tests/engine/test_checkpoints.py).
+
+Restore validates first: every variable the live objects would read must be in
+the checkpoint with the same shape and dtype, or nothing is assigned and the
+refusal names what does not match.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tfstudio.core.events import CheckpointSaved
+
+INDEX_FILE = "tfstudio-checkpoints.json"
+PREFIX = "ckpt"
+
+
+class CheckpointMismatch(ValueError):
+    """A checkpoint does not fit the live model/optimizer; the message names the difference."""
+
+
+@dataclass(frozen=True, slots=True)
+class Restored:
+    """What a restore brought back."""
+
+    path: str
+    step: int
+    optimizer_iterations: int
+
+
+def default_directory(script: str | os.PathLike[str], started: float | None = None) -> Path:
+    """``tfstudio-checkpoints/<script>-<YYYYmmdd-HHMMSS>/`` beside the script."""
+    script = Path(script)
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(started or time.time()))
+    return script.resolve().parent / "tfstudio-checkpoints" / f"{script.stem}-{stamp}"
+
+
+def resolve(path: str | os.PathLike[str]) -> str:
+    """A checkpoint prefix from a prefix or a folder (meaning its latest checkpoint).
+
+    Raises:
+        FileNotFoundError: nothing restorable at ``path``.
+    """
+    import tensorflow as tf
+
+    text = str(path)
+    if os.path.isdir(text):
+        latest = tf.train.latest_checkpoint(text)
+        if latest is None:
+            raise FileNotFoundError(f"no checkpoint in folder {text} (no 'checkpoint' file)")
+        return latest
+    if os.path.exists(text + ".index"):
+        return text
+    raise FileNotFoundError(
+        f"no checkpoint at {text}: expected a prefix like .../ckpt-3 (with ckpt-3.index beside "
+        "it) or a folder of checkpoints"
+    )
+
+
+class CheckpointStore:
+    """Saves, lists, restores and deletes checkpoints of one model + optimizer + step.
+
+    Args:
+        directory: the run's checkpoint folder (created by the first save).
+        model: the live Keras model.
+        optimizer: its optimizer (None: the model's weights and the step only).
+        max_to_keep: checkpoints kept; older ones are deleted.
+        keep_checkpoint_every_n_hours: additionally keep one per this many hours.
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        model: Any,
+        optimizer: Any = None,
+        *,
+        max_to_keep: int = 5,
+        keep_checkpoint_every_n_hours: float | None = None,
+    ) -> None:
+        import tensorflow as tf
+
+        self.directory = Path(directory)
+        self.model = model
+        self.optimizer = optimizer
+        self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="tfstudio_step")
+        objects: dict[str, Any] = {"model": model, "step": self.step}
+        if optimizer is not None:
+            objects["optimizer"] = optimizer
+        self.checkpoint = tf.train.Checkpoint(**objects)
+        self.manager = tf.train.CheckpointManager(
+            self.checkpoint,
+            str(self.directory),
+            max_to_keep=max_to_keep,
+            keep_checkpoint_every_n_hours=keep_checkpoint_every_n_hours,
+            checkpoint_name=PREFIX,
+        )
+        self._index: dict[str, CheckpointSaved] = {}
+        self._load_index()
+
+    # -- saving --------------------------------------------------------
+    def build_optimizer(self) -> None:
+        """Create the optimizer's slots now, so its state is saved and restored at once."""
+        opt = self.optimizer
+        if opt is not None and not getattr(opt, "built", True):
+            opt.build(self.model.trainable_variables)
+
+    def save(
+        self, step: int, run_time: float = 0.0, loss: float = math.nan, automatic: bool = False
+    ) -> CheckpointSaved:
+        """Write a checkpoint of the live state at ``step``; returns its record."""
+        self.build_optimizer()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        t0 = time.perf_counter()
+        self.step.assign(int(step))
+        path = self.manager.save(checkpoint_number=int(step))
+        seconds = time.perf_counter() - t0
+        record = CheckpointSaved(
+            path=str(path),
+            step=int(step),
+            time=float(run_time),
+            loss=float(loss),
+            wall_time=time.time(),
+            seconds=seconds,
+            automatic=automatic,
+        )
+        self._index[record.path] = record
+        self._write_index()
+        return record
+
+    def entries(self) -> list[CheckpointSaved]:
+        """The checkpoints still on disk, oldest first."""
+        kept = set(self.manager.checkpoints)
+        for path in list(self._index):
+            if path not in kept and not os.path.exists(path + ".index"):
+                del self._index[path]
+        return sorted(self._index.values(), key=lambda r: (r.wall_time, r.step))
+
+    # -- restoring -----------------------------------------------------
+    def validate(self, path: str) -> None:
+        """Raise CheckpointMismatch naming what in ``path`` does not fit the live objects."""
+        import tensorflow as tf
+
+        self.build_optimizer()
+        try:
+            reader = tf.train.load_checkpoint(path)
+        except Exception as exc:  # noqa: BLE001 - unreadable is a refusal, not a crash
+            raise CheckpointMismatch(f"cannot read checkpoint {path}: {exc}") from exc
+        stored_shapes = reader.get_variable_to_shape_map()
+        stored_types = reader.get_variable_to_dtype_map()
+        missing: list[str] = []
+        wrong: list[str] = []
+        for key, (name, shape, dtype) in self._live_variables().items():
+            if key not in stored_shapes:
+                missing.append(name)
+                continue
+            if tuple(stored_shapes[key]) != tuple(shape):
+                stored = tuple(stored_shapes[key])
+                wrong.append(f"{name}: checkpoint {stored}, model {tuple(shape)}")
+            elif dtype is not None and stored_types[key] != dtype:
+                wrong.append(f"{name}: checkpoint {stored_types[key].name}, model {dtype.name}")
+        if missing or wrong:
+            parts = []
+            if wrong:
+                parts.append(f"{len(wrong)} with other shapes or types ({'; '.join(wrong[:5])})")
+            if missing:
+                parts.append(f"{len(missing)} not in the checkpoint ({', '.join(missing[:5])})")
+            raise CheckpointMismatch(
+                f"checkpoint {path} does not match the live model: " + "; ".join(parts)
+            )
+
+    def restore(self, path: str) -> Restored:
+        """Validate, then load ``path`` into the live model, optimizer and step (bit-exact)."""
+        path = resolve(path)
+        self.validate(path)
+        status = self.checkpoint.restore(path)
+        status.assert_existing_objects_matched()
+        iterations = self.optimizer.iterations if self.optimizer is not None else None
+        return Restored(
+            path=path,
+            step=int(self.step.numpy()),
+            optimizer_iterations=int(iterations.numpy()) if iterations is not None else 0,
+        )
+
+    def _live_variables(self) -> dict[str, tuple[str, tuple[int, ...], Any]]:
+        """Checkpoint key -> (readable name, shape, dtype) of every live variable."""
+        serialized = self.checkpoint._saver._gather_serialized_tensors(None)[0]  # noqa: SLF001
+        out: dict[str, tuple[str, tuple[int, ...], Any]] = {}
+        for trackable, tensors in serialized.items():
+            shape = getattr(trackable, "shape", None)
+            dtype = getattr(trackable, "dtype", None)
+            name = _readable_name(trackable)
+            for key in tensors:
+                if key.startswith("_CHECKPOINTABLE_OBJECT_GRAPH"):
+                    continue
+                if shape is None:
+                    continue  # not a plain variable (e.g. a lookup table): checked on restore
+                out[key] = (name or key, tuple(shape), getattr(dtype, "base_dtype", dtype))
+        return out
+
+    # -- deleting ------------------------------------------------------
+    def delete(self, path: str) -> None:
+        """Remove one checkpoint's files and forget it (the state file is rewritten atomically)."""
+        import tensorflow as tf
+
+        if path not in self.manager.checkpoints and not os.path.exists(path + ".index"):
+            raise FileNotFoundError(f"no checkpoint at {path}")
+        remaining = [p for p in self.manager.checkpoints if p != path]
+        for name in tf.io.gfile.glob(path + ".*"):
+            tf.io.gfile.remove(name)
+        _update_state(self.manager, remaining)
+        self._index.pop(path, None)
+        self._write_index()
+
+    # -- index ---------------------------------------------------------
+    def _load_index(self) -> None:
+        file = self.directory / INDEX_FILE
+        try:
+            data = json.loads(file.read_text())
+        except (OSError, ValueError):
+            return
+        for item in data.get("checkpoints", []):
+            try:
+                record = CheckpointSaved(**item)
+            except TypeError:
+                continue
+            if os.path.exists(record.path + ".index"):
+                self._index[record.path] = record
+
+    def _write_index(self) -> None:
+        file = self.directory / INDEX_FILE
+        tmp = file.with_name(file.name + f".tmp-{os.getpid()}")
+        records = [_record_dict(r) for r in sorted(self._index.values(), key=lambda r: r.step)]
+        tmp.write_text(json.dumps({"checkpoints": records}, indent=1))
+        os.replace(tmp, file)
+
+
+def _update_state(manager: Any, remaining: list[str]) -> None:
+    """Rewrite a CheckpointManager's list and its ``checkpoint`` state file (atomic rename)."""
+    import collections
+
+    from tensorflow.python.checkpoint import checkpoint_management
+
+    kept = collections.OrderedDict(
+        (p, t)
+        for p, t in manager._maybe_delete.items()  # noqa: SLF001
+        if p in remaining
+    )
+    manager._maybe_delete = kept  # noqa: SLF001
+    latest = next(reversed(kept)) if kept else None
+    manager._latest_checkpoint = latest  # noqa: SLF001
+    checkpoint_management.update_checkpoint_state_internal(
+        manager.directory,
+        model_checkpoint_path=latest or "",
+        all_model_checkpoint_paths=list(kept),
+        all_model_checkpoint_timestamps=list(kept.values()),
+        last_preserved_timestamp=manager._last_preserved_timestamp,  # noqa: SLF001
+        save_relative_paths=True,
+    )
+
+
+def _record_dict(record: CheckpointSaved) -> dict[str, Any]:
+    return {name: getattr(record, name) for name in record.__slots__}
+
+
+def _readable_name(trackable: Any) -> str:
+    for attr in ("path", "name"):
+        value = getattr(trackable, attr, None)
+        if isinstance(value, str) and value:
+            return value.removesuffix(":0")
+    return ""

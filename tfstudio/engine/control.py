@@ -1,0 +1,496 @@
+"""The user's controls over a live training, applied between two steps.
+
+:class:`TrainingController` is one per run. Whatever drives training calls it
+at each step boundary (:meth:`TrainingController.after_step`) on the training
+thread; today that is :class:`~tfstudio.engine.callback.StudioCallback`, and a
+custom-loop hook can call the same methods (``begin``, ``after_step``, ``end``)
+once it has found the loop's model and optimizer.
+
+It applies commands (pause, resume, stop, save/restore/delete a checkpoint,
+eager/graph, learning rate), the run's options (``--restore``, ``--lr``,
+``--eager``/``--graph``, automatic checkpoints, ``--stop-at-step``) and the
+NaN/Inf guard. Everything it does happens between steps, so it never races
+the optimizer.
+
+Custom loops that update variables themselves (``var.assign_sub(lr * grad)``)
+have no optimizer and maybe no Keras model: there is no optimizer state to save
+or restore and no learning rate to set, and a checkpoint could only hold the
+loop's ``tf.Variable`` objects (once they are found); pause, resume, stop, stop
+at step and the NaN guard's pause need only the step boundary.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tfstudio.core.commands import (
+    DeleteCheckpoint,
+    Pause,
+    RestoreCheckpoint,
+    Resume,
+    SaveCheckpoint,
+    SetExecutionMode,
+    SetLearningRate,
+    Stop,
+)
+from tfstudio.core.events import (
+    CheckpointDeleted,
+    CheckpointList,
+    CheckpointRefused,
+    CheckpointRestored,
+    ExecutionMode,
+    LearningRate,
+    NonFinite,
+    Notice,
+    RunState,
+)
+from tfstudio.engine.monitor import RunMonitor
+
+NAN_EXIT_CODE = 3  # the run was stopped because a step's loss was NaN or Inf
+RESTORE_FAILED_EXIT_CODE = 2  # --restore named no usable checkpoint
+LR_EVERY = 10  # steps between learning-rate events (the UI draws them as a line)
+
+
+class TrainingController:
+    """Per-run control state: pause, checkpoints, execution mode, learning rate, NaN guard.
+
+    Args:
+        monitor: the run's shared counters, flags and channel; options come from it.
+    """
+
+    def __init__(self, monitor: RunMonitor) -> None:
+        self.monitor = monitor
+        self.options = monitor.options
+        self.model: Any = None
+        self.optimizer: Any = None
+        self._request_stop: Callable[[], None] = lambda: None
+        self._on_restored: Callable[[], None] = lambda: None
+        self._store: Any = None
+        self._store_model: Any = None
+        self._directory: Path | None = None
+        self._started_at = time.time()
+        self._first_fit = True
+        self._traces = 0
+        self._hook: Any = None
+        self._keeper: Any = None
+        self._watcher: Any = None
+        self._last_loss = math.nan
+        self._nan_active = False
+        self._last_auto_step = 0
+        self._last_auto_time = time.monotonic()
+        self._lr_sent: tuple[float, bool] | None = None
+        self._lr_step = 0
+        self.eager: bool | None = self.options.eager
+        self.stop_at_reached = False
+
+    # -- fit boundaries ------------------------------------------------
+    def begin(
+        self,
+        model: Any,
+        optimizer: Any,
+        request_stop: Callable[[], None],
+        on_restored: Callable[[], None] = lambda: None,
+    ) -> None:
+        """A fit (or custom loop) starts: attach to its model and apply start options.
+
+        Args:
+            model: the Keras model trained (None for a loop without one).
+            optimizer: its optimizer (None when the loop applies updates itself).
+            request_stop: ends the training loop after this step.
+            on_restored: called after a checkpoint was loaded (the loop resets its
+                running means).
+        """
+        from tfstudio.engine.execution import (
+            RetracingWatcher,
+            install_step_hook,
+            set_execution_mode,
+        )
+        from tfstudio.engine.nan_guard import BatchKeeper
+
+        self.model = model
+        self.optimizer = optimizer
+        self._request_stop = request_stop
+        self._on_restored = on_restored
+        keras_fit = model is not None and hasattr(model, "make_train_function")
+        if keras_fit:  # a custom loop has no train_step to hook (its own hook counts)
+            guard = self.options.on_nan != "ignore"
+            hook = install_step_hook(model, BatchKeeper() if guard else None)
+            keeper = hook.keeper
+            if keeper is not None and getattr(model, "jit_compile", False) is True:
+                keeper.disabled = "the model is XLA-compiled (jit_compile=True)"
+            hook.on_trace = self._on_trace
+            self._keeper = keeper
+            self._hook = hook
+        if self._watcher is None:
+            self._watcher = RetracingWatcher(self._on_retracing)
+        self._watcher.attach()
+        mon = self.monitor
+        if self.eager is not None and keras_fit:
+            set_execution_mode(model, self.eager)
+        first, self._first_fit = self._first_fit, False
+        if first:
+            if self.options.restore:
+                self._restore_at_start(self.options.restore)
+            if self.options.lr is not None and optimizer is not None:
+                self._set_learning_rate(SetLearningRate(self.options.lr, replace_schedule=True))
+            if self.options.checkpoint_every or self.options.checkpoint_minutes:
+                self._emit_list()
+        if keras_fit:
+            eager = bool(model.run_eagerly)
+            mon.channel.emit(ExecutionMode(eager, self._traces, mon.global_step))
+        self._send_learning_rate(force=True)
+
+    def end(self) -> None:
+        """The fit ended: stop listening for retracing (the step hook stays for later fits)."""
+        if self._hook is not None:
+            self._hook.on_trace = None
+        if self._watcher is not None:
+            self._watcher.detach()
+
+    # -- the step boundary (hot path) ----------------------------------
+    def after_step(self, loss: float | None) -> None:
+        """Called after every step: NaN guard, stop at step, automatic saves, commands, pause."""
+        mon = self.monitor
+        if loss is not None:
+            if math.isfinite(loss):
+                self._last_loss = loss
+                self._nan_active = False
+            elif not self._nan_active and self.options.on_nan != "ignore":
+                self._nan_active = True
+                self._on_non_finite(loss)
+        step = mon.global_step
+        opts = self.options
+        if opts.stop_at_step is not None and step >= opts.stop_at_step and not self.stop_at_reached:
+            self.stop_at_reached = True
+            mon.note(f"Reached step {step} (--stop-at-step {opts.stop_at_step}): training ends.")
+            self._request_stop()
+        if opts.checkpoint_every and step // opts.checkpoint_every > (
+            self._last_auto_step // opts.checkpoint_every
+        ):
+            self._auto_save()
+        elif opts.checkpoint_minutes and (
+            time.monotonic() - self._last_auto_time >= 60.0 * opts.checkpoint_minutes
+        ):
+            self._auto_save()
+        if step // LR_EVERY != self._lr_step // LR_EVERY:
+            self._lr_step = step
+            self._send_learning_rate(force=True)
+        if mon.channel.has_commands():
+            self.apply_commands()
+        if not mon.resume.is_set():
+            self.wait_while_paused()
+
+    # -- commands ------------------------------------------------------
+    def apply_commands(self) -> None:
+        """Apply every command waiting on the channel, in order."""
+        mon = self.monitor
+        for command in mon.channel.take_commands():
+            try:
+                self._apply(command)
+            except Exception as exc:  # noqa: BLE001 - a failed control must not end training
+                mon.report_error(f"command {type(command).__name__}", exc)
+                mon.note(f"{type(command).__name__} failed: {type(exc).__name__}: {exc}")
+        if mon.stop_requested.is_set():
+            self._request_stop()
+
+    def _apply(self, command: object) -> None:
+        mon = self.monitor
+        if isinstance(command, Stop):
+            mon.request_stop()
+        elif isinstance(command, Pause):
+            self.pause("user")
+        elif isinstance(command, Resume):
+            mon.resume.set()
+        elif isinstance(command, SaveCheckpoint):
+            self.save()
+        elif isinstance(command, RestoreCheckpoint):
+            self.restore(command.path)
+        elif isinstance(command, DeleteCheckpoint):
+            self.delete(command.path)
+        elif isinstance(command, SetExecutionMode):
+            self.set_execution_mode(command.eager)
+        elif isinstance(command, SetLearningRate):
+            self._set_learning_rate(command)
+
+    def pause(self, reason: str) -> None:
+        """Hold training at this boundary (the wait happens in ``after_step``)."""
+        mon = self.monitor
+        if mon.resume.is_set():
+            mon.resume.clear()
+            mon.note("Paused." if reason == "user" else f"Paused: {reason}.")
+            mon.channel.emit(RunState("paused", mon.global_step, reason))
+
+    def wait_while_paused(self) -> None:
+        """Block the training thread (no spinning) until Resume or Stop; apply commands."""
+        mon = self.monitor
+        while not mon.resume.wait(0.05):
+            if mon.channel.has_commands():
+                self.apply_commands()
+        if mon.stop_requested.is_set():
+            self._request_stop()
+        else:
+            mon.note("Resumed.")
+            mon.channel.emit(RunState("running", mon.global_step))
+
+    # -- checkpoints ---------------------------------------------------
+    @property
+    def directory(self) -> Path:
+        """The run's checkpoint folder."""
+        if self._directory is None:
+            from tfstudio.engine.checkpoints import default_directory
+
+            chosen = self.options.checkpoint_dir
+            if chosen:
+                self._directory = Path(chosen).expanduser().resolve()
+            elif self.monitor.run_dir is not None:  # a recorded run keeps them in its folder
+                self._directory = Path(self.monitor.run_dir) / "checkpoints"
+            else:
+                self._directory = default_directory(sys.argv[0] or "script", self._started_at)
+        return self._directory
+
+    def store(self) -> Any:
+        """The checkpoint store of the current model (made on first use)."""
+        from tfstudio.engine.checkpoints import CheckpointStore
+
+        if self.model is None:
+            raise RuntimeError("no model to checkpoint yet (no fit has started)")
+        if self._store is None or self._store_model is not self.model:
+            opts = self.options
+            self._store = CheckpointStore(
+                self.directory,
+                self.model,
+                self.optimizer,
+                max_to_keep=opts.max_to_keep,
+                keep_checkpoint_every_n_hours=opts.keep_checkpoint_every_n_hours,
+            )
+            self._store_model = self.model
+        return self._store
+
+    def save(self, automatic: bool = False) -> None:
+        """Save a checkpoint now and report it (or why it failed)."""
+        mon = self.monitor
+        try:
+            record = self.store().save(mon.global_step, mon.now(), self._last_loss, automatic)
+        except Exception as exc:  # noqa: BLE001
+            mon.channel.emit(CheckpointRefused(str(self.directory), "save", f"{exc}"))
+            mon.note(f"Checkpoint not saved: {type(exc).__name__}: {exc}")
+            return
+        mon.channel.emit(record)
+        if not automatic:
+            mon.note(f"Saved checkpoint {record.path} at step {record.step}.")
+
+    def _auto_save(self) -> None:
+        self._last_auto_step = self.monitor.global_step
+        self._last_auto_time = time.monotonic()
+        self.save(automatic=True)
+
+    def restore(self, path: str) -> bool:
+        """Load ``path`` into the live model and optimizer; refuse (model unchanged) on mismatch."""
+        from tfstudio.engine.checkpoints import CheckpointMismatch
+
+        mon = self.monitor
+        try:
+            restored = self.store().restore(path)
+        except (CheckpointMismatch, FileNotFoundError, RuntimeError) as exc:
+            mon.channel.emit(CheckpointRefused(path, "restore", str(exc)))
+            mon.note(f"Restore refused: {exc}")
+            return False
+        mon.global_step = restored.step
+        self._last_auto_step = restored.step
+        self._nan_active = False
+        try:
+            self.model.reset_metrics()  # the epoch's running means restart after the jump
+        except Exception as exc:  # noqa: BLE001
+            mon.report_error("reset_metrics after restore", exc)
+        self._on_restored()
+        mon.channel.emit(
+            CheckpointRestored(restored.path, restored.step, restored.optimizer_iterations)
+        )
+        mon.note(f"restored step {restored.step} from {restored.path}")
+        self._send_learning_rate(force=True)
+        return True
+
+    def _restore_at_start(self, path: str) -> None:
+        from tfstudio.engine.checkpoints import resolve
+
+        mon = self.monitor
+        try:
+            resolved = resolve(path)
+        except FileNotFoundError as exc:
+            mon.channel.emit(CheckpointRefused(path, "restore", str(exc)))
+            mon.note(f"--restore failed: {exc}")
+            mon.stop_exit_code = RESTORE_FAILED_EXIT_CODE
+            mon.stop_message = f"--restore {path}: {exc}"
+            mon.request_stop()
+            self._request_stop()
+            return
+        if not self.restore(resolved):
+            mon.stop_exit_code = RESTORE_FAILED_EXIT_CODE
+            mon.stop_message = f"--restore {path}: the checkpoint does not match the model"
+            mon.request_stop()
+            self._request_stop()
+
+    def delete(self, path: str) -> None:
+        """Delete one checkpoint from disk."""
+        mon = self.monitor
+        try:
+            self.store().delete(path)
+        except Exception as exc:  # noqa: BLE001
+            mon.channel.emit(CheckpointRefused(path, "delete", str(exc)))
+            return
+        mon.channel.emit(CheckpointDeleted(path))
+
+    def _emit_list(self) -> None:
+        try:
+            entries = tuple(self.store().entries())
+        except Exception as exc:  # noqa: BLE001
+            self.monitor.report_error("listing checkpoints", exc)
+            return
+        self.monitor.channel.emit(CheckpointList(str(self.directory), entries))
+
+    # -- execution mode ------------------------------------------------
+    def set_execution_mode(self, eager: bool) -> None:
+        """Switch eager/graph from the next step (also for later fits of this run)."""
+        from tfstudio.engine.execution import set_execution_mode
+
+        self.eager = bool(eager)
+        mon = self.monitor
+        if self.model is None or not hasattr(self.model, "make_train_function"):
+            mon.note("The eager/graph switch applies to Keras fit (no train function here).")
+            return
+        changed = set_execution_mode(self.model, eager)
+        if changed:
+            mode = "eager" if eager else "graph"
+            mon.note(f"Execution mode: {mode} from step {mon.global_step + 1}.")
+        mon.channel.emit(ExecutionMode(bool(self.model.run_eagerly), self._traces, mon.global_step))
+
+    def _on_trace(self, _count: int) -> None:
+        self._traces += 1
+        mon = self.monitor
+        mon.channel.emit(ExecutionMode(False, self._traces, mon.global_step))
+
+    def _on_retracing(self, text: str) -> None:
+        self.monitor.channel.emit(Notice("retracing", text.strip()))
+
+    # -- learning rate -------------------------------------------------
+    def _learning_rate(self) -> tuple[float, bool, str] | None:
+        opt = self.optimizer
+        if opt is None or not hasattr(opt, "learning_rate"):
+            return None
+        raw = getattr(opt, "_learning_rate", None)
+        import keras
+
+        is_schedule = isinstance(raw, keras.optimizers.schedules.LearningRateSchedule) or (
+            callable(raw) and not hasattr(raw, "assign")
+        )
+        rate = opt.learning_rate
+        value = float(rate.numpy() if hasattr(rate, "numpy") else rate)
+        return value, is_schedule, type(raw).__name__ if is_schedule else ""
+
+    def _send_learning_rate(self, force: bool = False) -> None:
+        try:
+            current = self._learning_rate()
+        except Exception as exc:  # noqa: BLE001
+            self.monitor.report_error("reading the learning rate", exc)
+            return
+        if current is None:
+            return
+        value, is_schedule, schedule = current
+        if force or self._lr_sent != (value, is_schedule):
+            self._lr_sent = (value, is_schedule)
+            mon = self.monitor
+            mon.channel.emit(LearningRate(mon.global_step, value, is_schedule, schedule))
+
+    def _set_learning_rate(self, command: SetLearningRate) -> None:
+        import keras
+
+        mon = self.monitor
+        opt = self.optimizer
+        if opt is None:
+            mon.note("No optimizer to set a learning rate on.")
+            return
+        current = self._learning_rate()
+        if current is not None and current[1]:
+            if not command.replace_schedule:
+                mon.channel.emit(
+                    Notice(
+                        "control",
+                        f"The learning rate comes from a schedule ({current[2]}); it was not "
+                        "changed. Confirm replacing the schedule with a constant to set it.",
+                    )
+                )
+                self._send_learning_rate(force=True)
+                return
+            with keras.name_scope(opt.name, caller=opt):
+                variable = keras.Variable(
+                    float(command.value),
+                    name="learning_rate",
+                    trainable=False,
+                    dtype=getattr(opt, "_learning_rate_dtype", None) or "float32",
+                )
+            opt._track_variable(variable)  # noqa: SLF001
+            opt._learning_rate = variable  # noqa: SLF001
+            if self.model is not None and not self.model.run_eagerly:
+                self.model.make_train_function(force=True)  # the graph read the schedule
+            mon.note(f"Learning rate schedule replaced by a constant {command.value:g}.")
+        else:
+            opt.learning_rate = float(command.value)
+            mon.note(f"Learning rate set to {command.value:g} from step {mon.global_step + 1}.")
+        self._send_learning_rate(force=True)
+
+    # -- NaN guard -----------------------------------------------------
+    def _on_non_finite(self, loss: float) -> None:
+        from tfstudio.engine.nan_guard import diagnose, first_non_finite_variable
+
+        mon = self.monitor
+        action = "stop" if self.options.on_nan == "stop" else "pause"
+        layer = gradient = variable = ""
+        detail = ""
+        try:
+            variable = first_non_finite_variable(self.model.trainable_variables)
+            batch = self._keeper.last() if self._keeper is not None else None
+            if batch is None:
+                why = getattr(self._keeper, "disabled", "") or "the guard was off"
+                detail = f"the offending batch was not kept: {why}"
+            else:
+                layer, gradient, detail = self._recompute(batch, diagnose)
+        except Exception as exc:  # noqa: BLE001
+            mon.report_error("NaN guard", exc)
+            detail = f"recomputing the batch failed: {type(exc).__name__}: {exc}"
+        event = NonFinite(mon.global_step, float(loss), layer, gradient, variable, detail, action)
+        mon.channel.emit(event)
+        mon.note(event.describe())
+        if action == "stop":
+            mon.stop_exit_code = NAN_EXIT_CODE
+            mon.stop_message = f"non-finite loss at step {mon.global_step} (--on-nan stop)"
+            mon.request_stop()
+            self._request_stop()
+        else:
+            self.pause("non-finite loss")
+
+    def _recompute(
+        self, batch: Any, diagnose: Callable[..., tuple[str, str]]
+    ) -> tuple[str, str, str]:
+        """``diagnose`` on ``batch``, with the last checkpoint's weights if any (then put back)."""
+        import tensorflow as tf
+
+        model = self.model
+        latest = None
+        if self._store is not None and self._store_model is model:
+            latest = self._store.manager.latest_checkpoint
+        if latest is None:
+            layer, gradient = diagnose(model, batch)
+            return layer, gradient, "recomputed with the current weights (no checkpoint yet)"
+        saved = [v.numpy() for v in model.variables]
+        try:
+            tf.train.Checkpoint(model=model).read(latest).expect_partial()
+            layer, gradient = diagnose(model, batch)
+        finally:
+            for v, value in zip(model.variables, saved, strict=True):
+                v.assign(value)
+        return layer, gradient, f"recomputed with the weights of {Path(latest).name}"
