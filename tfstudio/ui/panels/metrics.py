@@ -4,37 +4,49 @@ Per-step values go into decimated :class:`~tfstudio.core.series.Series` stores,
 so memory stays bounded however long the run; each curve gets one ``setData``
 per frame, and only when it changed. pyqtgraph clips to the visible range and
 peak-downsamples to the pixel width, so millions of steps stay smooth.
+
+A run is a sequence of segments (``fit`` calls): no line crosses from one to the
+next, and the x axis shows either the global step or the step within each fit
+(fits overlaid). All plots share their x range unless unlinked. A side list
+chooses the families to plot (remembered per script) and lists the fits.
 """
 
 from __future__ import annotations
 
-import html
-from collections.abc import Iterable, Sequence
+import hashlib
+import math
+from collections.abc import Sequence
 
-import pyqtgraph as pg
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QScrollArea, QVBoxLayout, QWidget
-
-from tfstudio.core.events import EpochEnded, FitStarted, RunEnded, RunStarted, StepEnded
-from tfstudio.core.series import Series
-from tfstudio.ui.plotting import (
-    BACKGROUND,
-    FOREGROUND,
-    Curve,
-    PlotView,
-    Segment,
-    SegmentMarkers,
-    VerticalLines,
-    XLinkGroup,
+import numpy as np
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QSplitter,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
 )
 
-SERIES_CAPACITY = 10_000  # buckets per curve: 240 KB; at most 20k points (min+max) to draw
-EPOCH_LINE_GAP_PX = 6  # epoch boundaries closer than this are thinned (every 2^k-th drawn)
-TRAIN = "#1f77b4"
-TRAIN_DARK = "#0d3f73"
-VAL = "#e8590c"
-EPOCH_LINE = "#c4c4c4"
-FIT_LINE = "#6a3d9a"
+from tfstudio.core.events import EpochEnded, FitStarted, RunEnded, RunStarted, StepEnded
+from tfstudio.ui.panels.metric_plot import (
+    GLOBAL,
+    PER_FIT,
+    SERIES_CAPACITY,
+    X_LABELS,
+    FitSpan,
+    MetricPlot,
+)
+from tfstudio.ui.panels.metrics_sidebar import SIDEBAR_WIDTH, MetricsSidebar
+from tfstudio.ui.plotting import BACKGROUND, Curve, Segment, XLinkGroup, segment_colour
+
+__all__ = ["GLOBAL", "PER_FIT", "MetricPlot", "MetricsPanel", "family_of"]
+
+MANY_FAMILIES = 4  # more families than this: only loss and the first metric shown by default
+SETTINGS_GROUP = "metrics"
 
 
 def family_of(key: str) -> str:
@@ -42,194 +54,33 @@ def family_of(key: str) -> str:
     return key[4:] if key.startswith("val_") and len(key) > 4 else key
 
 
-class MetricPlot(PlotView):
-    """The plot of one metric family: per-step, running, epoch-mean and val curves.
+class MetricsPanel(QWidget):
+    """Stack of :class:`MetricPlot`, one per metric family, fed by the bridge.
 
     Args:
-        family: metric name without ``val_`` (the plot's title).
-        capacity: buckets per per-step series.
-        paint_clock: shared paint-time accumulator.
-        group: x-range group shared with the other metric plots.
+        capacity: buckets per per-step series (memory bound per curve).
+        settings: where the families chosen per script and the x-link setting are
+            kept; None keeps them for this session only.
+        parent: Qt parent.
     """
 
     def __init__(
         self,
-        family: str,
         capacity: int = SERIES_CAPACITY,
-        paint_clock: list[float] | None = None,
-        group: XLinkGroup | None = None,
+        settings: QSettings | None = None,
+        parent: QWidget | None = None,
     ) -> None:
-        super().__init__(family, "global step", family, paint_clock, group)
-        self.family = family
-        self.capacity = capacity
-        self.steps: dict[str, Curve] = {}
-        self.running: dict[str, Curve] = {}
-        self.epochs: dict[str, Curve] = {}
-        self.epoch_lines = VerticalLines(
-            pg.mkPen(EPOCH_LINE, width=1, style=Qt.PenStyle.DashLine), EPOCH_LINE_GAP_PX
-        )
-        self.epoch_lines.setZValue(-10)
-        self.vb.addItem(self.epoch_lines, ignoreBounds=True)
-        self._epoch_count = 0
-        self.markers = SegmentMarkers(self.vb, FIT_LINE)
-        self._note = ""
-
-    # -- curves ------------------------------------------------------------
-    def step_curve(self, key: str) -> Curve:
-        """Per-step curve of ``key`` (created on first use)."""
-        curve = self.steps.get(key)
-        if curve is None:
-            curve = self._series_curve(key, "per step", width=1, alpha=150)
-            self.steps[key] = curve
-            old = self.running.pop(key, None)
-            if old is not None:  # per-step values beat the running mean
-                self._remove(old)
-            self._relegend()
-        return curve
-
-    def running_curve(self, key: str) -> Curve | None:
-        """Running-mean curve of ``key``, or None when per-step values exist for it."""
-        if key in self.steps:
-            return None
-        curve = self.running.get(key)
-        if curve is None:
-            curve = self._series_curve(key, "running mean", width=1.5, alpha=255)
-            self.running[key] = curve
-            self._relegend()
-        return curve
-
-    def _series_curve(self, key: str, kind: str, width: float, alpha: int) -> Curve:
-        """A decimated per-step line for ``key``, labelled ``<key> (<kind>)``."""
-        colour = VAL if key.startswith("val_") else TRAIN
-        curve = Curve(f"{key} ({kind})", colour, Series(self.capacity))
-        curve.item = self._line(curve, width=width, alpha=alpha, z=1)
-        return curve
-
-    def epoch_curve(self, key: str) -> Curve:
-        """Per-epoch curve: ``<key> (epoch mean)``, or ``val_<key>`` as it is."""
-        curve = self.epochs.get(key)
-        if curve is None:
-            is_val = key.startswith("val_")
-            label = key if is_val else f"{key} (epoch mean)"
-            colour = VAL if is_val else TRAIN_DARK
-            curve = Curve(label, colour)
-            curve.item = pg.PlotDataItem(
-                name=label,
-                pen=pg.mkPen(colour, width=2),
-                symbol="s" if is_val else "o",
-                symbolSize=7,
-                symbolBrush=pg.mkBrush(colour),
-                symbolPen=pg.mkPen("w", width=1),
-                antialias=True,
-            )
-            self.add_item(curve.item, z=3 if is_val else 2)
-            self.epochs[key] = curve
-            self._relegend()
-        return curve
-
-    def curves(self) -> Iterable[Curve]:
-        """Every curve on the plot."""
-        yield from self.steps.values()
-        yield from self.running.values()
-        yield from self.epochs.values()
-
-    def _line(self, curve: Curve, width: float, alpha: int, z: int) -> pg.PlotDataItem:
-        colour = pg.mkColor(curve.colour)
-        colour.setAlpha(alpha)
-        item = pg.PlotDataItem(name=curve.label, pen=pg.mkPen(colour, width=width))
-        item.setClipToView(True)
-        item.setDownsampling(auto=True, method="peak")
-        return self.add_item(item, z)
-
-    def _relegend(self) -> None:
-        """List curves in a fixed order (per step, running, epoch mean, val) in one row."""
-        self.legend.clear()
-        shown = [c for c in self.curves() if c.item is not None]
-        shown.sort(key=lambda c: c.label.startswith("val_"))
-        for curve in shown:
-            self.legend.addItem(curve.item, curve.label)
-        self.legend.setColumnCount(max(1, len(shown)))
-
-    def _remove(self, curve: Curve) -> None:
-        if curve.item is not None:
-            self.remove_item(curve.item)
-            curve.item = None
-
-    # -- decorations -------------------------------------------------------
-    def set_note(self, note: str) -> None:
-        """Set the text shown after the family name in the title."""
-        if note != self._note:
-            self._note = note
-            self._set_title()
-
-    def _set_title(self) -> None:
-        self.set_title(f"{self.family}  {self._note}" if self._note else self.family)
-
-    def sync_epoch_lines(self, epoch_steps: Sequence[float]) -> None:
-        """Show epoch boundaries at ``epoch_steps`` (thinned when they crowd)."""
-        if len(epoch_steps) != self._epoch_count:
-            self._epoch_count = len(epoch_steps)
-            self.epoch_lines.set_positions(epoch_steps)
-
-    def set_segments(self, segments: Sequence[Segment]) -> None:
-        """Mark where each ``fit`` segment starts (labels never overlap)."""
-        self.markers.set_segments(segments)
-
-    def fit_marker_labels(self) -> list[str]:
-        """Full texts of the fit markers, oldest first."""
-        return [s.full for s in self.markers.segments]
-
-    # -- frame -------------------------------------------------------------
-    def refresh(self) -> None:
-        """``setData`` every curve that changed since the last frame."""
-        changed = False
-        for curve in self.curves():
-            if curve.dirty and curve.item is not None:
-                curve.update_item()
-                changed = True
-        if changed:
-            self.follow()
-            self.refresh_range()
-
-    def readout(self, x: float) -> str:
-        """HTML listing, for the step nearest ``x``, each curve's nearest value."""
-        rows: list[str] = []
-        for curve in self.curves():
-            if curve.item is None:
-                continue
-            hit = curve.nearest(x)
-            if hit is None:
-                continue
-            cx, lo, hi = hit
-            value = _fmt(lo) if lo == hi or lo != lo else f"{_fmt(lo)} … {_fmt(hi)}"
-            where = "" if curve.series is not None else f" <i>(step {cx:,.0f})</i>"
-            rows.append(
-                f"<span style='color:{curve.colour}'>&#9632;</span> "
-                f"{html.escape(curve.label)}: <b>{value}</b>{where}"
-            )
-        if not rows:
-            return ""
-        head = f"<b>step {max(x, 0):,.0f}</b>"
-        return f"<div style='color:{FOREGROUND}; font-size:9pt'>{head}<br>{'<br>'.join(rows)}</div>"
-
-
-def _fmt(v: float) -> str:
-    return f"{v:.5g}"
-
-
-class MetricsPanel(QScrollArea):
-    """Scrollable stack of :class:`MetricPlot`, one per metric family, fed by the bridge.
-
-    Args:
-        capacity: buckets per per-step series (memory bound per curve).
-        parent: Qt parent.
-    """
-
-    def __init__(self, capacity: int = SERIES_CAPACITY, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.capacity = capacity
-        self.setWidgetResizable(True)
-        self.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.settings = settings
+        self.x_mode = GLOBAL
+        self.linked = bool(_setting(settings, "link_x", True))
+        self._prefs: dict[str, tuple[bool, bool]] = {}  # family -> (show all, log), this session
+        self._script = ""
+
+        self.scroll = QScrollArea()
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         self._content = QWidget()
         self._content.setObjectName("metricsContent")
         self._content.setStyleSheet(f"QWidget#metricsContent {{ background: {BACKGROUND}; }}")
@@ -240,22 +91,77 @@ class MetricsPanel(QScrollArea):
         self._placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self._placeholder.setStyleSheet("color: #808080; font-size: 13pt;")
         self._layout.addWidget(self._placeholder)
-        self.setWidget(self._content)
+        self._layout.addStretch(0)
+        self.scroll.setWidget(self._content)
+
+        self.sidebar = MetricsSidebar()
+        self.sidebar.family_toggled.connect(self._on_family_toggled)
+        self.sidebar.fit_clicked.connect(self.jump_to_fit)
+        self.sidebar.isolate_changed.connect(self.isolate)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.addWidget(self.scroll)
+        self.splitter.addWidget(self.sidebar)
+        self.splitter.setStretchFactor(0, 1)
+        self.splitter.setStretchFactor(1, 0)
+        self.splitter.setChildrenCollapsible(False)
+
+        bar = QHBoxLayout()
+        bar.setContentsMargins(6, 2, 6, 0)
+        bar.addWidget(QLabel("x axis:"))
+        self.x_mode_box = QComboBox()
+        for mode in (GLOBAL, PER_FIT):
+            self.x_mode_box.addItem(X_LABELS[mode], mode)
+        self.x_mode_box.setToolTip(
+            "global step: the run's fits one after another; "
+            "step within fit: every fit from 0, overlaid in its own colour"
+        )
+        self.x_mode_box.currentIndexChanged.connect(
+            lambda i: self.set_x_mode(self.x_mode_box.itemData(i))
+        )
+        bar.addWidget(self.x_mode_box)
+        self.link_box = QCheckBox("link x axes")
+        self.link_box.setToolTip(
+            "Zoom or pan one plot and all follow (wheel / drag); double-click a plot to reset"
+        )
+        self.link_box.setChecked(self.linked)
+        self.link_box.toggled.connect(self.set_linked)
+        bar.addWidget(self.link_box)
+        bar.addStretch(1)
+        self.sidebar_button = QToolButton()
+        self.sidebar_button.setText("Plots && fits")
+        self.sidebar_button.setCheckable(True)
+        self.sidebar_button.setToolTip("Choose the plots to see; list the run's fits")
+        self.sidebar_button.toggled.connect(self._on_sidebar_toggled)
+        bar.addWidget(self.sidebar_button)
+        self._sidebar_auto = True  # shown by itself once there is something to choose
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        layout.addLayout(bar)
+        layout.addWidget(self.splitter, 1)
+        self.sidebar.hide()
+
         self.plots: dict[str, MetricPlot] = {}
         self.paint_clock = [0.0]  # seconds spent painting plots, ever (read by the bridge)
+        self.xgroup = XLinkGroup()
         self._reset_data()
 
     def _reset_data(self) -> None:
         self._pending_values: dict[str, tuple[list[float], list[float]]] = {}
         self._pending_running: dict[str, tuple[list[float], list[float]]] = {}
+        self._last_x: dict[str, float] = {}  # key -> last global step with a value
+        self._last_run_x: dict[str, float] = {}
         self._epoch_steps: list[float] = []
         self._epochs_dirty = False
         self._fits: list[FitStarted] = []
-        self._segments: list[Segment] = []
+        self._fit_steps: dict[int, int] = {}  # fit index -> last global step seen
+        self._fit_loss: dict[int, float] = {}  # fit index -> last loss seen
+        self._fits_dirty = False
         self._spe: dict[int, int] = {}  # fit index -> steps per batch hook
         self._note_dirty = False
         self._run_ended = False
-        self.xgroup = XLinkGroup()
+        self._undecided: list[str] = []  # families whose visibility is not chosen yet
 
     # -- panel protocol ----------------------------------------------------
     def ingest_steps(self, steps: Sequence[StepEnded]) -> None:
@@ -267,6 +173,11 @@ class MetricsPanel(QScrollArea):
             if self._spe.get(s.fit_index, 1) != s.steps:
                 self._spe[s.fit_index] = s.steps
                 self._note_dirty = True
+        self._fit_steps[last.fit_index] = last.global_step
+        loss = last.values.get("loss", last.running.get("loss"))
+        if loss is not None:
+            self._fit_loss[last.fit_index] = loss
+        self._fits_dirty = True
 
     def _ingest_uniform(self, steps: Sequence[StepEnded]) -> bool:
         """Fast path for the usual run: every step reports the same keys, none running-only.
@@ -316,13 +227,11 @@ class MetricsPanel(QScrollArea):
                     bucket[1].append(v)
 
     def ingest_event(self, event: object) -> None:
-        """Epoch means, val metrics, fit markers; a new run clears everything."""
+        """Epoch means, val metrics, fits; a new run clears everything."""
         if isinstance(event, EpochEnded):
             for key, value in event.metrics.items():
                 curve = self._plot_for(family_of(key)).epoch_curve(key)
-                curve.xs.append(event.global_step)
-                curve.ys.append(value)
-                curve.dirty = True
+                curve.append((event.global_step,), (value,))
             if not self._epoch_steps or self._epoch_steps[-1] != event.global_step:
                 self._epoch_steps.append(event.global_step)
                 self._epochs_dirty = True
@@ -330,31 +239,29 @@ class MetricsPanel(QScrollArea):
             if self._spe.get(event.fit_index) != event.steps_per_execution:
                 self._spe[event.fit_index] = event.steps_per_execution
                 self._note_dirty = True
-            self._fits.append(event)
-            if len(self._fits) >= 2:  # one fit is no segment worth marking
-                self._segments = [_segment(f) for f in self._fits]
+            if self._fits:
+                # Values queued so far belong to the fits before: move them in, then cut.
+                self._flush_pending()
+                boundary = event.global_step + 0.5
                 for plot in self.plots.values():
-                    plot.set_segments(self._segments)
+                    plot.add_break(boundary)
+            self._fits.append(event)
+            self._fit_steps[event.fit_index] = event.global_step
+            self._fits_dirty = True
+            spans = self.spans()
+            for plot in self.plots.values():
+                plot.set_spans(spans)
         elif isinstance(event, RunStarted):
             self.clear()
+            self._script = event.script
         elif isinstance(event, RunEnded):
             self._run_ended = True
 
     def refresh(self) -> None:
         """Move this frame's values into the series and redraw changed curves once."""
-        if self._pending_values:
-            for key, (xs, ys) in self._pending_values.items():
-                curve = self._plot_for(family_of(key)).step_curve(key)
-                curve.series.extend(xs, ys)
-                curve.dirty = True
-            self._pending_values = {}
-        if self._pending_running:
-            for key, (xs, ys) in self._pending_running.items():
-                curve = self._plot_for(family_of(key)).running_curve(key)
-                if curve is not None:
-                    curve.series.extend(xs, ys)
-                    curve.dirty = True
-            self._pending_running = {}
+        self._flush_pending()
+        if self._undecided:
+            self._decide_visibility()
         if self._note_dirty:
             note = self.note()
             for plot in self.plots.values():
@@ -364,11 +271,196 @@ class MetricsPanel(QScrollArea):
             for plot in self.plots.values():
                 plot.sync_epoch_lines(self._epoch_steps)
             self._epochs_dirty = False
+        if self._fits_dirty:
+            self._update_fit_rows()
         for plot in self.plots.values():
             plot.refresh()
         if self._run_ended:
-            self.xgroup.finish()
+            for group in self._groups():
+                group.finish()
+            self._update_fit_rows()
         self._run_ended = False
+
+    def _flush_pending(self) -> None:
+        """Queued values into the curves, cutting a curve where its key was absent."""
+        if self._pending_values:
+            spe = max(self._spe.values(), default=1)
+            for key, (xs, ys) in self._pending_values.items():
+                curve = self._plot_for(family_of(key)).step_curve(key)
+                _cut_gaps(curve, self._last_x.get(key), xs, spe)
+                curve.append(xs, ys)
+                self._last_x[key] = xs[-1]
+            self._pending_values = {}
+        if self._pending_running:
+            spe = max(self._spe.values(), default=1)
+            for key, (xs, ys) in self._pending_running.items():
+                curve = self._plot_for(family_of(key)).running_curve(key)
+                if curve is not None:
+                    _cut_gaps(curve, self._last_run_x.get(key), xs, spe)
+                    curve.append(xs, ys)
+                    self._last_run_x[key] = xs[-1]
+            self._pending_running = {}
+
+    # -- fits ----------------------------------------------------------------
+    def spans(self) -> list[FitSpan]:
+        """The run's fits as spans of global steps, with their colours and labels."""
+        spans = []
+        for i, fit in enumerate(self._fits):
+            end = self._fits[i + 1].global_step if i + 1 < len(self._fits) else math.inf
+            spans.append(
+                FitSpan(fit.fit_index, fit.global_step, end, _segment(fit), segment_colour(i))
+            )
+        return spans
+
+    def _update_fit_rows(self) -> None:
+        self._fits_dirty = False
+        for i, fit in enumerate(self._fits):
+            steps = self._fit_steps.get(fit.fit_index, fit.global_step) - fit.global_step
+            loss = self._fit_loss.get(fit.fit_index)
+            self.sidebar.set_fit(
+                fit.fit_index,
+                segment_colour(i),
+                fit.model.name,
+                steps,
+                "—" if loss is None else f"{loss:.4g}",
+                _segment(fit).full,
+            )
+        if len(self._fits) > 1:
+            self._auto_show_sidebar()
+
+    def jump_to_fit(self, fit_index: int) -> None:
+        """Show fit ``fit_index`` on every linked plot (its steps, or its length per fit)."""
+        for span in self.spans():
+            if span.index != fit_index:
+                continue
+            end = span.end if span.end != math.inf else self._fit_steps.get(span.index, span.start)
+            if end <= span.start:
+                return
+            x0, x1 = (span.start, end) if self.x_mode == GLOBAL else (0.0, end - span.start)
+            for group in self._groups():
+                group.show_range(x0, x1)
+
+    def isolate(self, fits: frozenset[int] | None) -> None:
+        """Show only these fits on the per-fit axis (None: all); switches to that axis."""
+        if fits is not None and self.x_mode != PER_FIT:
+            self.set_x_mode(PER_FIT)
+        for plot in self.plots.values():
+            plot.set_isolated(fits)
+            plot.refresh()
+        for group in self._groups():
+            group.reset()
+
+    # -- x axis --------------------------------------------------------------
+    def set_x_mode(self, mode: str) -> None:
+        """``"global"`` (the run's global step) or ``"fit"`` (step within fit, overlaid)."""
+        if mode not in X_LABELS:
+            raise ValueError(f"x mode must be one of {sorted(X_LABELS)}, got {mode!r}")
+        self.x_mode = mode
+        i = self.x_mode_box.findData(mode)
+        if self.x_mode_box.currentIndex() != i:
+            self.x_mode_box.setCurrentIndex(i)
+        for plot in self.plots.values():
+            plot.set_x_mode(mode)
+            plot.refresh()
+        for group in self._groups():
+            group.reset()
+
+    def set_linked(self, linked: bool) -> None:
+        """Share one x range between all plots (True) or let each have its own."""
+        self.linked = bool(linked)
+        if self.link_box.isChecked() != self.linked:
+            self.link_box.setChecked(self.linked)
+        if self.settings is not None:
+            self.settings.setValue(f"{SETTINGS_GROUP}/link_x", self.linked)
+        for plot in self.plots.values():
+            group = self.xgroup if self.linked else XLinkGroup()
+            group.finished = self.xgroup.finished
+            group.add(plot)
+        for group in self._groups():
+            group.reset()
+
+    def _groups(self) -> list[XLinkGroup]:
+        groups = [self.xgroup]
+        for plot in self.plots.values():
+            if plot.group is not None and plot.group not in groups:
+                groups.append(plot.group)
+        return groups
+
+    # -- families ------------------------------------------------------------
+    def shown_families(self) -> list[str]:
+        """Families whose plots are shown, in order."""
+        return [f for f, p in self.plots.items() if p.shown]
+
+    def set_family_shown(self, family: str, shown: bool) -> None:
+        """Show or hide one family's plot, and remember the choice for this script."""
+        plot = self.plots.get(family)
+        if plot is None or plot.shown == shown:
+            return
+        plot.set_shown(shown)
+        self.sidebar.set_family_shown(family, shown)
+        self._store_choice(family, shown)
+        if shown:
+            plot.refresh()
+
+    def _on_family_toggled(self, family: str, shown: bool) -> None:
+        self.set_family_shown(family, shown)
+
+    def _decide_visibility(self) -> None:
+        """Show or hide new families: the user's choice for this script, else the default."""
+        stored_shown, stored_hidden = self._stored_choices()
+        families = list(self.plots)
+        loss = "loss" if "loss" in families else families[0]
+        first_metric = next((f for f in families if f != loss), None)
+        many = len(families) > MANY_FAMILIES
+        for family in self._undecided:
+            if family in stored_shown or family in stored_hidden:
+                shown = family in stored_shown
+            else:
+                shown = not many or family in (loss, first_metric)
+            plot = self.plots[family]
+            plot.set_shown(shown)
+            self.sidebar.add_family(family, shown)
+        self._undecided = []
+        if many:
+            self._auto_show_sidebar()
+
+    def _settings_key(self) -> str:
+        digest = hashlib.sha1(self._script.encode("utf-8")).hexdigest()[:16]
+        return f"{SETTINGS_GROUP}/scripts/{digest}"
+
+    def _stored_choices(self) -> tuple[set[str], set[str]]:
+        if self.settings is None or not self._script:
+            return set(), set()
+        key = self._settings_key()
+        return (
+            _as_set(self.settings.value(f"{key}/shown", [])),
+            _as_set(self.settings.value(f"{key}/hidden", [])),
+        )
+
+    def _store_choice(self, family: str, shown: bool) -> None:
+        if self.settings is None or not self._script:
+            return
+        stored_shown, stored_hidden = self._stored_choices()
+        (stored_shown if shown else stored_hidden).add(family)
+        (stored_hidden if shown else stored_shown).discard(family)
+        key = self._settings_key()
+        self.settings.setValue(f"{key}/shown", sorted(stored_shown))
+        self.settings.setValue(f"{key}/hidden", sorted(stored_hidden))
+        self.settings.setValue(f"{key}/script", self._script)
+        self.settings.sync()
+
+    # -- sidebar -------------------------------------------------------------
+    def _auto_show_sidebar(self) -> None:
+        if self._sidebar_auto and not self.sidebar_button.isChecked():
+            self.sidebar_button.setChecked(True)
+
+    def _on_sidebar_toggled(self, on: bool) -> None:
+        if not on:
+            self._sidebar_auto = False  # the user closed it: do not reopen it by itself
+        self.sidebar.setVisible(on)
+        if on:
+            total = max(self.splitter.width(), 2 * SIDEBAR_WIDTH)
+            self.splitter.setSizes([total - SIDEBAR_WIDTH, SIDEBAR_WIDTH])
 
     # -- public ------------------------------------------------------------
     def note(self) -> str:
@@ -386,12 +478,14 @@ class MetricsPanel(QScrollArea):
         return f"({'; '.join(parts)})"
 
     def clear(self) -> None:
-        """Remove every plot and forget all data."""
+        """Remove every plot and forget all data (the x axis and link choices stay)."""
         for plot in self.plots.values():
             self._layout.removeWidget(plot.widget)
             plot.widget.hide()
             plot.widget.deleteLater()
         self.plots = {}
+        self.xgroup = XLinkGroup()
+        self.sidebar.clear()
         self._reset_data()
         self._placeholder.show()
 
@@ -415,14 +509,30 @@ class MetricsPanel(QScrollArea):
     def _plot_for(self, family: str) -> MetricPlot:
         plot = self.plots.get(family)
         if plot is None:
-            plot = MetricPlot(family, self.capacity, self.paint_clock, self.xgroup)
+            group = self.xgroup if self.linked else XLinkGroup()
+            plot = MetricPlot(family, self.capacity, self.paint_clock, group)
             self.plots[family] = plot
             self._placeholder.hide()
-            self._layout.addWidget(plot.widget)
+            self._layout.insertWidget(self._layout.count() - 1, plot.widget)
             plot.set_note(self.note())
             plot.sync_epoch_lines(self._epoch_steps)
-            plot.set_segments(self._segments)
+            for fit in self._fits[1:]:
+                plot.add_break(fit.global_step + 0.5)
+            plot.set_spans(self.spans())
+            plot.set_x_mode(self.x_mode)
+            show_all, log = self._prefs.get(family, (False, False))
+            plot.set_show_all(show_all)
+            plot.set_log(log)
+            plot.all_button.toggled.connect(lambda _on, f=family: self._remember(f))
+            plot.log_button.toggled.connect(lambda _on, f=family: self._remember(f))
+            plot.set_shown(False)  # until _decide_visibility, at the end of this frame
+            self._undecided.append(family)
         return plot
+
+    def _remember(self, family: str) -> None:
+        plot = self.plots.get(family)
+        if plot is not None:
+            self._prefs[family] = (plot.show_all, plot.log)
 
 
 def _segment(fit: FitStarted) -> Segment:
@@ -431,3 +541,29 @@ def _segment(fit: FitStarted) -> Segment:
     return Segment(
         fit.global_step, str(n), f"{n} {name}", f"fit {n}: {name} ({fit.model.class_name})"
     )
+
+
+def _cut_gaps(curve: Curve, last: float | None, xs: list[float], spe: int) -> None:
+    """Cut ``curve`` wherever its key skipped a batch hook (the value was absent)."""
+    a = np.asarray(xs, dtype=np.float64)
+    if last is not None:
+        a = np.concatenate(([last], a))
+    for i in np.nonzero(np.diff(a) > spe + 0.5)[0].tolist():
+        curve.add_break((a[i] + a[i + 1]) / 2)
+
+
+def _setting(settings: QSettings | None, name: str, default: object) -> object:
+    if settings is None:
+        return default
+    value = settings.value(f"{SETTINGS_GROUP}/{name}", default)
+    if isinstance(value, str):
+        return value.lower() in ("true", "1", "yes")
+    return value
+
+
+def _as_set(value: object) -> set[str]:
+    if not value:
+        return set()
+    if isinstance(value, str):
+        return {value}
+    return {str(v) for v in value}

@@ -69,15 +69,20 @@ class Curve:
         """The points with a NaN inserted at every break that falls between two of them."""
         return with_breaks(self.x, self.y, self.breaks)
 
-    def update_item(self) -> None:
-        """Give the item this frame's data (one ``setData``)."""
+    def update_item(self, draw: bool = True) -> None:
+        """Take this frame's points and give them to the item (one ``setData``).
+
+        With ``draw`` False only the points are taken (the item is hidden).
+        """
         self.x, self.y = self.points()
+        self.dirty = False
+        if not draw:
+            return
         assert self.item is not None
         if len(self.x) > MAX_SYMBOLS and self.item.opts["symbol"] is not None:
             self.item.setSymbol(None)  # markers on thousands of points are a smear, and slow
         x, y = self.drawn()
         self.item.setData(x, y, connect="finite")
-        self.dirty = False
 
     def nearest(
         self, x: float, lo: float = -np.inf, hi: float = np.inf
