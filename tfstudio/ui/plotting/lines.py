@@ -125,6 +125,7 @@ class SegmentMarkers:
         self._texts: list[str] = []  # what each label shows now ("" = hidden)
         self.visible = True
         self._widths: dict[str, float] = {}  # label text -> pixels
+        self._layout: tuple[float, float, float, int] | None = None  # of the last relayout
         view_box.sigRangeChanged.connect(self.relayout)
         view_box.sigResized.connect(self.relayout)
 
@@ -133,7 +134,9 @@ class SegmentMarkers:
         self.segments = list(segments)
         self.lines.set_positions([s.start for s in self.segments])
         while len(self.labels) < len(self.segments):
-            label = pg.TextItem("", color=self.colour, anchor=(0, 0))
+            label = pg.TextItem(
+                "", color=self.colour, anchor=(0, 0), fill=pg.mkBrush(255, 255, 255, 200)
+            )
             label.setZValue(20)
             self.view_box.addItem(label, ignoreBounds=True)
             self.labels.append(label)
@@ -142,12 +145,14 @@ class SegmentMarkers:
             label.setToolTip(segment.full)
         for i in range(len(self.segments), len(self.labels)):
             self._show(i, "")
+        self._layout = None
         self.relayout()
 
     def set_visible(self, visible: bool) -> None:
         """Show or hide every marker (e.g. when segments are overlaid instead)."""
         self.visible = visible
         self.lines.setVisible(visible)
+        self._layout = None
         self.relayout()
 
     def shown_labels(self) -> list[pg.TextItem]:
@@ -166,6 +171,13 @@ class SegmentMarkers:
         width = vb.width()
         if width <= 0 or x1 <= x0:
             return
+        layout = (x0, x1, width, n)
+        if layout == self._layout:  # only y moved (e.g. the y range followed new data)
+            for label, text in zip(self.labels, self._texts, strict=False):
+                if text:
+                    label.setPos(label.pos().x(), y1)
+            return
+        self._layout = layout
         scale = width / (x1 - x0)
         px = [(s.start - x0) * scale for s in self.segments]
         right_of_last = -np.inf
@@ -179,11 +191,11 @@ class SegmentMarkers:
                 self._show(i, "")
                 continue
             room = min(end, width) - left - LABEL_GAP_PX
-            chosen = ""
-            for text in (segment.name, segment.short):
-                if self._text_width(i, text) <= room:
-                    chosen = text
-                    break
+            # The name if it fits before the next segment, else the short label, which
+            # may reach over the next segments' lines (their labels then give way).
+            chosen = segment.name if self._text_width(i, segment.name) <= room else segment.short
+            if left + self._text_width(i, chosen) > width:
+                chosen = ""
             self._show(i, chosen)
             if chosen:
                 self.labels[i].setPos(x0 + left / scale, y1)
