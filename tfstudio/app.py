@@ -21,6 +21,7 @@ def run_app(
     quit_when_done: bool = False,
     screenshot: str | None = None,
     screenshot_at_step: int | None = None,
+    x_axis: str | None = None,
 ) -> int:
     """Show the window (before TensorFlow is imported), open ``script`` and maybe run it.
 
@@ -42,6 +43,8 @@ def run_app(
     channel = Channel()
     launcher = EngineLauncher(channel, script_cwd=True)
     window = MainWindow(channel, launcher)
+    if x_axis:
+        window.metrics.set_x_mode(x_axis)
     window.show()
     launcher.preload()  # TensorFlow imports in the background; the window is already up
 

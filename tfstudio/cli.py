@@ -43,6 +43,12 @@ def gui_parser() -> argparse.ArgumentParser:
         type=int,
         help="with --screenshot: take it during the run, once step N is shown",
     )
+    p.add_argument(
+        "--x-axis",
+        choices=("global", "fit"),
+        help="x axis of the metric plots: the run's global step (default), or the step "
+        "within each fit with the fits overlaid",
+    )
     return p
 
 
@@ -80,4 +86,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         quit_when_done=ns.quit_when_done,
         screenshot=ns.screenshot,
         screenshot_at_step=ns.screenshot_at_step,
+        x_axis=ns.x_axis,
     )

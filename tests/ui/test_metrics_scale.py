@@ -315,3 +315,16 @@ def test_hover_names_the_fit_under_the_cursor(window, run, mode):
     else:
         text = plot.readout(5)
         assert text.count("loss (per step)") == 3
+
+
+def test_stacked_plots_line_up_in_x_whatever_their_tick_labels(window, run, qtbot):
+    run.started().fit().steps(30, values=lambda g: {"loss": 0.5 / g, "big": 12345.0 * g}).frame()
+    qtbot.waitExposed(window)
+    QApplication.processEvents()
+    lefts = {
+        name: plot.widget.mapToGlobal(
+            plot.widget.mapFromScene(plot.vb.sceneBoundingRect().topLeft())
+        ).x()
+        for name, plot in window.metrics.plots.items()
+    }
+    assert lefts["loss"] == lefts["big"]

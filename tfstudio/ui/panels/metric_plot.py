@@ -29,6 +29,7 @@ from tfstudio.ui.plotting import (
 SERIES_CAPACITY = 10_000  # buckets per curve: 240 KB; at most 20k points (min+max) to draw
 EPOCH_LINE_GAP_PX = 6  # epoch boundaries closer than this are thinned (every 2^k-th drawn)
 MAX_NAMED_FITS = 6  # more fits than this: the legend names them by number only
+MAX_LEGEND_FITS = 12  # more than this: no legend (the fit list shows the colours)
 MAX_READOUT_ROWS = 12
 
 TRAIN = "#1f77b4"
@@ -95,6 +96,7 @@ class MetricPlot(PlotView):
         self.overlays: dict[tuple[str, int], pg.PlotDataItem] = {}
         self.isolated: frozenset[int] | None = None  # fits shown alone (per-fit x)
         self._overlays_stale = True
+        self._markers_stale = False
         self.redraws = 0  # refreshes that redrew something (hidden plots do none)
 
     # -- curves ------------------------------------------------------------
@@ -203,11 +205,12 @@ class MetricPlot(PlotView):
             for s in self.spans
             if (primary, s.index) in self.overlays and self._span_shown(s)
         ]
-        if len(entries) > MAX_NAMED_FITS or not entries:
-            self.legend.setVisible(False)
-            return  # too many for one row: the fit list beside the plots shows the colours
+        if len(entries) > MAX_LEGEND_FITS or not entries:
+            self.legend.setVisible(False)  # the fit list beside the plots shows the colours
+            return
+        named = len(entries) <= MAX_NAMED_FITS
         for item, span in entries:
-            self.legend.addItem(item, span.segment.name)
+            self.legend.addItem(item, span.segment.name if named else span.segment.short)
         self.legend.setColumnCount(max(1, len(entries)))
 
     def _primary_label(self) -> str:
@@ -235,8 +238,14 @@ class MetricPlot(PlotView):
     def set_spans(self, spans: Sequence[FitSpan]) -> None:
         """The run's fits: markers on the global axis, overlays on the per-fit axis."""
         self.spans = list(spans)
-        self.markers.set_segments([s.segment for s in self.spans] if len(self.spans) > 1 else [])
         self._overlays_stale = True
+        self._markers_stale = True
+        if self.shown:
+            self._update_markers()
+
+    def _update_markers(self) -> None:
+        self._markers_stale = False
+        self.markers.set_segments([s.segment for s in self.spans] if len(self.spans) > 1 else [])
 
     def fit_marker_labels(self) -> list[str]:
         """Full texts of the fit markers, oldest first."""
@@ -338,6 +347,8 @@ class MetricPlot(PlotView):
         """Show or hide the plot; a hidden plot costs nothing until shown again."""
         super().set_shown(shown)
         if shown:
+            if self._markers_stale:
+                self._update_markers()
             self.refresh()
 
     # -- hover -------------------------------------------------------------

@@ -15,6 +15,7 @@ from tfstudio.ui.plotting.ranges import nice_ceiling, robust_range
 from tfstudio.ui.plotting.style import BACKGROUND, FOREGROUND, OUTLIER
 
 PLOT_MIN_HEIGHT = 210
+LEFT_AXIS_WIDTH = 62  # px: room for ticks like "-1.2e+03" and the axis label
 MAX_OUTLIER_MARKS = 200
 BUTTON_W = 34
 BUTTON_H = 18
@@ -172,6 +173,8 @@ class PlotView:
         # more paint time than all the curves.
         self.plot.showGrid(x=False, y=True, alpha=0.15)
         self.plot.getAxis("left").setStyle(maxTickLevel=0)
+        # The same left axis width on every plot, so stacked plots line up in x.
+        self.plot.getAxis("left").setWidth(LEFT_AXIS_WIDTH)
         for name in ("left", "bottom"):
             axis = self.plot.getAxis(name)
             axis.setPen(pg.mkPen(FOREGROUND))
