@@ -240,8 +240,7 @@ class MetricsPanel(QWidget):
                 self._spe[event.fit_index] = event.steps_per_execution
                 self._note_dirty = True
             if self._fits:
-                # Values queued so far belong to the fits before: move them in, then cut.
-                self._flush_pending()
+                # Breaks are positions: values still queued for earlier fits land left of it.
                 boundary = event.global_step + 0.5
                 for plot in self.plots.values():
                     plot.add_break(boundary)
@@ -545,6 +544,10 @@ def _segment(fit: FitStarted) -> Segment:
 
 def _cut_gaps(curve: Curve, last: float | None, xs: list[float], spe: int) -> None:
     """Cut ``curve`` wherever its key skipped a batch hook (the value was absent)."""
+    first = xs[0] if last is None else last
+    points = len(xs) if last is None else len(xs) + 1
+    if xs[-1] - first <= (points - 1) + 0.5:
+        return  # one step apart throughout (steps only grow): no gap (the usual case)
     a = np.asarray(xs, dtype=np.float64)
     if last is not None:
         a = np.concatenate(([last], a))

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QLineF, QRectF, Qt
-from PySide6.QtGui import QPainter, QPen
+from PySide6.QtGui import QFont, QFontMetricsF, QPainter, QPen
 
 from tfstudio.ui.plotting.style import SEGMENT_LINE
 
 LABEL_GAP_PX = 4  # least room between two labels
 LABEL_PAD_PX = 3  # label's distance from its line
+LABEL_POINT_SIZE = 8.0
 
 
 class VerticalLines(pg.GraphicsObject):
@@ -125,24 +125,33 @@ class SegmentMarkers:
         self._texts: list[str] = []  # what each label shows now ("" = hidden)
         self.visible = True
         self._widths: dict[str, float] = {}  # label text -> pixels
+        self._font = QFont()
+        self._font.setPointSizeF(LABEL_POINT_SIZE)
+        self._metrics = QFontMetricsF(self._font)
         self._layout: tuple[float, float, float, int] | None = None  # of the last relayout
         view_box.sigRangeChanged.connect(self.relayout)
         view_box.sigResized.connect(self.relayout)
 
     def set_segments(self, segments: Sequence[Segment]) -> None:
         """Show these segments (replaces the previous ones; starts ascending)."""
-        self.segments = list(segments)
+        segments = list(segments)
+        if segments == self.segments:
+            return
+        self.segments = segments
         self.lines.set_positions([s.start for s in self.segments])
         while len(self.labels) < len(self.segments):
             label = pg.TextItem(
                 "", color=self.colour, anchor=(0, 0), fill=pg.mkBrush(255, 255, 255, 200)
             )
+            label.setFont(self._font)
             label.setZValue(20)
+            label.setVisible(False)
             self.view_box.addItem(label, ignoreBounds=True)
             self.labels.append(label)
             self._texts.append("")
         for label, segment in zip(self.labels, self.segments, strict=False):
-            label.setToolTip(segment.full)
+            if label.toolTip() != segment.full:
+                label.setToolTip(segment.full)
         for i in range(len(self.segments), len(self.labels)):
             self._show(i, "")
         self._layout = None
@@ -202,23 +211,16 @@ class SegmentMarkers:
                 right_of_last = left + self._text_width(i, chosen)
 
     def _text_width(self, i: int, text: str) -> float:
+        """Pixel width of a label showing ``text`` (what its bounding rect will be)."""
         width = self._widths.get(text)
         if width is None:
-            label = self.labels[i]
-            shown = label.toPlainText()
-            label.setHtml(_label_html(text))
-            width = self._widths[text] = float(label.textItem.boundingRect().width())
-            if shown != text:
-                label.setHtml(_label_html(shown))
+            margin = self.labels[i].textItem.document().documentMargin()
+            width = self._widths[text] = self._metrics.horizontalAdvance(text) + 2 * margin
         return width
 
     def _show(self, i: int, text: str) -> None:
         label = self.labels[i]
-        if text and label.toPlainText() != text:
-            label.setHtml(_label_html(text))
+        if text and self._texts[i] != text:
+            label.setText(text)
         self._texts[i] = text
         label.setVisible(bool(text))
-
-
-def _label_html(text: str) -> str:
-    return f"<span style='font-size:8pt'>{html.escape(text)}</span>"
