@@ -95,8 +95,10 @@ class MetricPlot(PlotView):
         self.spans: list[FitSpan] = []
         self.overlays: dict[tuple[str, int], pg.PlotDataItem] = {}
         self.isolated: frozenset[int] | None = None  # fits shown alone (per-fit x)
-        self._overlays_stale = True
+        self._overlays_from: int | None = 0  # overlays to redo from this fit on (None: last)
         self._markers_stale = False
+        self._legend_stale = False
+        self._legend_key: tuple = ()
         self.redraws = 0  # refreshes that redrew something (hidden plots do none)
 
     # -- curves ------------------------------------------------------------
@@ -109,7 +111,7 @@ class MetricPlot(PlotView):
             old = self.running.pop(key, None)
             if old is not None:  # per-step values beat the running mean
                 self._remove(old)
-            self._relegend()
+            self._legend_stale = True
         return curve
 
     def running_curve(self, key: str) -> Curve | None:
@@ -120,7 +122,7 @@ class MetricPlot(PlotView):
         if curve is None:
             curve = self._series_curve(key, "running mean", width=1.5, alpha=255)
             self.running[key] = curve
-            self._relegend()
+            self._legend_stale = True
         return curve
 
     def _series_curve(self, key: str, kind: str, width: float, alpha: int) -> Curve:
@@ -151,7 +153,7 @@ class MetricPlot(PlotView):
             curve.item.setVisible(self.x_mode == GLOBAL)
             self.add_item(curve.item, z=3 if is_val else 2)
             self.epochs[key] = curve
-            self._relegend()
+            self._legend_stale = True
         return curve
 
     def curves(self) -> Iterable[Curve]:
@@ -190,11 +192,16 @@ class MetricPlot(PlotView):
 
         Per-fit x: one entry per fit, in the fit's colour.
         """
-        self.legend.clear()
-        self.legend.setVisible(True)
+        self._legend_stale = False
         if self.x_mode == GLOBAL:
             shown = [c for c in self.curves() if c.item is not None]
             shown.sort(key=lambda c: c.label.startswith("val_"))
+            key = (GLOBAL, *((id(c.item), c.label) for c in shown))
+            if key == self._legend_key:
+                return
+            self._legend_key = key
+            self.legend.clear()
+            self.legend.setVisible(True)
             for curve in shown:
                 self.legend.addItem(curve.item, curve.label)
             self.legend.setColumnCount(max(1, len(shown)))
@@ -205,6 +212,12 @@ class MetricPlot(PlotView):
             for s in self.spans
             if (primary, s.index) in self.overlays and self._span_shown(s)
         ]
+        key = (PER_FIT, *((id(item), span.index) for item, span in entries))
+        if key == self._legend_key:
+            return
+        self._legend_key = key
+        self.legend.clear()
+        self.legend.setVisible(True)
         if len(entries) > MAX_LEGEND_FITS or not entries:
             self.legend.setVisible(False)  # the fit list beside the plots shows the colours
             return
@@ -237,8 +250,9 @@ class MetricPlot(PlotView):
 
     def set_spans(self, spans: Sequence[FitSpan]) -> None:
         """The run's fits: markers on the global axis, overlays on the per-fit axis."""
+        # The previous last fit has ended: its overlay gets its last points, the new one starts.
+        self._stale_from(max(0, len(self.spans) - 1))
         self.spans = list(spans)
-        self._overlays_stale = True
         self._markers_stale = True
         if self.shown:
             self._update_markers()
@@ -268,23 +282,31 @@ class MetricPlot(PlotView):
         self.markers.set_visible(is_global)
         for item in self.overlays.values():
             item.setVisible(False)
-        self._overlays_stale = True
+        self._stale_from(0)
         self.set_x_label(X_LABELS[mode])
-        self._relegend()
+        self._legend_stale = True
 
     def set_isolated(self, fits: Iterable[int] | None) -> None:
         """Per-fit x: show only these fits (None: all)."""
         self.isolated = None if fits is None else frozenset(fits)
-        self._overlays_stale = True
+        self._stale_from(0)
+        self._legend_stale = True
         for curve in self.curves():
             curve.dirty = True
+
+    def _stale_from(self, index: int) -> None:
+        current = self._overlays_from
+        self._overlays_from = index if current is None else min(current, index)
 
     def _span_shown(self, span: FitSpan) -> bool:
         return self.isolated is None or span.index in self.isolated
 
-    def _update_overlays(self, everything: bool) -> None:
-        """Cut each curve into its fits, shifted to start at 0, one item per (curve, fit)."""
-        spans = self.spans if everything else self.spans[-1:]
+    def _update_overlays(self, first: int) -> None:
+        """Cut each curve into its fits, shifted to start at 0, one item per (curve, fit).
+
+        Only fits from index ``first`` on are redone (the others' data did not change).
+        """
+        spans = self.spans[first:]
         created = False
         for curve in self.curves():
             is_val_epoch = curve.series is None and curve.label.startswith("val_")
@@ -302,8 +324,8 @@ class MetricPlot(PlotView):
                     created = True
                 item.setVisible(self._span_shown(span))
                 item.setData(x - span.start, y, connect="finite")
-        if created or everything:
-            self._relegend()
+        if created or first == 0:
+            self._legend_stale = True
 
     def _overlay_item(self, span: FitSpan, val_epoch: bool) -> pg.PlotDataItem:
         colour = pg.mkColor(span.colour)
@@ -334,10 +356,13 @@ class MetricPlot(PlotView):
             if curve.dirty and curve.item is not None:
                 curve.update_item(draw=is_global)
                 changed = True
-        if not is_global and (changed or self._overlays_stale):
-            self._update_overlays(everything=self._overlays_stale)
-            self._overlays_stale = False
+        if not is_global and (changed or self._overlays_from is not None):
+            first = len(self.spans) - 1 if self._overlays_from is None else self._overlays_from
+            self._update_overlays(max(0, first))
+            self._overlays_from = None
             changed = True
+        if self._legend_stale:
+            self._relegend()
         if changed:
             self.redraws += 1
             self.follow()
