@@ -8,7 +8,7 @@ overlaid in its own colour to compare them.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -100,6 +100,8 @@ class MetricPlot(PlotView):
         self._legend_stale = False
         self._legend_key: tuple = ()
         self.redraws = 0  # refreshes that redrew something (hidden plots do none)
+        # Items of curves born while the plot is hidden: made when it is first shown.
+        self._pending_items: list[tuple[Curve, Callable[[], pg.PlotDataItem]]] = []
 
     # -- curves ------------------------------------------------------------
     def step_curve(self, key: str) -> Curve:
@@ -130,7 +132,7 @@ class MetricPlot(PlotView):
         colour = VAL if key.startswith("val_") else TRAIN
         curve = Curve(f"{key} ({kind})", colour, Series(self.capacity))
         curve.breaks = list(self.breaks)
-        curve.item = self._line(curve, width=width, alpha=alpha, z=1)
+        self._make_item(curve, lambda: self._line(curve, width=width, alpha=alpha, z=1))
         return curve
 
     def epoch_curve(self, key: str) -> Curve:
@@ -142,19 +144,38 @@ class MetricPlot(PlotView):
             colour = VAL if is_val else TRAIN_DARK
             curve = Curve(label, colour)
             curve.breaks = list(self.breaks)
-            curve.item = pg.PlotDataItem(
-                pen=pg.mkPen(colour, width=2),
-                symbol="s" if is_val else "o",
-                symbolSize=7,
-                symbolBrush=pg.mkBrush(colour),
-                symbolPen=pg.mkPen("w", width=1),
-                antialias=True,
-            )
-            curve.item.setVisible(self.x_mode == GLOBAL)
-            self.add_item(curve.item, z=3 if is_val else 2)
+            self._make_item(curve, lambda: self._epoch_item(colour, is_val))
             self.epochs[key] = curve
             self._legend_stale = True
         return curve
+
+    def _epoch_item(self, colour: str, is_val: bool) -> pg.PlotDataItem:
+        item = pg.PlotDataItem(
+            pen=pg.mkPen(colour, width=2),
+            symbol="s" if is_val else "o",
+            symbolSize=7,
+            symbolBrush=pg.mkBrush(colour),
+            symbolPen=pg.mkPen("w", width=1),
+            antialias=True,
+        )
+        item.setVisible(self.x_mode == GLOBAL)
+        return self.add_item(item, z=3 if is_val else 2)
+
+    def _make_item(self, curve: Curve, make: Callable[[], pg.PlotDataItem]) -> None:
+        """Give ``curve`` its graphics item now, or when the plot is first shown."""
+        if self.shown:
+            curve.item = make()
+        else:
+            self._pending_items.append((curve, make))
+
+    def _make_pending_items(self) -> None:
+        live = {id(c) for c in self.curves()}
+        for curve, make in self._pending_items:
+            if id(curve) in live:  # not replaced meanwhile (running -> per step)
+                curve.item = make()
+                curve.dirty = True
+        self._pending_items = []
+        self._legend_stale = True
 
     def curves(self) -> Iterable[Curve]:
         """Every curve on the plot."""
@@ -350,6 +371,8 @@ class MetricPlot(PlotView):
         """``setData`` every curve that changed since the last frame (none while hidden)."""
         if not self.shown:
             return
+        if self._pending_items:
+            self._make_pending_items()
         changed = False
         is_global = self.x_mode == GLOBAL
         for curve in self.curves():
