@@ -178,6 +178,9 @@ class MetricsPanel(QWidget):
         if loss is not None:
             self._fit_loss[last.fit_index] = loss
         self._fits_dirty = True
+        # Into the series now, a frame's worth at a time: left for the (budgeted) redraw,
+        # a second of a dozen metrics would make that one frame long.
+        self._flush_pending()
 
     def _ingest_uniform(self, steps: Sequence[StepEnded]) -> bool:
         """Fast path for the usual run: every step reports the same keys, none running-only.
