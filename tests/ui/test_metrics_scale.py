@@ -180,7 +180,7 @@ def _centre_of_view(plot):
     return plot.widget.mapFromScene(rect.center())
 
 
-def test_zooming_one_plot_moves_every_linked_plot(window, run, qtbot):
+def test_zooming_one_plot_moves_every_linked_plot(window, run, qtbot, settings):
     many_fits(run, fits=6)
     loss, accuracy, auc = (window.metrics.plots[f] for f in ("loss", "accuracy", "auc"))
     qtbot.waitExposed(window)
@@ -199,6 +199,7 @@ def test_zooming_one_plot_moves_every_linked_plot(window, run, qtbot):
         assert x0 <= 1 and x1 >= run.global_step  # reset: all the data again
 
     window.metrics.link_box.setChecked(False)
+    assert settings.value("metrics/link_x") in (False, "false")  # a setting: it is kept
     reset = accuracy.vb.viewRange()[0]
     _wheel(loss.widget, _centre_of_view(loss), 240)
     assert not np.allclose(loss.vb.viewRange()[0], reset)
