@@ -354,7 +354,8 @@ class MetricPlot(PlotView):
             colour.setAlpha(170)
             item = pg.PlotDataItem(
                 pen=pg.mkPen(colour, width=1.2, style=Qt.PenStyle.DashLine),
-                symbol="s",
+                # point markers on dozens of overlaid fits are clutter, and slow to paint
+                symbol="s" if len(self.spans) <= MAX_LEGEND_FITS else None,
                 symbolSize=5,
                 symbolBrush=pg.mkBrush(colour),
                 symbolPen=None,
