@@ -10,7 +10,13 @@ produced vs consumed (dropped must be 0) and the largest backlog. Then it pushes
 1M steps as fast as the UI takes them and reports the process RSS and the bytes
 held by the decimated Series stores.
 
-    QT_QPA_PLATFORM=offscreen python bench/ui_ingest.py [--seconds 4]
+Each phase is a run of ``--fits`` fits (20 by default: a ``FitStarted`` with a new
+model, epochs, a ``FitEnded``) reporting ``--families`` metric families (12 by
+default: loss and 11 metrics, most of which come and go from fit to fit), so the
+plots break at every fit, mark each one, and hide the families not shown by default.
+``--fits 1 --families 2`` is the single-MLP run this benchmark started with.
+
+    QT_QPA_PLATFORM=offscreen python bench/ui_ingest.py [--seconds 4] [--x-axis fit]
 
 The last line is the summary: ``ui: median frame ms = X, p99 = Y, dropped = D at
 10000 steps/s``.
@@ -47,7 +53,6 @@ from tfstudio.core.events import (  # noqa: E402
 from tfstudio.ui.main_window import MainWindow  # noqa: E402
 
 STEPS_PER_EPOCH = 1000
-MODEL = ModelSummary("bench_mlp", "Sequential", (), 10_000, 10_000)
 
 
 class IdleLauncher:
@@ -66,50 +71,60 @@ class IdleLauncher:
         return self.running
 
 
-def iter_events(start_step, total, shared_dicts=False):
-    """``total`` steps of realistic events (+ an EpochEnded every 1,000 steps).
+def keys_of_fit(fit, families):
+    """Metric names of fit ``fit``: loss always; the others come and go from fit to fit."""
+    names = ["loss"] + [f"metric_{i:02d}" for i in range(1, families)]
+    return tuple(n for i, n in enumerate(names) if i < 2 or (fit + i) % 4)
 
-    The paced phases build them before they start (``list(iter_events(...))``), so the
+
+def iter_events(start_step, total, fits=1, families=2, first_fit=0):
+    """``total`` steps of realistic events in ``fits`` fits of equal length.
+
+    Each fit starts with a ``FitStarted`` (a different model each time) and ends with
+    a ``FitEnded``; an ``EpochEnded`` (with val metrics) closes every 1,000 steps.
+    Metric names come and go between fits (see ``keys_of_fit``). The paced phases
+    build their events before they start (``list(iter_events(...))``), so the
     Python cost of creating events (the engine's business) stays out of the UI's
-    numbers; the producer thread then only paces ``Channel.emit`` calls. There,
-    ``shared_dicts`` reuses one epoch's worth of value dicts, so 400k pre-built events
-    do not leave the allocator hundreds of MB larger before the memory phase.
+    numbers; value dicts are shared between epochs with the same keys, so 400k
+    pre-built events do not leave the allocator hundreds of MB larger.
     """
     rng = random.Random(start_step)
-    loss_sum = acc_sum = 0.0
-    ring = {}
-    for g in range(start_step + 1, start_step + total + 1):
-        reuse = shared_dicts and start_step % STEPS_PER_EPOCH == 0
-        if reuse and g - start_step > STEPS_PER_EPOCH:
-            event = ring[(g - start_step - 1) % STEPS_PER_EPOCH]
-            in_epoch = (g - 1) % STEPS_PER_EPOCH + 1
-            epoch = (g - 1) // STEPS_PER_EPOCH
-            yield StepEnded(0, g, epoch, in_epoch, 1, event.values, event.running, g * 1e-4)
+    per_fit = max(1, total // fits)
+    templates = {}  # keys -> one epoch of (values, running) dicts
+    g = start_step
+    for f in range(fits):
+        fit = first_fit + f
+        keys = keys_of_fit(fit, families)
+        model = ModelSummary(f"model_{fit}", "Sequential", (), 10_000, 10_000)
+        yield FitStarted(fit, model, 10**6, 0, STEPS_PER_EPOCH, 1, g, g * 1e-4)
+        epoch_dicts = templates.get(keys)
+        if epoch_dicts is None:
+            epoch_dicts = templates[keys] = _epoch_of_values(rng, keys)
+        steps = per_fit if f < fits - 1 else total - per_fit * (fits - 1)
+        for i in range(steps):
+            g += 1
+            in_epoch = i % STEPS_PER_EPOCH + 1
+            epoch = i // STEPS_PER_EPOCH
+            values, running = epoch_dicts[in_epoch - 1]
+            yield StepEnded(fit, g, epoch, in_epoch, 1, values, running, g * 1e-4)
             if in_epoch == STEPS_PER_EPOCH:
-                yield EpochEnded(0, epoch, g, ring["epoch"].metrics, g * 1e-4)
-            continue
-        in_epoch = (g - 1) % STEPS_PER_EPOCH + 1
-        epoch = (g - 1) // STEPS_PER_EPOCH
-        if in_epoch == 1:
-            loss_sum = acc_sum = 0.0
-        loss = 1.0 / (1.0 + g * 1e-4) + rng.random() * 0.1
-        acc = 1.0 - loss / 2
-        loss_sum += loss
-        acc_sum += acc
-        values = {"loss": loss, "accuracy": acc}
-        running = {"loss": loss_sum / in_epoch, "accuracy": acc_sum / in_epoch}
-        event = StepEnded(0, g, epoch, in_epoch, 1, values, running, g * 1e-4)
-        ring[(g - start_step - 1) % STEPS_PER_EPOCH] = event
-        yield event
-        if in_epoch == STEPS_PER_EPOCH:
-            metrics = {
-                "loss": loss_sum / in_epoch,
-                "accuracy": acc_sum / in_epoch,
-                "val_loss": loss_sum / in_epoch * 1.05,
-                "val_accuracy": acc_sum / in_epoch * 0.98,
-            }
-            ring["epoch"] = EpochEnded(0, epoch, g, metrics, g * 1e-4)
-            yield ring["epoch"]
+                metrics = dict(running)
+                metrics.update({f"val_{k}": v * 1.05 for k, v in running.items()})
+                yield EpochEnded(fit, epoch, g, metrics, g * 1e-4)
+        yield FitEnded(fit, g, False, g * 1e-4)
+
+
+def _epoch_of_values(rng, keys):
+    """One epoch of per-step values and running means for ``keys``."""
+    out = []
+    sums = dict.fromkeys(keys, 0.0)
+    for in_epoch in range(1, STEPS_PER_EPOCH + 1):
+        values = {}
+        for j, k in enumerate(keys):
+            values[k] = (j + 1) / (1.0 + in_epoch * 1e-2) + rng.random() * 0.1
+            sums[k] += values[k]
+        out.append((values, {k: sums[k] / in_epoch for k in keys}))
+    return out
 
 
 class Producer(threading.Thread):
@@ -172,14 +187,14 @@ def percentile(values, q):
     return ordered[i]
 
 
-def run_rate(app, window, channel, rate, seconds, start_step):
-    """One paced phase; returns a result dict."""
+def run_rate(app, window, channel, rate, seconds, start_step, fits, families, first_fit):
+    """One paced phase of ``fits`` fits; returns a result dict."""
     bridge = window.bridge
     pump_until(app, lambda: channel.pending() == 0, 5)
     bridge.reset_stats()
     backlog = []
     bridge.frame_done.connect(lambda _n: backlog.append(channel.pending()))
-    events = list(iter_events(start_step, int(rate * seconds), shared_dicts=True))
+    events = list(iter_events(start_step, int(rate * seconds), fits, families, first_fit))
     end_step = start_step + int(rate * seconds)
     producer = Producer(channel, events, rate)
     t0 = time.perf_counter()
@@ -220,6 +235,11 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=4.0, help="seconds per rate")
     parser.add_argument("--total", type=int, default=1_000_000, help="steps of the memory phase")
     parser.add_argument("--rates", default="1000,10000,100000")
+    parser.add_argument("--fits", type=int, default=20, help="fits per phase (segments)")
+    parser.add_argument("--families", type=int, default=12, help="metric families")
+    parser.add_argument(
+        "--x-axis", choices=("global", "fit"), default="global", help="x axis of the plots"
+    )
     opts = parser.parse_args()
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
@@ -233,11 +253,14 @@ def main() -> int:
     app.processEvents()
     rss_start = proc.memory_info().rss
 
+    window.metrics.set_x_mode(opts.x_axis)
     channel.emit(RunStarted("/bench/train.py", ("train.py",), "/bench", time.time()))
-    channel.emit(FitStarted(0, MODEL, 10**6, 0, STEPS_PER_EPOCH, 1, 0, 0.0))
     window.bridge.tick()
 
-    print(f"bridge: {1000 / window.bridge.interval_ms():.0f} Hz timer; window 1200x800 offscreen")
+    print(
+        f"bridge: {1000 / window.bridge.interval_ms():.0f} Hz timer; window 1200x800 offscreen; "
+        f"{opts.fits} fits per phase, {opts.families} metric families, x axis {opts.x_axis}"
+    )
     header = (
         f"{'steps/s':>8} {'achieved':>9} {'produced':>9} {'consumed':>9} {'dropped':>7} "
         f"{'median ms':>9} {'p99 ms':>7} {'max ms':>7} {'frames/s':>8} {'backlog max':>11} "
@@ -246,9 +269,11 @@ def main() -> int:
     print(header)
     results = {}
     step = 0
+    fit = 0
     for rate in (int(r) for r in opts.rates.split(",")):
-        r = run_rate(app, window, channel, rate, opts.seconds, step)
+        r = run_rate(app, window, channel, rate, opts.seconds, step, opts.fits, opts.families, fit)
         step = r["end_step"]
+        fit += opts.fits
         results[rate] = r
         print(
             f"{rate:>8} {r['achieved']:>9.0f} {r['produced']:>9} {r['consumed']:>9} "
@@ -264,7 +289,8 @@ def main() -> int:
     end_step = step + opts.total
     gc.collect()
     rss0 = proc.memory_info().rss
-    producer = Producer(channel, iter_events(step, opts.total), None, max_backlog=10_000)
+    events = iter_events(step, opts.total, opts.fits, opts.families, fit)
+    producer = Producer(channel, events, None, max_backlog=10_000)
     t0 = time.perf_counter()
     producer.start()
     samples = []  # (steps consumed, RSS) every 250k steps: flat if memory is bounded
@@ -303,9 +329,16 @@ def main() -> int:
         "RSS during the memory phase: "
         + ", ".join(f"{n / 1e6:.2f}M steps {r / 2**20:.0f} MiB" for n, r in samples)
     )
-    channel.emit(FitEnded(0, end_step, False, 0.0))
-    channel.emit(RunEnded("finished", 0, 1, end_step, 0.0))
+    fit += opts.fits
+    channel.emit(RunEnded("finished", 0, fit, end_step, 0.0))
     bridge.tick()
+    plots = window.metrics.plots
+    shown = window.metrics.shown_families()
+    print(
+        f"plots: {len(plots)} families, {len(shown)} shown by default ({', '.join(shown)}); "
+        f"{fit} fits; redraws per plot: "
+        + ", ".join(f"{name} {plot.redraws}" for name, plot in plots.items())
+    )
     window.close()
 
     r = results.get(10000)

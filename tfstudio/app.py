@@ -26,6 +26,7 @@ def run_app(
     screenshot: str | None = None,
     screenshot_at_step: int | None = None,
     options: RunOptions | None = None,
+    x_axis: str | None = None,
 ) -> int:
     """Show the window (before TensorFlow is imported), open ``script`` and maybe run it.
 
@@ -48,6 +49,9 @@ def run_app(
     if options is not None:
         window.run_options = options
         window.control.set_run_options(options)  # the command line's control flags
+
+    if x_axis:
+        window.metrics.set_x_mode(x_axis)
     window.show()
     launcher.prepare()  # a spare worker imports TensorFlow; the window is already up
 

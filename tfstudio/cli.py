@@ -55,6 +55,13 @@ def gui_parser() -> argparse.ArgumentParser:
     p.add_argument("--logdir", metavar="DIR", help=LOGDIR_HELP)
     p.add_argument("--no-record", action="store_true", help="do not record runs")
     add_control_flags(p, headless=False)
+
+    p.add_argument(
+        "--x-axis",
+        choices=("global", "fit"),
+        help="x axis of the metric plots: the run's global step (default), or the step "
+        "within each fit with the fits overlaid",
+    )
     return p
 
 
@@ -221,4 +228,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         screenshot=ns.screenshot,
         screenshot_at_step=ns.screenshot_at_step,
         options=run_options(ns),
+        x_axis=ns.x_axis,
     )

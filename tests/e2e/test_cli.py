@@ -30,6 +30,7 @@ def test_main_py_and_module_share_the_cli():
         result = run(*entry, "--help")
         assert result.returncode == 0
         assert "--quit-when-done" in result.stdout and "--screenshot" in result.stdout
+        assert "--x-axis" in result.stdout
     result = run("-m", "tfstudio", "run", "--help")
     assert result.returncode == 0 and "script" in result.stdout
 

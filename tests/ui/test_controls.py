@@ -149,8 +149,7 @@ def test_non_finite_loss_is_marked_on_the_plots_and_named(window, run):
     assert window.checkpoints.selected() == "/ck/ckpt-6"
     assert window.checkpoints.restore_button.isEnabled()
     # every plot made later carries the marker too
-    labels = window.metrics.plots["loss"].fit_marker_labels()
-    assert "NaN/Inf loss at step 7" in labels
+    assert "NaN/Inf loss at step 7" in window.metrics.plots["loss"].mark_labels()
     window.grab().save("/tmp/tfstudio-controls-nan.png")
 
 

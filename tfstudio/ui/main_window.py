@@ -70,7 +70,7 @@ class MainWindow(QMainWindow):
         self._engine = EngineStatus("")
         self._last_end: RunEnded | None = None
 
-        self.metrics = MetricsPanel(parent=self)
+        self.metrics = MetricsPanel(settings=self.settings, parent=self)
         self.console = ConsolePanel(parent=self)
         self.status = StatusPanel(parent=self)
         self.setCentralWidget(self.metrics)

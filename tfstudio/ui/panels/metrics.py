@@ -4,19 +4,32 @@ Per-step values go into decimated :class:`~tfstudio.core.series.Series` stores,
 so memory stays bounded however long the run; each curve gets one ``setData``
 per frame, and only when it changed. pyqtgraph clips to the visible range and
 peak-downsamples to the pixel width, so millions of steps stay smooth.
+
+A run is a sequence of segments (``fit`` calls): no line crosses from one to the
+next, and the x axis shows either the global step or the step within each fit
+(fits overlaid). All plots share their x range unless unlinked. A side list
+chooses the families to plot (remembered per script) and lists the fits.
 """
 
 from __future__ import annotations
 
-import html
-import time
-from collections.abc import Iterable, Sequence
+import hashlib
+import math
+from collections.abc import Sequence
 
 import numpy as np
-import pyqtgraph as pg
-from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
-from PySide6.QtGui import QPainter, QPen
-from PySide6.QtWidgets import QLabel, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QSplitter,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from tfstudio.core.events import (
     CheckpointRestored,
@@ -28,23 +41,25 @@ from tfstudio.core.events import (
     RunStarted,
     StepEnded,
 )
-from tfstudio.core.series import Series
+from tfstudio.ui.panels.metric_plot import (
+    GLOBAL,
+    PER_FIT,
+    SERIES_CAPACITY,
+    X_LABELS,
+    FitSpan,
+    MetricPlot,
+)
+from tfstudio.ui.panels.metrics_sidebar import SIDEBAR_WIDTH, MetricsSidebar
+from tfstudio.ui.plotting import BACKGROUND, Curve, Segment, XLinkGroup, segment_colour
 
-SERIES_CAPACITY = 10_000  # buckets per curve: 240 KB; at most 20k points (min+max) to draw
-EPOCH_LINE_GAP_PX = 6  # epoch boundaries closer than this are thinned (every 2^k-th drawn)
-PLOT_MIN_HEIGHT = 210
-MAX_SYMBOLS = 200  # per-epoch curves drop their markers past this many points
+__all__ = ["GLOBAL", "PER_FIT", "MetricPlot", "MetricsPanel", "family_of"]
 
-BACKGROUND = "#ffffff"
-FOREGROUND = "#303030"
-TRAIN = "#1f77b4"
-TRAIN_DARK = "#0d3f73"
-VAL = "#e8590c"
-EPOCH_LINE = "#c4c4c4"
-FIT_LINE = "#6a3d9a"
 NAN_LINE = "#d62728"
 RESTORE_LINE = "#2ca02c"
 LR_KEY = "learning_rate"
+
+MANY_FAMILIES = 4  # more families than this: only loss and the first metric shown by default
+SETTINGS_GROUP = "metrics"
 
 
 def family_of(key: str) -> str:
@@ -52,475 +67,33 @@ def family_of(key: str) -> str:
     return key[4:] if key.startswith("val_") and len(key) > 4 else key
 
 
-class Curve:
-    """One line on a plot: its data, its graphics item and whether it needs redrawing.
+class MetricsPanel(QWidget):
+    """Stack of :class:`MetricPlot`, one per metric family, fed by the bridge.
 
     Args:
-        label: legend text.
-        series: decimated store for per-step data; None for per-epoch points.
-    """
-
-    __slots__ = ("label", "series", "xs", "ys", "item", "dirty", "x", "y", "colour")
-
-    def __init__(self, label: str, colour: str, series: Series | None = None) -> None:
-        self.label = label
-        self.colour = colour
-        self.series = series
-        self.xs: list[float] = []  # per-epoch points (when series is None)
-        self.ys: list[float] = []
-        self.item: pg.PlotDataItem | None = None
-        self.dirty = False
-        self.x = np.empty(0)  # what was last drawn, for hover look-ups
-        self.y = np.empty(0)
-
-    def count(self) -> int:
-        """Points received so far."""
-        return self.series.count if self.series is not None else len(self.xs)
-
-    def update_item(self) -> None:
-        """Give the item this frame's data (one ``setData``)."""
-        if self.series is not None:
-            self.x, self.y = self.series.view()
-        else:
-            self.x = np.asarray(self.xs, dtype=np.float64)
-            self.y = np.asarray(self.ys, dtype=np.float64)
-        assert self.item is not None
-        if len(self.x) > MAX_SYMBOLS and self.item.opts["symbol"] is not None:
-            self.item.setSymbol(None)  # markers on thousands of epochs are a smear, and slow
-        self.item.setData(self.x, self.y)
-        self.dirty = False
-
-    def nearest(self, x: float) -> tuple[float, float, float] | None:
-        """Drawn point nearest ``x`` as (x, y_min, y_max); a decimated bucket spans min..max."""
-        xs = self.x
-        if not len(xs):
-            return None
-        i = int(np.searchsorted(xs, x))
-        if i >= len(xs) or (i > 0 and x - xs[i - 1] < xs[i] - x):
-            i -= 1
-        xi = xs[i]
-        lo = int(np.searchsorted(xs, xi, "left"))
-        hi = int(np.searchsorted(xs, xi, "right"))
-        ys = self.y[lo:hi]
-        return float(xi), float(np.nanmin(ys)), float(np.nanmax(ys))
-
-
-class VerticalLines(pg.GraphicsObject):
-    """Many full-height vertical lines drawn as one item (epoch boundaries).
-
-    One item instead of one ``InfiniteLine`` each: a view change then costs one
-    bounding-rect update, not hundreds. Lines closer than ``min_gap_px`` are
-    thinned (every 2nd, 4th, ... line kept), so thousands of epochs stay legible.
-    """
-
-    def __init__(self, pen: QPen, min_gap_px: float = 6.0) -> None:
-        super().__init__()
-        self._pen = QPen(pen)
-        self._pen.setCosmetic(True)
-        self.min_gap_px = min_gap_px
-        self._xs = np.empty(0)
-        self.drawn = 0  # lines drawn by the last paint
-
-    def set_positions(self, xs: Sequence[float]) -> None:
-        """Replace the x positions (sorted ascending)."""
-        self._xs = np.asarray(xs, dtype=np.float64)
-        self.update()
-
-    def positions(self) -> np.ndarray:
-        """All x positions (drawn or thinned out)."""
-        return self._xs
-
-    def visible_positions(self) -> np.ndarray:
-        """The positions a paint draws now: those in view, thinned to ``min_gap_px``."""
-        vb = self.getViewBox()
-        if vb is None or not len(self._xs):
-            return self._xs[:0]
-        (x0, x1), _ = vb.viewRange()
-        lo, hi = np.searchsorted(self._xs, (x0, x1))
-        shown = self._xs[lo:hi]
-        width = max(1.0, vb.width())
-        if len(shown) > 1 and x1 > x0:
-            gap_px = float(np.min(np.diff(shown))) * width / (x1 - x0)
-            stride = 1
-            while gap_px * stride < self.min_gap_px and stride < len(shown):
-                stride *= 2
-            shown = shown[stride - 1 :: stride]
-        return shown
-
-    def boundingRect(self) -> QRectF:  # noqa: N802 (Qt API)
-        """The whole view: the lines span it top to bottom."""
-        vb = self.getViewBox()
-        return QRectF() if vb is None else vb.viewRect()
-
-    def dataBounds(self, axis: int, frac: float = 1.0, orthoRange: object = None) -> None:  # noqa: N802, N803
-        """Never widen the auto range."""
-        return None
-
-    def viewRangeChanged(self) -> None:  # noqa: N802 (pyqtgraph hook)
-        """The bounding rect follows the view."""
-        self.prepareGeometryChange()
-
-    def paint(self, painter: QPainter, *args: object) -> None:
-        """Draw the visible lines."""
-        xs = self.visible_positions()
-        self.drawn = len(xs)
-        if not len(xs):
-            return
-        rect = self.boundingRect()
-        painter.setPen(self._pen)
-        top, bottom = rect.top(), rect.bottom()
-        painter.drawLines([QLineF(x, top, x, bottom) for x in xs.tolist()])
-
-
-class TimedPlotWidget(pg.PlotWidget):
-    """A PlotWidget that adds the time its paints take to ``paint_clock[0]``.
-
-    The bridge reads the clock to keep redrawing within its time budget: painting
-    holds the GIL, and every millisecond of it is taken from the training thread.
-    """
-
-    def __init__(self, paint_clock: list[float], **kwargs: object) -> None:
-        super().__init__(**kwargs)
-        self._paint_clock = paint_clock
-
-    def paintEvent(self, event: object) -> None:  # noqa: N802 (Qt API)
-        """Paint, and account for the time it took."""
-        t0 = time.perf_counter()
-        super().paintEvent(event)
-        self._paint_clock[0] += time.perf_counter() - t0
-
-
-class MetricPlot:
-    """The plot of one metric family: per-step, running, epoch-mean and val curves.
-
-    Args:
-        family: metric name without ``val_`` (the plot's title).
-        capacity: buckets per per-step series.
+        capacity: buckets per per-step series (memory bound per curve).
+        settings: where the families chosen per script and the x-link setting are
+            kept; None keeps them for this session only.
+        parent: Qt parent.
     """
 
     def __init__(
         self,
-        family: str,
         capacity: int = SERIES_CAPACITY,
-        paint_clock: list[float] | None = None,
+        settings: QSettings | None = None,
+        parent: QWidget | None = None,
     ) -> None:
-        self.family = family
-        self.capacity = capacity
-        self.widget = TimedPlotWidget(
-            paint_clock if paint_clock is not None else [0.0], background=BACKGROUND
-        )
-        self.widget.setMinimumHeight(PLOT_MIN_HEIGHT)
-        self.plot: pg.PlotItem = self.widget.getPlotItem()
-        # Horizontal grid at major ticks only: minor grid lines (and a vertical grid) cost
-        # more paint time than all the curves; epoch boundaries give the vertical guides.
-        self.plot.showGrid(x=False, y=True, alpha=0.15)
-        self.plot.getAxis("left").setStyle(maxTickLevel=0)
-        for name in ("left", "bottom"):
-            axis = self.plot.getAxis(name)
-            axis.setPen(pg.mkPen(FOREGROUND))
-            axis.setTextPen(pg.mkPen(FOREGROUND))
-            axis.enableAutoSIPrefix(False)
-        self.plot.setLabel("bottom", "global step", color=FOREGROUND)
-        self.plot.setLabel("left", family, color=FOREGROUND)
-        # The legend sits in the title row, right of the left-aligned title, so it never
-        # hides data.
-        self.legend = self.plot.addLegend(
-            offset=None,
-            brush=pg.mkBrush(255, 255, 255, 190),
-            pen=pg.mkPen("#d8d8d8"),
-            labelTextColor=FOREGROUND,
-            labelTextSize="9pt",
-            verSpacing=-8,
-            horSpacing=12,
-        )
-        self.legend.setParentItem(self.plot)
-        self.legend.anchor(itemPos=(1, 0), parentPos=(1, 0), offset=(-8, 1))
-        self.legend.layout.setContentsMargins(4, 0, 4, 0)
-        self.plot.layout.setRowMinimumHeight(0, 36)  # title row tall enough for the legend
-        self.steps: dict[str, Curve] = {}
-        self.running: dict[str, Curve] = {}
-        self.epochs: dict[str, Curve] = {}
-        self.epoch_lines = VerticalLines(
-            pg.mkPen(EPOCH_LINE, width=1, style=Qt.PenStyle.DashLine), EPOCH_LINE_GAP_PX
-        )
-        self.epoch_lines.setZValue(-10)
-        self.plot.addItem(self.epoch_lines, ignoreBounds=True)
-        self._epoch_count = 0
-        self._fit_markers: list[pg.InfiniteLine] = []
-        self._note = ""
-        self._set_title()
-        self._crosshair = pg.InfiniteLine(
-            angle=90, movable=False, pen=pg.mkPen("#888888", style=Qt.PenStyle.DotLine)
-        )
-        self._crosshair.setVisible(False)
-        self.plot.addItem(self._crosshair, ignoreBounds=True)
-        self._readout = pg.TextItem(
-            "", anchor=(0, 0), fill=pg.mkBrush(255, 255, 255, 230), border=pg.mkPen("#bbbbbb")
-        )
-        self._readout.setZValue(1000)
-        self._readout.setVisible(False)
-        self.plot.addItem(self._readout, ignoreBounds=True)
-        self.widget.scene().sigMouseMoved.connect(self._on_mouse_moved)
-        # x follows the data with head-room (see _follow_x); y auto-ranges.
-        vb = self.plot.getViewBox()
-        vb.enableAutoRange(x=False, y=True)
-        vb.sigRangeChangedManually.connect(self._on_range_changed_manually)
-        self.following = True
-        self._x_right = 0.0
-
-    # -- curves ------------------------------------------------------------
-    def step_curve(self, key: str) -> Curve:
-        """Per-step curve of ``key`` (created on first use)."""
-        curve = self.steps.get(key)
-        if curve is None:
-            curve = self._series_curve(key, "per step", width=1, alpha=150)
-            self.steps[key] = curve
-            old = self.running.pop(key, None)
-            if old is not None:  # per-step values beat the running mean
-                self._remove(old)
-            self._relegend()
-        return curve
-
-    def running_curve(self, key: str) -> Curve | None:
-        """Running-mean curve of ``key``, or None when per-step values exist for it."""
-        if key in self.steps:
-            return None
-        curve = self.running.get(key)
-        if curve is None:
-            curve = self._series_curve(key, "running mean", width=1.5, alpha=255)
-            self.running[key] = curve
-            self._relegend()
-        return curve
-
-    def _series_curve(self, key: str, kind: str, width: float, alpha: int) -> Curve:
-        """A decimated per-step line for ``key``, labelled ``<key> (<kind>)``."""
-        colour = VAL if key.startswith("val_") else TRAIN
-        curve = Curve(f"{key} ({kind})", colour, Series(self.capacity))
-        curve.item = self._line(curve, width=width, alpha=alpha, z=1)
-        return curve
-
-    def epoch_curve(self, key: str) -> Curve:
-        """Per-epoch curve: ``<key> (epoch mean)``, or ``val_<key>`` as it is."""
-        curve = self.epochs.get(key)
-        if curve is None:
-            is_val = key.startswith("val_")
-            label = key if is_val else f"{key} (epoch mean)"
-            colour = VAL if is_val else TRAIN_DARK
-            curve = Curve(label, colour)
-            curve.item = pg.PlotDataItem(
-                name=label,
-                pen=pg.mkPen(colour, width=2),
-                symbol="s" if is_val else "o",
-                symbolSize=7,
-                symbolBrush=pg.mkBrush(colour),
-                symbolPen=pg.mkPen("w", width=1),
-                antialias=True,
-            )
-            curve.item.setZValue(3 if is_val else 2)
-            self.plot.addItem(curve.item)
-            self.epochs[key] = curve
-            self._relegend()
-        return curve
-
-    def sampled_curve(self, key: str) -> Curve:
-        """A line of values sampled every few steps (the learning rate)."""
-        curve = self.steps.get(key)
-        if curve is None:
-            curve = self._series_curve(key, "optimizer", width=1.5, alpha=255)
-            self.steps[key] = curve
-            self._relegend()
-        return curve
-
-    def curves(self) -> Iterable[Curve]:
-        """Every curve on the plot."""
-        yield from self.steps.values()
-        yield from self.running.values()
-        yield from self.epochs.values()
-
-    def _line(self, curve: Curve, width: float, alpha: int, z: int) -> pg.PlotDataItem:
-        colour = pg.mkColor(curve.colour)
-        colour.setAlpha(alpha)
-        item = pg.PlotDataItem(name=curve.label, pen=pg.mkPen(colour, width=width))
-        item.setClipToView(True)
-        item.setDownsampling(auto=True, method="peak")
-        item.setZValue(z)
-        self.plot.addItem(item)
-        return item
-
-    def _relegend(self) -> None:
-        """List curves in a fixed order (per step, running, epoch mean, val) in one row."""
-        self.legend.clear()
-        shown = [c for c in self.curves() if c.item is not None]
-        shown.sort(key=lambda c: c.label.startswith("val_"))
-        for curve in shown:
-            self.legend.addItem(curve.item, curve.label)
-        self.legend.setColumnCount(max(1, len(shown)))
-
-    def legend_labels(self) -> list[str]:
-        """Legend texts in the order shown."""
-        return [label.text for _, label in self.legend.items]
-
-    def _remove(self, curve: Curve) -> None:
-        if curve.item is not None:
-            self.plot.removeItem(curve.item)
-            curve.item = None
-
-    # -- decorations -------------------------------------------------------
-    def set_note(self, note: str) -> None:
-        """Set the text shown after the family name in the title."""
-        if note != self._note:
-            self._note = note
-            self._set_title()
-
-    def title(self) -> str:
-        """The plot's title text."""
-        return f"{self.family}  {self._note}" if self._note else self.family
-
-    def _set_title(self) -> None:
-        self.plot.setTitle(
-            "&nbsp;&nbsp;" + html.escape(self.title()),
-            color=FOREGROUND,
-            size="11pt",
-            justify="left",
-        )
-
-    def sync_epoch_lines(self, epoch_steps: Sequence[float]) -> None:
-        """Show epoch boundaries at ``epoch_steps`` (thinned when they crowd)."""
-        if len(epoch_steps) != self._epoch_count:
-            self._epoch_count = len(epoch_steps)
-            self.epoch_lines.set_positions(epoch_steps)
-
-    def add_fit_marker(self, step: float, text: str, colour: str = FIT_LINE) -> None:
-        """Mark a step (a fit's start, a NaN, a restore) with a labelled vertical line."""
-        line = pg.InfiniteLine(
-            pos=step,
-            angle=90,
-            movable=False,
-            pen=pg.mkPen(colour, width=1.5, style=Qt.PenStyle.DashDotLine),
-            label=text,
-            labelOpts={"position": 0.92, "color": colour, "anchors": [(0, 0.5), (0, 0.5)]},
-        )
-        line.setZValue(-5)
-        self.plot.addItem(line, ignoreBounds=True)
-        self._fit_markers.append(line)
-
-    def fit_marker_labels(self) -> list[str]:
-        """Texts of the fit markers, oldest first."""
-        return [line.label.toPlainText() for line in self._fit_markers if line.label]
-
-    # -- frame -------------------------------------------------------------
-    def refresh(self) -> None:
-        """``setData`` every curve that changed since the last frame."""
-        changed = False
-        for curve in self.curves():
-            if curve.dirty and curve.item is not None:
-                curve.update_item()
-                changed = True
-        if changed:
-            self._follow_x()
-            # Settle the auto range now: done lazily inside paintEvent it changes the
-            # axes mid-paint and Qt paints the plot a second time.
-            self.plot.getViewBox().prepareForPaint()
-
-    def _follow_x(self) -> None:
-        """Keep the newest step in view, moving the x range only when data reaches its end.
-
-        A range that changed every frame would re-lay-out both axes and repaint the
-        whole plot each frame; growing it by half when full changes it rarely.
-        """
-        vb = self.plot.getViewBox()
-        if vb.autoRangeEnabled()[0]:  # the user pressed pyqtgraph's "A": follow again
-            vb.enableAutoRange(x=False)
-            self.following = True
-            self._x_right = 0.0
-        if not self.following:
-            return
-        last = max((c.x[-1] for c in self.curves() if c.item is not None and len(c.x)), default=0)
-        if last <= self._x_right:
-            return
-        self._x_right = _nice_ceiling(max(last * 1.5, 10.0))
-        vb.setXRange(0.0, self._x_right, padding=0.01)
-
-    def fit_x_to_data(self) -> None:
-        """When a run ends, drop the head-room: the finished curves fill the width."""
-        if not self.following:
-            return
-        last = max((c.x[-1] for c in self.curves() if c.item is not None and len(c.x)), default=0)
-        if last > 0:
-            self._x_right = float(last)
-            self.plot.getViewBox().setXRange(0.0, self._x_right, padding=0.02)
-
-    def _on_range_changed_manually(self, *_: object) -> None:
-        self.following = False
-
-    # -- hover -------------------------------------------------------------
-    def _on_mouse_moved(self, pos: QPointF) -> None:
-        vb = self.plot.getViewBox()
-        if not vb.sceneBoundingRect().contains(pos):
-            self._crosshair.setVisible(False)
-            self._readout.setVisible(False)
-            return
-        point = vb.mapSceneToView(pos)
-        text = self.readout(point.x())
-        if not text:
-            self._readout.setVisible(False)
-            return
-        (x0, x1), (_, y1) = vb.viewRange()
-        self._crosshair.setValue(point.x())
-        self._crosshair.setVisible(True)
-        self._readout.setHtml(text)
-        self._readout.setAnchor((0, 0) if point.x() < (x0 + x1) / 2 else (1, 0))
-        self._readout.setPos(point.x(), y1)
-        self._readout.setVisible(True)
-
-    def readout(self, x: float) -> str:
-        """HTML listing, for the step nearest ``x``, each curve's nearest value."""
-        rows: list[str] = []
-        for curve in self.curves():
-            if curve.item is None:
-                continue
-            hit = curve.nearest(x)
-            if hit is None:
-                continue
-            cx, lo, hi = hit
-            value = _fmt(lo) if lo == hi or lo != lo else f"{_fmt(lo)} … {_fmt(hi)}"
-            where = "" if curve.series is not None else f" <i>(step {cx:,.0f})</i>"
-            rows.append(
-                f"<span style='color:{curve.colour}'>&#9632;</span> "
-                f"{html.escape(curve.label)}: <b>{value}</b>{where}"
-            )
-        if not rows:
-            return ""
-        head = f"<b>step {max(x, 0):,.0f}</b>"
-        return f"<div style='color:{FOREGROUND}; font-size:9pt'>{head}<br>{'<br>'.join(rows)}</div>"
-
-
-def _nice_ceiling(x: float) -> float:
-    """Smallest 1, 2, 2.5 or 5 times a power of ten that is >= ``x``."""
-    exp = 10.0 ** np.floor(np.log10(x))
-    for m in (1.0, 2.0, 2.5, 5.0, 10.0):
-        if m * exp >= x:
-            return m * exp
-    return 10.0 * exp
-
-
-def _fmt(v: float) -> str:
-    return f"{v:.5g}"
-
-
-class MetricsPanel(QScrollArea):
-    """Scrollable stack of :class:`MetricPlot`, one per metric family, fed by the bridge.
-
-    Args:
-        capacity: buckets per per-step series (memory bound per curve).
-        parent: Qt parent.
-    """
-
-    def __init__(self, capacity: int = SERIES_CAPACITY, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.capacity = capacity
-        self.setWidgetResizable(True)
-        self.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.settings = settings
+        self.x_mode = GLOBAL
+        self.linked = bool(_setting(settings, "link_x", True))
+        self._prefs: dict[str, tuple[bool, bool]] = {}  # family -> (show all, log), this session
+        self._script = ""
+
+        self.scroll = QScrollArea()
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         self._content = QWidget()
         self._content.setObjectName("metricsContent")
         self._content.setStyleSheet(f"QWidget#metricsContent {{ background: {BACKGROUND}; }}")
@@ -531,21 +104,77 @@ class MetricsPanel(QScrollArea):
         self._placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self._placeholder.setStyleSheet("color: #808080; font-size: 13pt;")
         self._layout.addWidget(self._placeholder)
-        self.setWidget(self._content)
+        self._layout.addStretch(0)
+        self.scroll.setWidget(self._content)
+
+        self.sidebar = MetricsSidebar()
+        self.sidebar.family_toggled.connect(self._on_family_toggled)
+        self.sidebar.fit_clicked.connect(self.jump_to_fit)
+        self.sidebar.isolate_changed.connect(self.isolate)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.addWidget(self.scroll)
+        self.splitter.addWidget(self.sidebar)
+        self.splitter.setStretchFactor(0, 1)
+        self.splitter.setStretchFactor(1, 0)
+        self.splitter.setChildrenCollapsible(False)
+
+        bar = QHBoxLayout()
+        bar.setContentsMargins(6, 2, 6, 0)
+        bar.addWidget(QLabel("x axis:"))
+        self.x_mode_box = QComboBox()
+        for mode in (GLOBAL, PER_FIT):
+            self.x_mode_box.addItem(X_LABELS[mode], mode)
+        self.x_mode_box.setToolTip(
+            "global step: the run's fits one after another; "
+            "step within fit: every fit from 0, overlaid in its own colour"
+        )
+        self.x_mode_box.currentIndexChanged.connect(
+            lambda i: self.set_x_mode(self.x_mode_box.itemData(i))
+        )
+        bar.addWidget(self.x_mode_box)
+        self.link_box = QCheckBox("link x axes")
+        self.link_box.setToolTip(
+            "Zoom or pan one plot and all follow (wheel / drag); double-click a plot to reset"
+        )
+        self.link_box.setChecked(self.linked)
+        self.link_box.toggled.connect(self.set_linked)
+        bar.addWidget(self.link_box)
+        bar.addStretch(1)
+        self.sidebar_button = QToolButton()
+        self.sidebar_button.setText("Plots && fits")
+        self.sidebar_button.setCheckable(True)
+        self.sidebar_button.setToolTip("Choose the plots to see; list the run's fits")
+        self.sidebar_button.toggled.connect(self._on_sidebar_toggled)
+        bar.addWidget(self.sidebar_button)
+        self._sidebar_auto = True  # shown by itself once there is something to choose
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        layout.addLayout(bar)
+        layout.addWidget(self.splitter, 1)
+        self.sidebar.hide()
+
         self.plots: dict[str, MetricPlot] = {}
         self.paint_clock = [0.0]  # seconds spent painting plots, ever (read by the bridge)
+        self.xgroup = XLinkGroup()
         self._reset_data()
 
     def _reset_data(self) -> None:
         self._pending_values: dict[str, tuple[list[float], list[float]]] = {}
         self._pending_running: dict[str, tuple[list[float], list[float]]] = {}
+        self._last_x: dict[str, float] = {}  # key -> last global step with a value
+        self._last_run_x: dict[str, float] = {}
         self._epoch_steps: list[float] = []
         self._epochs_dirty = False
-        self._fits: list[tuple[float, str]] = []
+        self._fits: list[FitStarted] = []
+        self._fit_steps: dict[int, int] = {}  # fit index -> last global step seen
+        self._fit_loss: dict[int, float] = {}  # fit index -> last loss seen
+        self._fits_dirty = False
         self._spe: dict[int, int] = {}  # fit index -> steps per batch hook
         self._note_dirty = False
-        self._first_fit: FitStarted | None = None
         self._run_ended = False
+        self._undecided: list[str] = []  # families whose visibility is not chosen yet
         self._marks: list[tuple[float, str, str]] = []  # (step, text, colour): NaN, restore
         self._pending_lr: tuple[list[float], list[float]] = ([], [])
 
@@ -559,6 +188,14 @@ class MetricsPanel(QScrollArea):
             if self._spe.get(s.fit_index, 1) != s.steps:
                 self._spe[s.fit_index] = s.steps
                 self._note_dirty = True
+        self._fit_steps[last.fit_index] = last.global_step
+        loss = last.values.get("loss", last.running.get("loss"))
+        if loss is not None:
+            self._fit_loss[last.fit_index] = loss
+        self._fits_dirty = True
+        # Into the series now, a frame's worth at a time: left for the (budgeted) redraw,
+        # a second of a dozen metrics would make that one frame long.
+        self._flush_pending()
 
     def _ingest_uniform(self, steps: Sequence[StepEnded]) -> bool:
         """Fast path for the usual run: every step reports the same keys, none running-only.
@@ -608,13 +245,11 @@ class MetricsPanel(QScrollArea):
                     bucket[1].append(v)
 
     def ingest_event(self, event: object) -> None:
-        """Epoch means, val metrics, fit markers; a new run clears everything."""
+        """Epoch means, val metrics, fits; a new run clears everything."""
         if isinstance(event, EpochEnded):
             for key, value in event.metrics.items():
                 curve = self._plot_for(family_of(key)).epoch_curve(key)
-                curve.xs.append(event.global_step)
-                curve.ys.append(value)
-                curve.dirty = True
+                curve.append((event.global_step,), (value,))
             if not self._epoch_steps or self._epoch_steps[-1] != event.global_step:
                 self._epoch_steps.append(event.global_step)
                 self._epochs_dirty = True
@@ -622,15 +257,20 @@ class MetricsPanel(QScrollArea):
             if self._spe.get(event.fit_index) != event.steps_per_execution:
                 self._spe[event.fit_index] = event.steps_per_execution
                 self._note_dirty = True
-            if event.fit_index == 0 or self._first_fit is None:
-                self._first_fit = event
-            if event.fit_index >= 1:
-                if not self._fits:  # now that there are segments, label the first too
-                    first = self._first_fit
-                    self._add_fit(first.global_step, f"fit 1: {first.model.name}")
-                self._add_fit(event.global_step, f"fit {event.fit_index + 1}: {event.model.name}")
+            if self._fits:
+                # Breaks are positions: values still queued for earlier fits land left of it.
+                boundary = event.global_step + 0.5
+                for plot in self.plots.values():
+                    plot.add_break(boundary)
+            self._fits.append(event)
+            self._fit_steps[event.fit_index] = event.global_step
+            self._fits_dirty = True
+            spans = self.spans()
+            for plot in self.plots.values():
+                plot.set_spans(spans)
         elif isinstance(event, RunStarted):
             self.clear()
+            self._script = event.script
         elif isinstance(event, RunEnded):
             self._run_ended = True
         elif isinstance(event, LearningRate):
@@ -641,27 +281,26 @@ class MetricsPanel(QScrollArea):
         elif isinstance(event, CheckpointRestored):
             self.add_mark(event.step, f"restored step {event.step}", RESTORE_LINE)
 
+    def add_mark(self, step: float, text: str, colour: str) -> None:
+        """Mark ``step`` on every plot (now and on plots made later)."""
+        self._marks.append((step, text, colour))
+        for plot in self.plots.values():
+            plot.add_mark(step, text, colour)
+
+    def marks(self) -> list[tuple[float, str]]:
+        """(step, text) of the NaN and restore marks, oldest first."""
+        return [(step, text) for step, text, _ in self._marks]
+
     def refresh(self) -> None:
         """Move this frame's values into the series and redraw changed curves once."""
-        if self._pending_values:
-            for key, (xs, ys) in self._pending_values.items():
-                curve = self._plot_for(family_of(key)).step_curve(key)
-                curve.series.extend(xs, ys)
-                curve.dirty = True
-            self._pending_values = {}
-        if self._pending_running:
-            for key, (xs, ys) in self._pending_running.items():
-                curve = self._plot_for(family_of(key)).running_curve(key)
-                if curve is not None:
-                    curve.series.extend(xs, ys)
-                    curve.dirty = True
-            self._pending_running = {}
+        self._flush_pending()
         # The learning rate's plot comes after the metrics' (it waits for one to exist).
         if self._pending_lr[0] and (self.plots or self._run_ended):
             curve = self._plot_for(LR_KEY).sampled_curve(LR_KEY)
-            curve.series.extend(*self._pending_lr)
-            curve.dirty = True
+            curve.append(*self._pending_lr)
             self._pending_lr = ([], [])
+        if self._undecided:
+            self._decide_visibility()
         if self._note_dirty:
             note = self.note()
             for plot in self.plots.values():
@@ -671,11 +310,196 @@ class MetricsPanel(QScrollArea):
             for plot in self.plots.values():
                 plot.sync_epoch_lines(self._epoch_steps)
             self._epochs_dirty = False
+        if self._fits_dirty:
+            self._update_fit_rows()
         for plot in self.plots.values():
             plot.refresh()
-            if self._run_ended:
-                plot.fit_x_to_data()
+        if self._run_ended:
+            for group in self._groups():
+                group.finish()
+            self._update_fit_rows()
         self._run_ended = False
+
+    def _flush_pending(self) -> None:
+        """Queued values into the curves, cutting a curve where its key was absent."""
+        if self._pending_values:
+            spe = max(self._spe.values(), default=1)
+            for key, (xs, ys) in self._pending_values.items():
+                curve = self._plot_for(family_of(key)).step_curve(key)
+                _cut_gaps(curve, self._last_x.get(key), xs, spe)
+                curve.append(xs, ys)
+                self._last_x[key] = xs[-1]
+            self._pending_values = {}
+        if self._pending_running:
+            spe = max(self._spe.values(), default=1)
+            for key, (xs, ys) in self._pending_running.items():
+                curve = self._plot_for(family_of(key)).running_curve(key)
+                if curve is not None:
+                    _cut_gaps(curve, self._last_run_x.get(key), xs, spe)
+                    curve.append(xs, ys)
+                    self._last_run_x[key] = xs[-1]
+            self._pending_running = {}
+
+    # -- fits ----------------------------------------------------------------
+    def spans(self) -> list[FitSpan]:
+        """The run's fits as spans of global steps, with their colours and labels."""
+        spans = []
+        for i, fit in enumerate(self._fits):
+            end = self._fits[i + 1].global_step if i + 1 < len(self._fits) else math.inf
+            spans.append(
+                FitSpan(fit.fit_index, fit.global_step, end, _segment(fit), segment_colour(i))
+            )
+        return spans
+
+    def _update_fit_rows(self) -> None:
+        self._fits_dirty = False
+        for i, fit in enumerate(self._fits):
+            steps = self._fit_steps.get(fit.fit_index, fit.global_step) - fit.global_step
+            loss = self._fit_loss.get(fit.fit_index)
+            self.sidebar.set_fit(
+                fit.fit_index,
+                segment_colour(i),
+                fit.model.name,
+                steps,
+                "—" if loss is None else f"{loss:.4g}",
+                _segment(fit).full,
+            )
+        if len(self._fits) > 1:
+            self._auto_show_sidebar()
+
+    def jump_to_fit(self, fit_index: int) -> None:
+        """Show fit ``fit_index`` on every linked plot (its steps, or its length per fit)."""
+        for span in self.spans():
+            if span.index != fit_index:
+                continue
+            end = span.end if span.end != math.inf else self._fit_steps.get(span.index, span.start)
+            if end <= span.start:
+                return
+            x0, x1 = (span.start, end) if self.x_mode == GLOBAL else (0.0, end - span.start)
+            for group in self._groups():
+                group.show_range(x0, x1)
+
+    def isolate(self, fits: frozenset[int] | None) -> None:
+        """Show only these fits on the per-fit axis (None: all); switches to that axis."""
+        if fits is not None and self.x_mode != PER_FIT:
+            self.set_x_mode(PER_FIT)
+        for plot in self.plots.values():
+            plot.set_isolated(fits)
+            plot.refresh()
+        for group in self._groups():
+            group.reset()
+
+    # -- x axis --------------------------------------------------------------
+    def set_x_mode(self, mode: str) -> None:
+        """``"global"`` (the run's global step) or ``"fit"`` (step within fit, overlaid)."""
+        if mode not in X_LABELS:
+            raise ValueError(f"x mode must be one of {sorted(X_LABELS)}, got {mode!r}")
+        self.x_mode = mode
+        i = self.x_mode_box.findData(mode)
+        if self.x_mode_box.currentIndex() != i:
+            self.x_mode_box.setCurrentIndex(i)
+        for plot in self.plots.values():
+            plot.set_x_mode(mode)
+            plot.refresh()
+        for group in self._groups():
+            group.reset()
+
+    def set_linked(self, linked: bool) -> None:
+        """Share one x range between all plots (True) or let each have its own."""
+        self.linked = bool(linked)
+        if self.link_box.isChecked() != self.linked:
+            self.link_box.setChecked(self.linked)
+        if self.settings is not None:
+            self.settings.setValue(f"{SETTINGS_GROUP}/link_x", self.linked)
+        for plot in self.plots.values():
+            group = self.xgroup if self.linked else XLinkGroup()
+            group.finished = self.xgroup.finished
+            group.add(plot)
+        for group in self._groups():
+            group.reset()
+
+    def _groups(self) -> list[XLinkGroup]:
+        groups = [self.xgroup]
+        for plot in self.plots.values():
+            if plot.group is not None and plot.group not in groups:
+                groups.append(plot.group)
+        return groups
+
+    # -- families ------------------------------------------------------------
+    def shown_families(self) -> list[str]:
+        """Families whose plots are shown, in order."""
+        return [f for f, p in self.plots.items() if p.shown]
+
+    def set_family_shown(self, family: str, shown: bool) -> None:
+        """Show or hide one family's plot, and remember the choice for this script."""
+        plot = self.plots.get(family)
+        if plot is None or plot.shown == shown:
+            return
+        plot.set_shown(shown)
+        self.sidebar.set_family_shown(family, shown)
+        self._store_choice(family, shown)
+        if shown:
+            plot.refresh()
+
+    def _on_family_toggled(self, family: str, shown: bool) -> None:
+        self.set_family_shown(family, shown)
+
+    def _decide_visibility(self) -> None:
+        """Show or hide new families: the user's choice for this script, else the default."""
+        stored_shown, stored_hidden = self._stored_choices()
+        families = list(self.plots)
+        loss = "loss" if "loss" in families else families[0]
+        first_metric = next((f for f in families if f != loss), None)
+        many = len(families) > MANY_FAMILIES
+        for family in self._undecided:
+            if family in stored_shown or family in stored_hidden:
+                shown = family in stored_shown
+            else:
+                shown = not many or family in (loss, first_metric)
+            plot = self.plots[family]
+            plot.set_shown(shown)
+            self.sidebar.add_family(family, shown)
+        self._undecided = []
+        if many:
+            self._auto_show_sidebar()
+
+    def _settings_key(self) -> str:
+        digest = hashlib.sha1(self._script.encode("utf-8")).hexdigest()[:16]
+        return f"{SETTINGS_GROUP}/scripts/{digest}"
+
+    def _stored_choices(self) -> tuple[set[str], set[str]]:
+        if self.settings is None or not self._script:
+            return set(), set()
+        key = self._settings_key()
+        return (
+            _as_set(self.settings.value(f"{key}/shown", [])),
+            _as_set(self.settings.value(f"{key}/hidden", [])),
+        )
+
+    def _store_choice(self, family: str, shown: bool) -> None:
+        if self.settings is None or not self._script:
+            return
+        stored_shown, stored_hidden = self._stored_choices()
+        (stored_shown if shown else stored_hidden).add(family)
+        (stored_hidden if shown else stored_shown).discard(family)
+        key = self._settings_key()
+        self.settings.setValue(f"{key}/shown", sorted(stored_shown))
+        self.settings.setValue(f"{key}/hidden", sorted(stored_hidden))
+        self.settings.setValue(f"{key}/script", self._script)
+        self.settings.sync()
+
+    # -- sidebar -------------------------------------------------------------
+    def _auto_show_sidebar(self) -> None:
+        if self._sidebar_auto and not self.sidebar_button.isChecked():
+            self.sidebar_button.setChecked(True)
+
+    def _on_sidebar_toggled(self, on: bool) -> None:
+        if not on:
+            self._sidebar_auto = False  # the user closed it: do not reopen it by itself
+        self.sidebar.setVisible(on)
+        if on:
+            total = max(self.splitter.width(), 2 * SIDEBAR_WIDTH)
+            self.splitter.setSizes([total - SIDEBAR_WIDTH, SIDEBAR_WIDTH])
 
     # -- public ------------------------------------------------------------
     def note(self) -> str:
@@ -693,12 +517,14 @@ class MetricsPanel(QScrollArea):
         return f"({'; '.join(parts)})"
 
     def clear(self) -> None:
-        """Remove every plot and forget all data."""
+        """Remove every plot and forget all data (the x axis and link choices stay)."""
         for plot in self.plots.values():
             self._layout.removeWidget(plot.widget)
             plot.widget.hide()
             plot.widget.deleteLater()
         self.plots = {}
+        self.xgroup = XLinkGroup()
+        self.sidebar.clear()
         self._reset_data()
         self._placeholder.show()
 
@@ -722,29 +548,67 @@ class MetricsPanel(QScrollArea):
     def _plot_for(self, family: str) -> MetricPlot:
         plot = self.plots.get(family)
         if plot is None:
-            plot = MetricPlot(family, self.capacity, self.paint_clock)
+            group = self.xgroup if self.linked else XLinkGroup()
+            plot = MetricPlot(family, self.capacity, self.paint_clock, group)
             self.plots[family] = plot
             self._placeholder.hide()
-            self._layout.addWidget(plot.widget)
+            self._layout.insertWidget(self._layout.count() - 1, plot.widget)
             plot.set_note(self.note())
             plot.sync_epoch_lines(self._epoch_steps)
-            for step, text in self._fits:
-                plot.add_fit_marker(step, text)
+            for fit in self._fits[1:]:
+                plot.add_break(fit.global_step + 0.5)
+            plot.set_spans(self.spans())
+            plot.set_x_mode(self.x_mode)
             for step, text, colour in self._marks:
-                plot.add_fit_marker(step, text, colour)
+                plot.add_mark(step, text, colour)
+            show_all, log = self._prefs.get(family, (False, False))
+            plot.set_show_all(show_all)
+            plot.set_log(log)
+            plot.all_button.toggled.connect(lambda _on, f=family: self._remember(f))
+            plot.log_button.toggled.connect(lambda _on, f=family: self._remember(f))
+            plot.set_shown(False)  # until _decide_visibility, at the end of this frame
+            self._undecided.append(family)
         return plot
 
-    def add_mark(self, step: float, text: str, colour: str) -> None:
-        """Mark ``step`` on every plot (now and on plots made later)."""
-        self._marks.append((step, text, colour))
-        for plot in self.plots.values():
-            plot.add_fit_marker(step, text, colour)
+    def _remember(self, family: str) -> None:
+        plot = self.plots.get(family)
+        if plot is not None:
+            self._prefs[family] = (plot.show_all, plot.log)
 
-    def marks(self) -> list[tuple[float, str]]:
-        """(step, text) of the NaN and restore markers, oldest first."""
-        return [(step, text) for step, text, _ in self._marks]
 
-    def _add_fit(self, step: float, text: str) -> None:
-        self._fits.append((step, text))
-        for plot in self.plots.values():
-            plot.add_fit_marker(step, text)
+def _segment(fit: FitStarted) -> Segment:
+    n = fit.fit_index + 1
+    name = fit.model.name
+    return Segment(
+        fit.global_step, str(n), f"{n} {name}", f"fit {n}: {name} ({fit.model.class_name})"
+    )
+
+
+def _cut_gaps(curve: Curve, last: float | None, xs: list[float], spe: int) -> None:
+    """Cut ``curve`` wherever its key skipped a batch hook (the value was absent)."""
+    first = xs[0] if last is None else last
+    points = len(xs) if last is None else len(xs) + 1
+    if xs[-1] - first <= (points - 1) + 0.5:
+        return  # one step apart throughout (steps only grow): no gap (the usual case)
+    a = np.asarray(xs, dtype=np.float64)
+    if last is not None:
+        a = np.concatenate(([last], a))
+    for i in np.nonzero(np.diff(a) > spe + 0.5)[0].tolist():
+        curve.add_break((a[i] + a[i + 1]) / 2)
+
+
+def _setting(settings: QSettings | None, name: str, default: object) -> object:
+    if settings is None:
+        return default
+    value = settings.value(f"{SETTINGS_GROUP}/{name}", default)
+    if isinstance(value, str):
+        return value.lower() in ("true", "1", "yes")
+    return value
+
+
+def _as_set(value: object) -> set[str]:
+    if not value:
+        return set()
+    if isinstance(value, str):
+        return {value}
+    return {str(v) for v in value}

@@ -1,0 +1,54 @@
+"""Shared plot pieces: robust range, breaks, a plot's buttons and x-link group."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+
+from tfstudio.ui.plotting import PlotView, XLinkGroup, robust_range
+from tfstudio.ui.plotting.curve import with_breaks
+
+
+def test_robust_range_keeps_an_ordinary_loss_curve_whole():
+    loss = 2.3 * np.exp(-np.arange(1000) / 100) + 0.05
+    lo, hi = robust_range(loss)
+    assert lo < loss.min() and hi > loss.max()  # a steep start is not an outlier
+
+
+def test_robust_range_leaves_a_1000x_spike_out_unless_asked():
+    values = 0.5 + 0.01 * np.sin(np.arange(2000))
+    values[10] = 500.0
+    lo, hi = robust_range(values)
+    assert 0.45 < lo < 0.49 and 0.51 < hi < 0.55
+    assert robust_range(values, show_all=True)[1] > 500
+    assert robust_range(np.array([np.nan, np.inf])) is None
+    lo, hi = robust_range(np.array([3.0]))
+    assert lo < 3.0 < hi  # one point: a range around it
+
+
+def test_with_breaks_puts_a_gap_between_points_only():
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    y = np.array([1.0, 2.0, 3.0, 4.0])
+    bx, by = with_breaks(x, y, [0.5, 2.5, 9.0])
+    assert bx.tolist() == [1.0, 2.0, 2.5, 3.0, 4.0]
+    assert np.isnan(by[2]) and np.isfinite(np.delete(by, 2)).all()
+
+
+def test_plot_view_follows_data_and_group_shares_the_range(qtbot):
+    group = XLinkGroup()
+    views = [PlotView(f"p{i}", group=group) for i in range(2)]
+    for view in views:
+        qtbot.addWidget(view.widget)
+        view.widget.resize(600, 300)
+        view.widget.show()
+    item = views[0].add_item(pg.PlotDataItem())
+    item.setData(np.arange(1.0, 101.0), np.ones(100))
+    group.follow()
+    for view in views:
+        x0, x1 = view.vb.viewRange()[0]
+        assert x0 <= 1 and x1 >= 100
+    group.show_range(20, 40)
+    assert np.allclose(views[1].vb.viewRange()[0], views[0].vb.viewRange()[0])
+    assert not group.following
+    views[0].log_button.click()
+    assert views[0].log and not views[1].log

@@ -1,0 +1,499 @@
+"""The plot of one metric family: per-step, running, epoch-mean and val curves.
+
+Two x axes: the run's global step, where fits follow one another (each marked,
+no line across a boundary), or the step within each fit, where every fit is
+overlaid in its own colour to compare them.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+
+from tfstudio.core.series import Series
+from tfstudio.ui.plotting import (
+    FOREGROUND,
+    Curve,
+    PlotView,
+    Segment,
+    SegmentMarkers,
+    VerticalLines,
+    XLinkGroup,
+)
+
+SERIES_CAPACITY = 10_000  # buckets per curve: 240 KB; at most 20k points (min+max) to draw
+EPOCH_LINE_GAP_PX = 6  # epoch boundaries closer than this are thinned (every 2^k-th drawn)
+MAX_NAMED_FITS = 6  # more fits than this: the legend names them by number only
+MAX_LEGEND_FITS = 12  # more than this: no legend (the fit list shows the colours)
+MAX_READOUT_ROWS = 12
+
+TRAIN = "#1f77b4"
+TRAIN_DARK = "#0d3f73"
+VAL = "#e8590c"
+EPOCH_LINE = "#c4c4c4"
+FIT_LINE = "#6a3d9a"
+
+GLOBAL = "global"  # x modes
+PER_FIT = "fit"
+X_LABELS = {GLOBAL: "global step", PER_FIT: "step within fit"}
+
+
+@dataclass(frozen=True, slots=True)
+class FitSpan:
+    """One fit's place on the global step axis: steps in (start, end].
+
+    Args:
+        index: 0-based fit index.
+        end: ``math.inf`` while the fit may still grow.
+    """
+
+    index: int
+    start: float
+    end: float
+    segment: Segment
+    colour: str
+
+
+class MetricPlot(PlotView):
+    """The plot of one metric family: per-step, running, epoch-mean and val curves.
+
+    Args:
+        family: metric name without ``val_`` (the plot's title).
+        capacity: buckets per per-step series.
+        paint_clock: shared paint-time accumulator.
+        group: x-range group shared with the other metric plots.
+    """
+
+    def __init__(
+        self,
+        family: str,
+        capacity: int = SERIES_CAPACITY,
+        paint_clock: list[float] | None = None,
+        group: XLinkGroup | None = None,
+    ) -> None:
+        super().__init__(family, X_LABELS[GLOBAL], family, paint_clock, group)
+        self.family = family
+        self.capacity = capacity
+        self.steps: dict[str, Curve] = {}
+        self.running: dict[str, Curve] = {}
+        self.epochs: dict[str, Curve] = {}
+        self.epoch_lines = VerticalLines(
+            pg.mkPen(EPOCH_LINE, width=1, style=Qt.PenStyle.DashLine), EPOCH_LINE_GAP_PX
+        )
+        self.epoch_lines.setZValue(-10)
+        self.vb.addItem(self.epoch_lines, ignoreBounds=True)
+        self._epoch_count = 0
+        self.markers = SegmentMarkers(self.vb, FIT_LINE)
+        self.marks: list[tuple[str, pg.InfiniteLine]] = []  # NaN, restore (see add_mark)
+        self.breaks: list[float] = []  # segment boundaries: no curve crosses them
+        self._note = ""
+        self.x_mode = GLOBAL
+        self.spans: list[FitSpan] = []
+        self.overlays: dict[tuple[str, int], pg.PlotDataItem] = {}
+        self.isolated: frozenset[int] | None = None  # fits shown alone (per-fit x)
+        self._overlays_from: int | None = 0  # overlays to redo from this fit on (None: last)
+        self._markers_stale = False
+        self._legend_stale = False
+        self._legend_key: tuple = ()
+        self.redraws = 0  # refreshes that redrew something (hidden plots do none)
+        # Items of curves born while the plot is hidden: made when it is first shown.
+        self._pending_items: list[tuple[Curve, Callable[[], pg.PlotDataItem]]] = []
+
+    # -- curves ------------------------------------------------------------
+    def step_curve(self, key: str) -> Curve:
+        """Per-step curve of ``key`` (created on first use)."""
+        curve = self.steps.get(key)
+        if curve is None:
+            curve = self._series_curve(key, "per step", width=1, alpha=150)
+            self.steps[key] = curve
+            old = self.running.pop(key, None)
+            if old is not None:  # per-step values beat the running mean
+                self._remove(old)
+            self._legend_stale = True
+        return curve
+
+    def running_curve(self, key: str) -> Curve | None:
+        """Running-mean curve of ``key``, or None when per-step values exist for it."""
+        if key in self.steps:
+            return None
+        curve = self.running.get(key)
+        if curve is None:
+            curve = self._series_curve(key, "running mean", width=1.5, alpha=255)
+            self.running[key] = curve
+            self._legend_stale = True
+        return curve
+
+    def sampled_curve(self, key: str) -> Curve:
+        """A line of values sampled every few steps (the learning rate)."""
+        curve = self.steps.get(key)
+        if curve is None:
+            curve = self._series_curve(key, "optimizer", width=1.5, alpha=255)
+            self.steps[key] = curve
+            self._legend_stale = True
+        return curve
+
+    def _series_curve(self, key: str, kind: str, width: float, alpha: int) -> Curve:
+        """A decimated per-step line for ``key``, labelled ``<key> (<kind>)``."""
+        colour = VAL if key.startswith("val_") else TRAIN
+        curve = Curve(f"{key} ({kind})", colour, Series(self.capacity))
+        curve.breaks = list(self.breaks)
+        self._make_item(curve, lambda: self._line(curve, width=width, alpha=alpha, z=1))
+        return curve
+
+    def epoch_curve(self, key: str) -> Curve:
+        """Per-epoch curve: ``<key> (epoch mean)``, or ``val_<key>`` as it is."""
+        curve = self.epochs.get(key)
+        if curve is None:
+            is_val = key.startswith("val_")
+            label = key if is_val else f"{key} (epoch mean)"
+            colour = VAL if is_val else TRAIN_DARK
+            curve = Curve(label, colour)
+            curve.breaks = list(self.breaks)
+            self._make_item(curve, lambda: self._epoch_item(colour, is_val))
+            self.epochs[key] = curve
+            self._legend_stale = True
+        return curve
+
+    def _epoch_item(self, colour: str, is_val: bool) -> pg.PlotDataItem:
+        item = pg.PlotDataItem(
+            pen=pg.mkPen(colour, width=2),
+            symbol="s" if is_val else "o",
+            symbolSize=7,
+            symbolBrush=pg.mkBrush(colour),
+            symbolPen=pg.mkPen("w", width=1),
+            antialias=True,
+        )
+        item.setVisible(self.x_mode == GLOBAL)
+        return self.add_item(item, z=3 if is_val else 2)
+
+    def _make_item(self, curve: Curve, make: Callable[[], pg.PlotDataItem]) -> None:
+        """Give ``curve`` its graphics item now, or when the plot is first shown."""
+        if self.shown:
+            curve.item = make()
+        else:
+            self._pending_items.append((curve, make))
+
+    def _make_pending_items(self) -> None:
+        live = {id(c) for c in self.curves()}
+        for curve, make in self._pending_items:
+            if id(curve) in live:  # not replaced meanwhile (running -> per step)
+                curve.item = make()
+                curve.dirty = True
+        self._pending_items = []
+        self._legend_stale = True
+
+    def curves(self) -> Iterable[Curve]:
+        """Every curve on the plot."""
+        yield from self.steps.values()
+        yield from self.running.values()
+        yield from self.epochs.values()
+
+    def add_break(self, x: float) -> None:
+        """A segment boundary at ``x``: every curve, present and future, is cut there."""
+        if not self.breaks or x > self.breaks[-1]:
+            self.breaks.append(x)
+            for curve in self.curves():
+                curve.add_break(x)
+
+    def _line(self, curve: Curve, width: float, alpha: int, z: int) -> pg.PlotDataItem:
+        colour = pg.mkColor(curve.colour)
+        colour.setAlpha(alpha)
+        item = pg.PlotDataItem(pen=pg.mkPen(colour, width=width))
+        item.setClipToView(True)
+        item.setDownsampling(auto=True, method="peak")
+        item.setVisible(self.x_mode == GLOBAL)
+        return self.add_item(item, z)
+
+    def _remove(self, curve: Curve) -> None:
+        if curve.item is not None:
+            self.remove_item(curve.item)
+            curve.item = None
+        for (label, index), item in list(self.overlays.items()):
+            if label == curve.label:
+                self.remove_item(item)
+                del self.overlays[(label, index)]
+
+    def _relegend(self) -> None:
+        """Global x: curves in a fixed order (per step, running, epoch mean, val).
+
+        Per-fit x: one entry per fit, in the fit's colour.
+        """
+        self._legend_stale = False
+        if self.x_mode == GLOBAL:
+            shown = [c for c in self.curves() if c.item is not None]
+            shown.sort(key=lambda c: c.label.startswith("val_"))
+            key = (GLOBAL, *((id(c.item), c.label) for c in shown))
+            if key == self._legend_key:
+                return
+            self._legend_key = key
+            self.legend.clear()
+            self.legend.setVisible(True)
+            for curve in shown:
+                self.legend.addItem(curve.item, curve.label)
+            self.legend.setColumnCount(max(1, len(shown)))
+            return
+        primary = self._primary_label()
+        entries = [
+            (self.overlays[(primary, s.index)], s)
+            for s in self.spans
+            if (primary, s.index) in self.overlays and self._span_shown(s)
+        ]
+        key = (PER_FIT, *((id(item), span.index) for item, span in entries))
+        if key == self._legend_key:
+            return
+        self._legend_key = key
+        self.legend.clear()
+        self.legend.setVisible(True)
+        if len(entries) > MAX_LEGEND_FITS or not entries:
+            self.legend.setVisible(False)  # the fit list beside the plots shows the colours
+            return
+        named = len(entries) <= MAX_NAMED_FITS
+        for item, span in entries:
+            self.legend.addItem(item, span.segment.name if named else span.segment.short)
+        self.legend.setColumnCount(max(1, len(entries)))
+
+    def _primary_label(self) -> str:
+        """The curve that stands for each fit in the per-fit legend."""
+        for curve in self.curves():
+            if curve.series is not None and not curve.label.startswith("val_"):
+                return curve.label
+        for curve in self.curves():
+            return curve.label
+        return ""
+
+    # -- decorations -------------------------------------------------------
+    def set_note(self, note: str) -> None:
+        """Set the text shown after the family name in the title."""
+        if note != self._note:
+            self._note = note
+            self.set_title(f"{self.family}  {note}" if note else self.family)
+
+    def sync_epoch_lines(self, epoch_steps: Sequence[float]) -> None:
+        """Show epoch boundaries at ``epoch_steps`` (thinned when they crowd)."""
+        if len(epoch_steps) != self._epoch_count:
+            self._epoch_count = len(epoch_steps)
+            self.epoch_lines.set_positions(epoch_steps)
+
+    def set_spans(self, spans: Sequence[FitSpan]) -> None:
+        """The run's fits: markers on the global axis, overlays on the per-fit axis."""
+        # The previous last fit has ended: its overlay gets its last points, the new one starts.
+        self._stale_from(max(0, len(self.spans) - 1))
+        self.spans = list(spans)
+        self._markers_stale = True
+        if self.shown:
+            self._update_markers()
+
+    def _update_markers(self) -> None:
+        self._markers_stale = False
+        self.markers.set_segments([s.segment for s in self.spans] if len(self.spans) > 1 else [])
+
+    def fit_marker_labels(self) -> list[str]:
+        """Full texts of the fit markers, oldest first."""
+        return [s.full for s in self.markers.segments]
+
+    # -- marks (a NaN, a restore) -----------------------------------------------
+    def add_mark(self, step: float, text: str, colour: str) -> None:
+        """A labelled vertical line at ``step`` (global-step x only)."""
+        line = pg.InfiniteLine(
+            pos=step,
+            angle=90,
+            movable=False,
+            pen=pg.mkPen(colour, width=1.5, style=Qt.PenStyle.DashDotLine),
+            label=text,
+            labelOpts={"position": 0.85, "color": colour, "anchors": [(0, 0.5), (0, 0.5)]},
+        )
+        line.setZValue(-4)
+        line.setVisible(self.x_mode == GLOBAL)
+        self.vb.addItem(line, ignoreBounds=True)
+        self.marks.append((text, line))
+
+    def mark_labels(self) -> list[str]:
+        """Texts of the marks, oldest first."""
+        return [text for text, _ in self.marks]
+
+    # -- x modes -------------------------------------------------------------
+    def set_x_mode(self, mode: str) -> None:
+        """``"global"``: the run's global step; ``"fit"``: step within fit, fits overlaid."""
+        if mode not in X_LABELS:
+            raise ValueError(f"x mode must be one of {sorted(X_LABELS)}, got {mode!r}")
+        if mode == self.x_mode:
+            return
+        self.x_mode = mode
+        is_global = mode == GLOBAL
+        for curve in self.curves():
+            if curve.item is not None:
+                curve.item.setVisible(is_global)
+                curve.dirty = True
+        self.epoch_lines.setVisible(is_global)
+        self.markers.set_visible(is_global)
+        for _text, line in self.marks:
+            line.setVisible(is_global)
+        for item in self.overlays.values():
+            item.setVisible(False)
+        self._stale_from(0)
+        self.set_x_label(X_LABELS[mode])
+        self._legend_stale = True
+
+    def set_isolated(self, fits: Iterable[int] | None) -> None:
+        """Per-fit x: show only these fits (None: all)."""
+        self.isolated = None if fits is None else frozenset(fits)
+        self._stale_from(0)
+        self._legend_stale = True
+        for curve in self.curves():
+            curve.dirty = True
+
+    def _stale_from(self, index: int) -> None:
+        current = self._overlays_from
+        self._overlays_from = index if current is None else min(current, index)
+
+    def _span_shown(self, span: FitSpan) -> bool:
+        return self.isolated is None or span.index in self.isolated
+
+    def _update_overlays(self, first: int) -> None:
+        """Cut each curve into its fits, shifted to start at 0, one item per (curve, fit).
+
+        Only fits from index ``first`` on are redone (the others' data did not change).
+        """
+        spans = self.spans[first:]
+        created = False
+        for curve in self.curves():
+            is_val_epoch = curve.series is None and curve.label.startswith("val_")
+            if curve.series is None and not is_val_epoch:
+                continue  # train epoch means: the per-step line says it already
+            for span in spans:
+                x, y = curve.window(span.start, span.end)
+                key = (curve.label, span.index)
+                item = self.overlays.get(key)
+                if item is None:
+                    if not len(x):
+                        continue
+                    item = self._overlay_item(span, is_val_epoch)
+                    self.overlays[key] = item
+                    created = True
+                item.setVisible(self._span_shown(span))
+                item.setData(x - span.start, y, connect="finite")
+        if created or first == 0:
+            self._legend_stale = True
+
+    def _overlay_item(self, span: FitSpan, val_epoch: bool) -> pg.PlotDataItem:
+        colour = pg.mkColor(span.colour)
+        if val_epoch:
+            colour.setAlpha(170)
+            item = pg.PlotDataItem(
+                pen=pg.mkPen(colour, width=1.2, style=Qt.PenStyle.DashLine),
+                # point markers on dozens of overlaid fits are clutter, and slow to paint
+                symbol="s" if len(self.spans) <= MAX_LEGEND_FITS else None,
+                symbolSize=5,
+                symbolBrush=pg.mkBrush(colour),
+                symbolPen=None,
+            )
+            return self.add_item(item, z=3)
+        colour.setAlpha(200)
+        item = pg.PlotDataItem(pen=pg.mkPen(colour, width=1.2))
+        item.setClipToView(True)
+        item.setDownsampling(auto=True, method="peak")
+        return self.add_item(item, z=1)
+
+    # -- frame -------------------------------------------------------------
+    def refresh(self) -> None:
+        """``setData`` every curve that changed since the last frame (none while hidden)."""
+        if not self.shown:
+            return
+        if self._pending_items:
+            self._make_pending_items()
+        changed = False
+        is_global = self.x_mode == GLOBAL
+        for curve in self.curves():
+            if curve.dirty and curve.item is not None:
+                curve.update_item(draw=is_global)
+                changed = True
+        if not is_global and (changed or self._overlays_from is not None):
+            first = len(self.spans) - 1 if self._overlays_from is None else self._overlays_from
+            self._update_overlays(max(0, first))
+            self._overlays_from = None
+            changed = True
+        if self._legend_stale:
+            self._relegend()
+        if changed:
+            self.redraws += 1
+            self.follow()
+            self.refresh_range()
+
+    def set_shown(self, shown: bool) -> None:
+        """Show or hide the plot; a hidden plot costs nothing until shown again."""
+        super().set_shown(shown)
+        if shown:
+            if self._markers_stale:
+                self._update_markers()
+            self.refresh()
+
+    # -- hover -------------------------------------------------------------
+    def span_at(self, x: float) -> FitSpan | None:
+        """The fit whose steps include global step ``x``."""
+        for span in reversed(self.spans):
+            if x > span.start:
+                return span
+        return self.spans[0] if self.spans else None
+
+    def readout(self, x: float) -> str:
+        """HTML listing, for the step nearest ``x``, each curve's nearest value."""
+        if self.x_mode == PER_FIT:
+            return self._readout_per_fit(x)
+        span = self.span_at(x) if len(self.spans) > 1 else None
+        lo, hi = (span.start, span.end) if span is not None else (-np.inf, np.inf)
+        rows: list[str] = []
+        for curve in self.curves():
+            if curve.item is None:
+                continue
+            hit = curve.nearest(x, lo, hi)
+            if hit is None:
+                continue
+            cx, y0, y1 = hit
+            where = "" if curve.series is not None else f" <i>(step {cx:,.0f})</i>"
+            rows.append(_row(curve.colour, curve.label, y0, y1, where))
+        if not rows:
+            return ""
+        head = f"<b>step {max(x, 0):,.0f}</b>"
+        if span is not None:
+            head += f" &nbsp;{html.escape(span.segment.full)}"
+        return _box(head, rows)
+
+    def _readout_per_fit(self, x: float) -> str:
+        rows: list[str] = []
+        for span in self.spans:
+            if not self._span_shown(span):
+                continue
+            g = span.start + x
+            for curve in self.curves():
+                if (curve.label, span.index) not in self.overlays:
+                    continue
+                hit = curve.nearest(g, span.start, span.end)
+                if hit is None:
+                    continue
+                label = f"{span.segment.short}: {curve.label}"
+                rows.append(_row(span.colour, label, hit[1], hit[2], ""))
+        if not rows:
+            return ""
+        more = len(rows) - MAX_READOUT_ROWS
+        rows = rows[:MAX_READOUT_ROWS] + ([f"<i>… {more} more</i>"] if more > 0 else [])
+        return _box(f"<b>step {max(x, 0):,.0f} of each fit</b>", rows)
+
+
+def _row(colour: str, label: str, lo: float, hi: float, where: str) -> str:
+    value = _fmt(lo) if lo == hi or lo != lo else f"{_fmt(lo)} … {_fmt(hi)}"
+    return (
+        f"<span style='color:{colour}'>&#9632;</span> {html.escape(label)}: <b>{value}</b>{where}"
+    )
+
+
+def _box(head: str, rows: list[str]) -> str:
+    return f"<div style='color:{FOREGROUND}; font-size:9pt'>{head}<br>{'<br>'.join(rows)}</div>"
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.5g}"
