@@ -30,6 +30,7 @@ from tfstudio.core.events import (
     StepEnded,
 )
 from tfstudio.engine.monitor import RunMonitor
+from tfstudio.engine.probes.inspector import NEVER, Inspector
 
 _MEAN, _RAW, _RUNNING = 0, 1, 2
 
@@ -59,6 +60,9 @@ class StudioCallback(keras.callbacks.Callback):
         self._prev_c = 0.0
         self._prev_running: dict[str, float] = {}
         self._per_batch = 1.0  # samples per batch (weights of the derivation)
+        self.fit_data: Any = None  # fit's x, set by the interceptor (the inspector's probe batch)
+        self._inspector: Inspector | None = None
+        self._inspect_at = NEVER  # global step at which the inspector next wants the hook
 
     # -- fit -----------------------------------------------------------
     def on_train_begin(self, logs: dict | None = None) -> None:
@@ -82,9 +86,19 @@ class StudioCallback(keras.callbacks.Callback):
             )
         except Exception as exc:  # noqa: BLE001 - monitoring must never break training
             self._monitor.report_error("on_train_begin", exc)
+        if self._monitor.options.inspector:
+            try:
+                self._inspector = Inspector(self._monitor, self.fit_index, self.fit_data)
+                self._inspector.begin(self.model, _steps_per_execution(self.model))
+                self._inspect_at = self._inspector.next_at
+            except Exception as exc:  # noqa: BLE001
+                self._monitor.report_error("inspector", exc)
 
     def on_train_end(self, logs: dict | None = None) -> None:
         """Mark the end of this fit segment."""
+        self._inspect_at = NEVER
+        if self._inspector is not None:
+            self._inspector.end()
         try:
             self._emit(
                 FitEnded(
@@ -124,6 +138,8 @@ class StudioCallback(keras.callbacks.Callback):
             self._step(batch, logs or {})
         except Exception as exc:  # noqa: BLE001
             self._monitor.report_error("on_train_batch_end", exc)
+        if self._monitor.global_step >= self._inspect_at:
+            self._inspect()
         if self._has_commands():
             self._apply_commands()
         if not self._monitor.resume.is_set():
@@ -174,6 +190,14 @@ class StudioCallback(keras.callbacks.Callback):
                 self.fit_index, mon.global_step, self._epoch, k, n, values, running, mon.now()
             )
         )
+
+    def _inspect(self) -> None:
+        try:
+            self._inspector.at_step(self._monitor.global_step)
+            self._inspect_at = self._inspector.next_at
+        except Exception as exc:  # noqa: BLE001
+            self._inspect_at = NEVER
+            self._monitor.report_error("inspector", exc)
 
     def _classify(self, logs: dict) -> dict[str, int]:
         """Decide once per fit which log keys are running means, from the model's metrics."""

@@ -1,0 +1,160 @@
+"""Gradients as the optimizer applies them: no second forward/backward pass.
+
+Every optimizer the model uses (``model.optimizer`` and optimizers held as
+attributes, e.g. a GAN's two) gets its ``apply`` wrapped for the fit; Keras's
+``train_step`` and custom ``train_step``s that call ``apply_gradients`` both go
+through it. In graph mode the wrapper runs while the train function is traced:
+it adds to the graph a ``tf.cond`` on a device-side flag that, when the flag is
+set, writes each gradient's norm, min, max and histogram into device-side
+``tf.Variable`` buffers. The callback sets the flag one step before a sampled
+step and reads the buffers (a few kB) after it. Cost on unsampled steps: one
+read of a boolean variable and an untaken branch. The train function is
+re-made at fit start (one retrace) so the wrapper is in the graph, and dropped
+at fit end so later fits trace without it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from tfstudio.core.events import GradientStats, GradientVariable
+from tfstudio.engine.probes.model import variable_path
+from tfstudio.engine.probes.weights import BINS, summarize
+
+
+def find_optimizers(model: Any) -> list[Any]:
+    """``model.optimizer`` and any optimizer the model holds as an attribute."""
+    import keras
+
+    found: list[Any] = []
+    candidates = [getattr(model, "optimizer", None), *vars(model).values()]
+    for obj in candidates:
+        if isinstance(obj, keras.optimizers.Optimizer) and all(obj is not o for o in found):
+            found.append(obj)
+    return found
+
+
+class GradientProbe:
+    """Records the gradients the model's optimizers apply, on sampled steps only.
+
+    Args:
+        model: the model being trained.
+        on_error: called with the exception if recording fails (training goes on).
+    """
+
+    def __init__(
+        self, model: Any, on_error: Callable[[BaseException], None], bins: int = BINS
+    ) -> None:
+        self.model = model
+        self.bins = bins
+        self._on_error = on_error
+        self.variables = list(model.trainable_variables)
+        self.paths = [variable_path(v) for v in self.variables]
+        self._index = {id(v): i for i, v in enumerate(self.variables)}
+        for i, v in enumerate(self.variables):
+            inner = getattr(v, "value", None)  # keras.Variable wraps a tf.Variable
+            if inner is not None and not callable(inner):
+                self._index.setdefault(id(inner), i)
+        n = max(len(self.variables), 1)
+        self._flag = tf.Variable(False, trainable=False, name="tfstudio_grad_flag")
+        self._stats = tf.Variable(tf.zeros([n, 3]), trainable=False, name="tfstudio_grad_stats")
+        self._hists = tf.Variable(
+            tf.zeros([n, bins], tf.int32), trainable=False, name="tfstudio_grad_hists"
+        )
+        self._seen = tf.Variable(tf.zeros([n]), trainable=False, name="tfstudio_grad_seen")
+        self._wrapped: list[Any] = []
+        self.armed = False
+
+    # -- install / remove ------------------------------------------------
+    def install(self) -> int:
+        """Wrap the optimizers' ``apply`` and re-make the train function; returns how many."""
+        for opt in find_optimizers(self.model):
+            if "apply" in vars(opt):
+                continue  # already wrapped (by us or someone else): leave it
+            original = opt.apply
+            opt.__dict__["apply"] = self._wrap(original)
+            self._wrapped.append(opt)
+        if self._wrapped and hasattr(self.model, "make_train_function"):
+            self.model.make_train_function(force=True)
+        return len(self._wrapped)
+
+    def remove(self) -> None:
+        """Put the optimizers back; the next fit traces a train function without us."""
+        for opt in self._wrapped:
+            opt.__dict__.pop("apply", None)
+        if self._wrapped and hasattr(self.model, "train_function"):
+            self.model.train_function = None
+        self._wrapped = []
+
+    def _wrap(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def apply(grads: Any, trainable_variables: Any = None, *args: Any, **kwargs: Any) -> Any:
+            try:
+                variables = trainable_variables
+                if variables is None:
+                    variables = getattr(original.__self__, "_trainable_variables", None) or []
+                self._record(list(grads), list(variables))
+            except Exception as exc:  # noqa: BLE001 - monitoring never breaks training
+                self._on_error(exc)
+            if trainable_variables is None:
+                return original(grads, *args, **kwargs)
+            return original(grads, trainable_variables, *args, **kwargs)
+
+        return apply
+
+    def _record(self, grads: list[Any], variables: list[Any]) -> None:
+        pairs = []
+        for g, v in zip(grads, variables, strict=False):
+            i = self._index.get(id(v))
+            if i is None:
+                i = self._index.get(id(getattr(v, "value", None)))
+            if g is not None and i is not None:
+                pairs.append((i, g))
+        if not pairs:
+            return
+        indices = tf.constant([[i] for i, _ in pairs], tf.int32)
+        bins = self.bins
+
+        def write() -> tf.Tensor:
+            stats, hists = [], []
+            for _, g in pairs:
+                s, h = summarize(tf.convert_to_tensor(g), bins)
+                stats.append(tf.stack([s[4], s[2], s[3]]))
+                hists.append(h)
+            self._stats.scatter_nd_update(indices, tf.stack(stats))
+            self._hists.scatter_nd_update(indices, tf.stack(hists))
+            self._seen.scatter_nd_update(indices, tf.ones([len(pairs)]))
+            return tf.constant(True)
+
+        tf.cond(self._flag, write, lambda: tf.constant(False))
+
+    # -- sampling ----------------------------------------------------------
+    def arm(self) -> None:
+        """Record the gradients of the coming step(s)."""
+        self._flag.assign(True)
+        self.armed = True
+
+    def sample(self, fit_index: int, step: int) -> GradientStats | None:
+        """Read what the last armed step(s) recorded; disarm. None if nothing was recorded."""
+        if not self.armed:
+            return None
+        self._flag.assign(False)
+        self.armed = False
+        seen = self._seen.numpy()
+        if not seen.any():
+            return None
+        stats = self._stats.numpy()
+        hists = self._hists.numpy()
+        self._seen.assign(tf.zeros_like(self._seen))
+        out = []
+        total = 0.0
+        for i in np.flatnonzero(seen):
+            norm, lo, hi = (float(x) for x in stats[i])
+            total += norm * norm
+            hist = tuple(int(c) for c in hists[i])
+            out.append(GradientVariable(self.paths[i], norm, lo, hi, hist))
+        return GradientStats(fit_index, step, math.sqrt(total), tuple(out))
