@@ -53,22 +53,37 @@ class GradientProbe:
         self.model = model
         self.bins = bins
         self._on_error = on_error
-        self.variables = list(model.trainable_variables)
+        self.variables: list[Any] = []
+        self.paths: list[str] = []
+        self._index: dict[int, int] = {}
+        self._flag = tf.Variable(False, trainable=False, name="tfstudio_grad_flag")
+        self._stats: Any = None
+        self._hists: Any = None
+        self._seen: Any = None
+        self._wrapped: list[Any] = []
+        self.armed = False
+
+    def _ensure_buffers(self) -> None:
+        """Index the trainable variables and make the buffers, once they exist.
+
+        Subclassed models create their variables in the first step, so this runs
+        when the first gradients arrive (at trace time: under ``init_scope``, as
+        Keras's optimizers create their own variables).
+        """
+        if self._stats is not None:
+            return
+        self.variables = list(self.model.trainable_variables)
         self.paths = [variable_path(v) for v in self.variables]
         self._index = {id(v): i for i, v in enumerate(self.variables)}
         for i, v in enumerate(self.variables):
             inner = getattr(v, "value", None)  # keras.Variable wraps a tf.Variable
             if inner is not None and not callable(inner):
                 self._index.setdefault(id(inner), i)
-        n = max(len(self.variables), 1)
-        self._flag = tf.Variable(False, trainable=False, name="tfstudio_grad_flag")
-        self._stats = tf.Variable(tf.zeros([n, 3]), trainable=False, name="tfstudio_grad_stats")
-        self._hists = tf.Variable(
-            tf.zeros([n, bins], tf.int32), trainable=False, name="tfstudio_grad_hists"
-        )
-        self._seen = tf.Variable(tf.zeros([n]), trainable=False, name="tfstudio_grad_seen")
-        self._wrapped: list[Any] = []
-        self.armed = False
+        n, bins = max(len(self.variables), 1), self.bins
+        with tf.init_scope():
+            self._stats = tf.Variable(tf.zeros([n, 3]), trainable=False, name="tfstudio_grad")
+            self._hists = tf.Variable(tf.zeros([n, bins], tf.int32), trainable=False)
+            self._seen = tf.Variable(tf.zeros([n]), trainable=False)
 
     # -- install / remove ------------------------------------------------
     def install(self) -> int:
@@ -107,6 +122,7 @@ class GradientProbe:
         return apply
 
     def _record(self, grads: list[Any], variables: list[Any]) -> None:
+        self._ensure_buffers()
         pairs = []
         for g, v in zip(grads, variables, strict=False):
             i = self._index.get(id(v))
@@ -144,6 +160,8 @@ class GradientProbe:
             return None
         self._flag.assign(False)
         self.armed = False
+        if self._seen is None:
+            return None
         seen = self._seen.numpy()
         if not seen.any():
             return None

@@ -49,14 +49,20 @@ class Inspector:
         self._t0 = 0.0
         self._step0 = 0
         self._spe = 1
+        self.model: Any = None
+        self._tree_pending = False
+        self._weights_failed = False
 
     # -- fit start / end ---------------------------------------------------
     def begin(self, model: Any, steps_per_execution: int = 1) -> None:
         """Announce the model tree; prepare the probes; schedule the first sample."""
         mon = self.monitor
         self._spe = max(1, steps_per_execution)
-        self._emit(ModelTree(self.fit_index, model_tree(model), model_summary_text(model)))
-        self._weights = self._make("inspector: weights", lambda: WeightProbe(model))
+        self.model = model
+        self._emit_tree()
+        # Subclassed models make their variables in the first step: announce the
+        # tree again then, and only then summarise the weights.
+        self._tree_pending = not _built(model)
         self._gradients = self._make(
             "inspector: gradients",
             lambda: GradientProbe(model, lambda exc: mon.report_error("inspector: gradients", exc)),
@@ -130,8 +136,22 @@ class Inspector:
             if grads is not None and not grads.armed:
                 grads.arm()
 
+    def _emit_tree(self) -> None:
+        try:
+            tree = ModelTree(self.fit_index, model_tree(self.model), model_summary_text(self.model))
+        except Exception as exc:  # noqa: BLE001
+            self.monitor.report_error("inspector: model tree", exc)
+            return
+        self._emit(tree)
+
     def _sample(self, step: int) -> None:
         mon = self.monitor
+        if self._tree_pending:
+            self._tree_pending = False
+            self._emit_tree()
+        if self._weights is None and not self._weights_failed:
+            self._weights = self._make("inspector: weights", lambda: WeightProbe(self.model))
+            self._weights_failed = self._weights is None
         for name, probe in (
             ("weights", self._weights),
             ("gradients", self._gradients),
@@ -159,3 +179,11 @@ class Inspector:
         except Exception as exc:  # noqa: BLE001
             self.monitor.report_error(where, exc)
             return None
+
+
+def _built(model: Any) -> bool:
+    """True when the model and every sublayer have made their variables."""
+    try:
+        return bool(model.built) and all(layer.built for layer in model._flatten_layers())
+    except Exception:  # noqa: BLE001
+        return bool(getattr(model, "built", False))
