@@ -25,8 +25,10 @@ from tfstudio.core.events import (
     WeightStats,
 )
 from tfstudio.core.options import RunOptions
+from tfstudio.core.resources import resources_dir
 
 pytestmark = pytest.mark.tf
+EXAMPLES = resources_dir() / "examples"
 
 PRELUDE = """
 import pickle
@@ -385,3 +387,35 @@ model.fit(x, y, batch_size=4, epochs=1, verbose=0)
     ended, events = run_script(path, cwd=tmp_path, options=RunOptions(inspector=False))
     assert ended.status == "finished"
     assert not of(events, WeightStats) and not of(events, ModelTree)
+
+
+def test_linear_example_weights_converge_to_3_and_2():
+    ended, events = run_script(
+        EXAMPLES / "linear_regression.py",
+        ["--epochs", "30"],
+        options=RunOptions(sample_every=10),
+    )
+    assert ended.status == "finished", console(events)
+    samples = of(events, WeightStats)
+    first, last = ({v.path: v.values for v in s.variables} for s in (samples[0], samples[-1]))
+    assert set(last) == {"sequential/line/kernel", "sequential/line/bias"}
+    (w,), (b,) = last["sequential/line/kernel"], last["sequential/line/bias"]
+    assert w == pytest.approx(3.0, abs=0.15) and b == pytest.approx(2.0, abs=0.1)
+    assert abs(first["sequential/line/kernel"][0] - 3.0) > 1.0  # it did have to learn
+
+
+def test_cnn_example_feature_maps():
+    ended, events = run_script(
+        EXAMPLES / "cnn_shapes.py",
+        ["--epochs", "1", "--samples", "96"],
+        options=RunOptions(sample_every=2),
+    )
+    assert ended.status == "finished", console(events)
+    layers = {lo.name: lo for lo in of(events, LayerOutputs)[-1].layers}
+    assert layers["conv1"].shape == (8, 26, 26, 8)
+    assert layers["conv1"].thumb_shape == (8, 26, 26) and len(layers["conv1"].thumbs) == 8 * 26 * 26
+    assert layers["pool1"].thumb_shape == (8, 13, 13)
+    assert layers["conv2"].thumb_shape == (16, 11, 11)
+    maps = np.frombuffer(layers["conv1"].thumbs, np.uint8).reshape(8, 26, 26)
+    assert maps.max() == 255  # each channel scaled to the full 8-bit range
+    assert layers["dense"].matrix_shape == (8, 32)

@@ -229,7 +229,7 @@ def _downsample_columns(x: np.ndarray, limit: int) -> np.ndarray:
     if units <= limit:
         return x
     group = -(-units // limit)
-    pad = group * limit - units
+    pad = group * -(-units // group) - units  # less than one group: no all-NaN group
     padded = np.pad(x, ((0, 0), (0, pad)), constant_values=np.nan)
     return np.nanmean(padded.reshape(n, -1, group), axis=2)
 
