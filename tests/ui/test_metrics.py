@@ -118,8 +118,8 @@ def test_second_fit_is_marked_with_its_model_name(window, run):
     run.started().fit(name="encoder").steps(5).fit_end()
     run.fit(name="classifier").steps(5).frame()
     labels = window.metrics.plots["loss"].fit_marker_labels()
-    assert labels == ["fit 1: encoder", "fit 2: classifier"]
-    assert window.metrics.plots["loss"]._fit_markers[1].value() == 5
+    assert labels == ["fit 1: encoder (Sequential)", "fit 2: classifier (Sequential)"]
+    assert window.metrics.plots["loss"].markers.segments[1].start == 5
 
 
 def test_hover_readout_shows_step_and_values(window, run):

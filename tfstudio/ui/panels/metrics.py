@@ -9,25 +9,27 @@ peak-downsamples to the pixel width, so millions of steps stay smooth.
 from __future__ import annotations
 
 import html
-import time
 from collections.abc import Iterable, Sequence
 
-import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
-from PySide6.QtGui import QPainter, QPen
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from tfstudio.core.events import EpochEnded, FitStarted, RunEnded, RunStarted, StepEnded
 from tfstudio.core.series import Series
+from tfstudio.ui.plotting import (
+    BACKGROUND,
+    FOREGROUND,
+    Curve,
+    PlotView,
+    Segment,
+    SegmentMarkers,
+    VerticalLines,
+    XLinkGroup,
+)
 
 SERIES_CAPACITY = 10_000  # buckets per curve: 240 KB; at most 20k points (min+max) to draw
 EPOCH_LINE_GAP_PX = 6  # epoch boundaries closer than this are thinned (every 2^k-th drawn)
-PLOT_MIN_HEIGHT = 210
-MAX_SYMBOLS = 200  # per-epoch curves drop their markers past this many points
-
-BACKGROUND = "#ffffff"
-FOREGROUND = "#303030"
 TRAIN = "#1f77b4"
 TRAIN_DARK = "#0d3f73"
 VAL = "#e8590c"
@@ -40,150 +42,14 @@ def family_of(key: str) -> str:
     return key[4:] if key.startswith("val_") and len(key) > 4 else key
 
 
-class Curve:
-    """One line on a plot: its data, its graphics item and whether it needs redrawing.
-
-    Args:
-        label: legend text.
-        series: decimated store for per-step data; None for per-epoch points.
-    """
-
-    __slots__ = ("label", "series", "xs", "ys", "item", "dirty", "x", "y", "colour")
-
-    def __init__(self, label: str, colour: str, series: Series | None = None) -> None:
-        self.label = label
-        self.colour = colour
-        self.series = series
-        self.xs: list[float] = []  # per-epoch points (when series is None)
-        self.ys: list[float] = []
-        self.item: pg.PlotDataItem | None = None
-        self.dirty = False
-        self.x = np.empty(0)  # what was last drawn, for hover look-ups
-        self.y = np.empty(0)
-
-    def count(self) -> int:
-        """Points received so far."""
-        return self.series.count if self.series is not None else len(self.xs)
-
-    def update_item(self) -> None:
-        """Give the item this frame's data (one ``setData``)."""
-        if self.series is not None:
-            self.x, self.y = self.series.view()
-        else:
-            self.x = np.asarray(self.xs, dtype=np.float64)
-            self.y = np.asarray(self.ys, dtype=np.float64)
-        assert self.item is not None
-        if len(self.x) > MAX_SYMBOLS and self.item.opts["symbol"] is not None:
-            self.item.setSymbol(None)  # markers on thousands of epochs are a smear, and slow
-        self.item.setData(self.x, self.y)
-        self.dirty = False
-
-    def nearest(self, x: float) -> tuple[float, float, float] | None:
-        """Drawn point nearest ``x`` as (x, y_min, y_max); a decimated bucket spans min..max."""
-        xs = self.x
-        if not len(xs):
-            return None
-        i = int(np.searchsorted(xs, x))
-        if i >= len(xs) or (i > 0 and x - xs[i - 1] < xs[i] - x):
-            i -= 1
-        xi = xs[i]
-        lo = int(np.searchsorted(xs, xi, "left"))
-        hi = int(np.searchsorted(xs, xi, "right"))
-        ys = self.y[lo:hi]
-        return float(xi), float(np.nanmin(ys)), float(np.nanmax(ys))
-
-
-class VerticalLines(pg.GraphicsObject):
-    """Many full-height vertical lines drawn as one item (epoch boundaries).
-
-    One item instead of one ``InfiniteLine`` each: a view change then costs one
-    bounding-rect update, not hundreds. Lines closer than ``min_gap_px`` are
-    thinned (every 2nd, 4th, ... line kept), so thousands of epochs stay legible.
-    """
-
-    def __init__(self, pen: QPen, min_gap_px: float = 6.0) -> None:
-        super().__init__()
-        self._pen = QPen(pen)
-        self._pen.setCosmetic(True)
-        self.min_gap_px = min_gap_px
-        self._xs = np.empty(0)
-        self.drawn = 0  # lines drawn by the last paint
-
-    def set_positions(self, xs: Sequence[float]) -> None:
-        """Replace the x positions (sorted ascending)."""
-        self._xs = np.asarray(xs, dtype=np.float64)
-        self.update()
-
-    def positions(self) -> np.ndarray:
-        """All x positions (drawn or thinned out)."""
-        return self._xs
-
-    def visible_positions(self) -> np.ndarray:
-        """The positions a paint draws now: those in view, thinned to ``min_gap_px``."""
-        vb = self.getViewBox()
-        if vb is None or not len(self._xs):
-            return self._xs[:0]
-        (x0, x1), _ = vb.viewRange()
-        lo, hi = np.searchsorted(self._xs, (x0, x1))
-        shown = self._xs[lo:hi]
-        width = max(1.0, vb.width())
-        if len(shown) > 1 and x1 > x0:
-            gap_px = float(np.min(np.diff(shown))) * width / (x1 - x0)
-            stride = 1
-            while gap_px * stride < self.min_gap_px and stride < len(shown):
-                stride *= 2
-            shown = shown[stride - 1 :: stride]
-        return shown
-
-    def boundingRect(self) -> QRectF:  # noqa: N802 (Qt API)
-        """The whole view: the lines span it top to bottom."""
-        vb = self.getViewBox()
-        return QRectF() if vb is None else vb.viewRect()
-
-    def dataBounds(self, axis: int, frac: float = 1.0, orthoRange: object = None) -> None:  # noqa: N802, N803
-        """Never widen the auto range."""
-        return None
-
-    def viewRangeChanged(self) -> None:  # noqa: N802 (pyqtgraph hook)
-        """The bounding rect follows the view."""
-        self.prepareGeometryChange()
-
-    def paint(self, painter: QPainter, *args: object) -> None:
-        """Draw the visible lines."""
-        xs = self.visible_positions()
-        self.drawn = len(xs)
-        if not len(xs):
-            return
-        rect = self.boundingRect()
-        painter.setPen(self._pen)
-        top, bottom = rect.top(), rect.bottom()
-        painter.drawLines([QLineF(x, top, x, bottom) for x in xs.tolist()])
-
-
-class TimedPlotWidget(pg.PlotWidget):
-    """A PlotWidget that adds the time its paints take to ``paint_clock[0]``.
-
-    The bridge reads the clock to keep redrawing within its time budget: painting
-    holds the GIL, and every millisecond of it is taken from the training thread.
-    """
-
-    def __init__(self, paint_clock: list[float], **kwargs: object) -> None:
-        super().__init__(**kwargs)
-        self._paint_clock = paint_clock
-
-    def paintEvent(self, event: object) -> None:  # noqa: N802 (Qt API)
-        """Paint, and account for the time it took."""
-        t0 = time.perf_counter()
-        super().paintEvent(event)
-        self._paint_clock[0] += time.perf_counter() - t0
-
-
-class MetricPlot:
+class MetricPlot(PlotView):
     """The plot of one metric family: per-step, running, epoch-mean and val curves.
 
     Args:
         family: metric name without ``val_`` (the plot's title).
         capacity: buckets per per-step series.
+        paint_clock: shared paint-time accumulator.
+        group: x-range group shared with the other metric plots.
     """
 
     def __init__(
@@ -191,40 +57,11 @@ class MetricPlot:
         family: str,
         capacity: int = SERIES_CAPACITY,
         paint_clock: list[float] | None = None,
+        group: XLinkGroup | None = None,
     ) -> None:
+        super().__init__(family, "global step", family, paint_clock, group)
         self.family = family
         self.capacity = capacity
-        self.widget = TimedPlotWidget(
-            paint_clock if paint_clock is not None else [0.0], background=BACKGROUND
-        )
-        self.widget.setMinimumHeight(PLOT_MIN_HEIGHT)
-        self.plot: pg.PlotItem = self.widget.getPlotItem()
-        # Horizontal grid at major ticks only: minor grid lines (and a vertical grid) cost
-        # more paint time than all the curves; epoch boundaries give the vertical guides.
-        self.plot.showGrid(x=False, y=True, alpha=0.15)
-        self.plot.getAxis("left").setStyle(maxTickLevel=0)
-        for name in ("left", "bottom"):
-            axis = self.plot.getAxis(name)
-            axis.setPen(pg.mkPen(FOREGROUND))
-            axis.setTextPen(pg.mkPen(FOREGROUND))
-            axis.enableAutoSIPrefix(False)
-        self.plot.setLabel("bottom", "global step", color=FOREGROUND)
-        self.plot.setLabel("left", family, color=FOREGROUND)
-        # The legend sits in the title row, right of the left-aligned title, so it never
-        # hides data.
-        self.legend = self.plot.addLegend(
-            offset=None,
-            brush=pg.mkBrush(255, 255, 255, 190),
-            pen=pg.mkPen("#d8d8d8"),
-            labelTextColor=FOREGROUND,
-            labelTextSize="9pt",
-            verSpacing=-8,
-            horSpacing=12,
-        )
-        self.legend.setParentItem(self.plot)
-        self.legend.anchor(itemPos=(1, 0), parentPos=(1, 0), offset=(-8, 1))
-        self.legend.layout.setContentsMargins(4, 0, 4, 0)
-        self.plot.layout.setRowMinimumHeight(0, 36)  # title row tall enough for the legend
         self.steps: dict[str, Curve] = {}
         self.running: dict[str, Curve] = {}
         self.epochs: dict[str, Curve] = {}
@@ -232,29 +69,10 @@ class MetricPlot:
             pg.mkPen(EPOCH_LINE, width=1, style=Qt.PenStyle.DashLine), EPOCH_LINE_GAP_PX
         )
         self.epoch_lines.setZValue(-10)
-        self.plot.addItem(self.epoch_lines, ignoreBounds=True)
+        self.vb.addItem(self.epoch_lines, ignoreBounds=True)
         self._epoch_count = 0
-        self._fit_markers: list[pg.InfiniteLine] = []
+        self.markers = SegmentMarkers(self.vb, FIT_LINE)
         self._note = ""
-        self._set_title()
-        self._crosshair = pg.InfiniteLine(
-            angle=90, movable=False, pen=pg.mkPen("#888888", style=Qt.PenStyle.DotLine)
-        )
-        self._crosshair.setVisible(False)
-        self.plot.addItem(self._crosshair, ignoreBounds=True)
-        self._readout = pg.TextItem(
-            "", anchor=(0, 0), fill=pg.mkBrush(255, 255, 255, 230), border=pg.mkPen("#bbbbbb")
-        )
-        self._readout.setZValue(1000)
-        self._readout.setVisible(False)
-        self.plot.addItem(self._readout, ignoreBounds=True)
-        self.widget.scene().sigMouseMoved.connect(self._on_mouse_moved)
-        # x follows the data with head-room (see _follow_x); y auto-ranges.
-        vb = self.plot.getViewBox()
-        vb.enableAutoRange(x=False, y=True)
-        vb.sigRangeChangedManually.connect(self._on_range_changed_manually)
-        self.following = True
-        self._x_right = 0.0
 
     # -- curves ------------------------------------------------------------
     def step_curve(self, key: str) -> Curve:
@@ -304,8 +122,7 @@ class MetricPlot:
                 symbolPen=pg.mkPen("w", width=1),
                 antialias=True,
             )
-            curve.item.setZValue(3 if is_val else 2)
-            self.plot.addItem(curve.item)
+            self.add_item(curve.item, z=3 if is_val else 2)
             self.epochs[key] = curve
             self._relegend()
         return curve
@@ -322,9 +139,7 @@ class MetricPlot:
         item = pg.PlotDataItem(name=curve.label, pen=pg.mkPen(colour, width=width))
         item.setClipToView(True)
         item.setDownsampling(auto=True, method="peak")
-        item.setZValue(z)
-        self.plot.addItem(item)
-        return item
+        return self.add_item(item, z)
 
     def _relegend(self) -> None:
         """List curves in a fixed order (per step, running, epoch mean, val) in one row."""
@@ -335,13 +150,9 @@ class MetricPlot:
             self.legend.addItem(curve.item, curve.label)
         self.legend.setColumnCount(max(1, len(shown)))
 
-    def legend_labels(self) -> list[str]:
-        """Legend texts in the order shown."""
-        return [label.text for _, label in self.legend.items]
-
     def _remove(self, curve: Curve) -> None:
         if curve.item is not None:
-            self.plot.removeItem(curve.item)
+            self.remove_item(curve.item)
             curve.item = None
 
     # -- decorations -------------------------------------------------------
@@ -351,17 +162,8 @@ class MetricPlot:
             self._note = note
             self._set_title()
 
-    def title(self) -> str:
-        """The plot's title text."""
-        return f"{self.family}  {self._note}" if self._note else self.family
-
     def _set_title(self) -> None:
-        self.plot.setTitle(
-            "&nbsp;&nbsp;" + html.escape(self.title()),
-            color=FOREGROUND,
-            size="11pt",
-            justify="left",
-        )
+        self.set_title(f"{self.family}  {self._note}" if self._note else self.family)
 
     def sync_epoch_lines(self, epoch_steps: Sequence[float]) -> None:
         """Show epoch boundaries at ``epoch_steps`` (thinned when they crowd)."""
@@ -369,23 +171,13 @@ class MetricPlot:
             self._epoch_count = len(epoch_steps)
             self.epoch_lines.set_positions(epoch_steps)
 
-    def add_fit_marker(self, step: float, text: str) -> None:
-        """Mark where a ``fit`` segment starts with a labelled vertical line."""
-        line = pg.InfiniteLine(
-            pos=step,
-            angle=90,
-            movable=False,
-            pen=pg.mkPen(FIT_LINE, width=1.5, style=Qt.PenStyle.DashDotLine),
-            label=text,
-            labelOpts={"position": 0.92, "color": FIT_LINE, "anchors": [(0, 0.5), (0, 0.5)]},
-        )
-        line.setZValue(-5)
-        self.plot.addItem(line, ignoreBounds=True)
-        self._fit_markers.append(line)
+    def set_segments(self, segments: Sequence[Segment]) -> None:
+        """Mark where each ``fit`` segment starts (labels never overlap)."""
+        self.markers.set_segments(segments)
 
     def fit_marker_labels(self) -> list[str]:
-        """Texts of the fit markers, oldest first."""
-        return [line.label.toPlainText() for line in self._fit_markers if line.label]
+        """Full texts of the fit markers, oldest first."""
+        return [s.full for s in self.markers.segments]
 
     # -- frame -------------------------------------------------------------
     def refresh(self) -> None:
@@ -396,61 +188,8 @@ class MetricPlot:
                 curve.update_item()
                 changed = True
         if changed:
-            self._follow_x()
-            # Settle the auto range now: done lazily inside paintEvent it changes the
-            # axes mid-paint and Qt paints the plot a second time.
-            self.plot.getViewBox().prepareForPaint()
-
-    def _follow_x(self) -> None:
-        """Keep the newest step in view, moving the x range only when data reaches its end.
-
-        A range that changed every frame would re-lay-out both axes and repaint the
-        whole plot each frame; growing it by half when full changes it rarely.
-        """
-        vb = self.plot.getViewBox()
-        if vb.autoRangeEnabled()[0]:  # the user pressed pyqtgraph's "A": follow again
-            vb.enableAutoRange(x=False)
-            self.following = True
-            self._x_right = 0.0
-        if not self.following:
-            return
-        last = max((c.x[-1] for c in self.curves() if c.item is not None and len(c.x)), default=0)
-        if last <= self._x_right:
-            return
-        self._x_right = _nice_ceiling(max(last * 1.5, 10.0))
-        vb.setXRange(0.0, self._x_right, padding=0.01)
-
-    def fit_x_to_data(self) -> None:
-        """When a run ends, drop the head-room: the finished curves fill the width."""
-        if not self.following:
-            return
-        last = max((c.x[-1] for c in self.curves() if c.item is not None and len(c.x)), default=0)
-        if last > 0:
-            self._x_right = float(last)
-            self.plot.getViewBox().setXRange(0.0, self._x_right, padding=0.02)
-
-    def _on_range_changed_manually(self, *_: object) -> None:
-        self.following = False
-
-    # -- hover -------------------------------------------------------------
-    def _on_mouse_moved(self, pos: QPointF) -> None:
-        vb = self.plot.getViewBox()
-        if not vb.sceneBoundingRect().contains(pos):
-            self._crosshair.setVisible(False)
-            self._readout.setVisible(False)
-            return
-        point = vb.mapSceneToView(pos)
-        text = self.readout(point.x())
-        if not text:
-            self._readout.setVisible(False)
-            return
-        (x0, x1), (_, y1) = vb.viewRange()
-        self._crosshair.setValue(point.x())
-        self._crosshair.setVisible(True)
-        self._readout.setHtml(text)
-        self._readout.setAnchor((0, 0) if point.x() < (x0 + x1) / 2 else (1, 0))
-        self._readout.setPos(point.x(), y1)
-        self._readout.setVisible(True)
+            self.follow()
+            self.refresh_range()
 
     def readout(self, x: float) -> str:
         """HTML listing, for the step nearest ``x``, each curve's nearest value."""
@@ -472,15 +211,6 @@ class MetricPlot:
             return ""
         head = f"<b>step {max(x, 0):,.0f}</b>"
         return f"<div style='color:{FOREGROUND}; font-size:9pt'>{head}<br>{'<br>'.join(rows)}</div>"
-
-
-def _nice_ceiling(x: float) -> float:
-    """Smallest 1, 2, 2.5 or 5 times a power of ten that is >= ``x``."""
-    exp = 10.0 ** np.floor(np.log10(x))
-    for m in (1.0, 2.0, 2.5, 5.0, 10.0):
-        if m * exp >= x:
-            return m * exp
-    return 10.0 * exp
 
 
 def _fmt(v: float) -> str:
@@ -520,11 +250,12 @@ class MetricsPanel(QScrollArea):
         self._pending_running: dict[str, tuple[list[float], list[float]]] = {}
         self._epoch_steps: list[float] = []
         self._epochs_dirty = False
-        self._fits: list[tuple[float, str]] = []
+        self._fits: list[FitStarted] = []
+        self._segments: list[Segment] = []
         self._spe: dict[int, int] = {}  # fit index -> steps per batch hook
         self._note_dirty = False
-        self._first_fit: FitStarted | None = None
         self._run_ended = False
+        self.xgroup = XLinkGroup()
 
     # -- panel protocol ----------------------------------------------------
     def ingest_steps(self, steps: Sequence[StepEnded]) -> None:
@@ -599,13 +330,11 @@ class MetricsPanel(QScrollArea):
             if self._spe.get(event.fit_index) != event.steps_per_execution:
                 self._spe[event.fit_index] = event.steps_per_execution
                 self._note_dirty = True
-            if event.fit_index == 0 or self._first_fit is None:
-                self._first_fit = event
-            if event.fit_index >= 1:
-                if not self._fits:  # now that there are segments, label the first too
-                    first = self._first_fit
-                    self._add_fit(first.global_step, f"fit 1: {first.model.name}")
-                self._add_fit(event.global_step, f"fit {event.fit_index + 1}: {event.model.name}")
+            self._fits.append(event)
+            if len(self._fits) >= 2:  # one fit is no segment worth marking
+                self._segments = [_segment(f) for f in self._fits]
+                for plot in self.plots.values():
+                    plot.set_segments(self._segments)
         elif isinstance(event, RunStarted):
             self.clear()
         elif isinstance(event, RunEnded):
@@ -637,8 +366,8 @@ class MetricsPanel(QScrollArea):
             self._epochs_dirty = False
         for plot in self.plots.values():
             plot.refresh()
-            if self._run_ended:
-                plot.fit_x_to_data()
+        if self._run_ended:
+            self.xgroup.finish()
         self._run_ended = False
 
     # -- public ------------------------------------------------------------
@@ -686,17 +415,19 @@ class MetricsPanel(QScrollArea):
     def _plot_for(self, family: str) -> MetricPlot:
         plot = self.plots.get(family)
         if plot is None:
-            plot = MetricPlot(family, self.capacity, self.paint_clock)
+            plot = MetricPlot(family, self.capacity, self.paint_clock, self.xgroup)
             self.plots[family] = plot
             self._placeholder.hide()
             self._layout.addWidget(plot.widget)
             plot.set_note(self.note())
             plot.sync_epoch_lines(self._epoch_steps)
-            for step, text in self._fits:
-                plot.add_fit_marker(step, text)
+            plot.set_segments(self._segments)
         return plot
 
-    def _add_fit(self, step: float, text: str) -> None:
-        self._fits.append((step, text))
-        for plot in self.plots.values():
-            plot.add_fit_marker(step, text)
+
+def _segment(fit: FitStarted) -> Segment:
+    n = fit.fit_index + 1
+    name = fit.model.name
+    return Segment(
+        fit.global_step, str(n), f"{n} {name}", f"fit {n}: {name} ({fit.model.class_name})"
+    )

@@ -1,0 +1,47 @@
+"""Axis ranges that follow the bulk of the data (pure numpy, no Qt)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+PERCENTILES = (1.0, 99.0)  # the bulk of the data
+FENCE = 1.0  # a point further than this many bulk spans beyond the bulk is an outlier
+MARGIN = 0.06  # share of the span added above and below
+MIN_POINTS = 20  # fewer points than this: show them all
+
+
+def robust_range(
+    values: np.ndarray, show_all: bool = False, margin: float = MARGIN
+) -> tuple[float, float] | None:
+    """Range showing the bulk of ``values`` and every point not far from it.
+
+    The bulk is the 1st..99th percentile; points more than one bulk span beyond it
+    are outliers and left out (the caller marks them). With ``show_all`` every
+    finite value is in range. Returns None when no value is finite.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if not v.size:
+        return None
+    lo, hi = float(v.min()), float(v.max())
+    if not show_all and v.size >= MIN_POINTS:
+        p_lo, p_hi = (float(p) for p in np.percentile(v, PERCENTILES))
+        span = p_hi - p_lo
+        if span <= 0:
+            span = abs(p_hi) * 0.05 or 1e-9
+        low_fence, high_fence = p_lo - FENCE * span, p_hi + FENCE * span
+        if lo < low_fence or hi > high_fence:
+            inliers = v[(v >= low_fence) & (v <= high_fence)]
+            lo, hi = float(inliers.min()), float(inliers.max())
+    span = hi - lo
+    pad = span * margin if span > 0 else (abs(hi) * 0.1 or 1.0)
+    return lo - pad, hi + pad
+
+
+def nice_ceiling(x: float) -> float:
+    """Smallest 1, 2, 2.5 or 5 times a power of ten that is >= ``x``."""
+    exp = 10.0 ** np.floor(np.log10(x))
+    for m in (1.0, 2.0, 2.5, 5.0, 10.0):
+        if m * exp >= x:
+            return float(m * exp)
+    return float(10.0 * exp)

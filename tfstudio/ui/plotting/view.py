@@ -1,0 +1,447 @@
+"""A plot over steps: robust y range, outlier marks, all/log buttons, hover readout, linked x."""
+
+from __future__ import annotations
+
+import html
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, Qt
+from PySide6.QtWidgets import QToolButton
+
+from tfstudio.ui.plotting.ranges import nice_ceiling, robust_range
+from tfstudio.ui.plotting.style import BACKGROUND, FOREGROUND, OUTLIER
+
+PLOT_MIN_HEIGHT = 210
+MAX_OUTLIER_MARKS = 200
+BUTTON_W = 34
+BUTTON_H = 18
+
+
+class TimedPlotWidget(pg.PlotWidget):
+    """A PlotWidget that adds the time its paints take to ``paint_clock[0]``.
+
+    The bridge reads the clock to keep redrawing within its time budget: painting
+    holds the GIL, and every millisecond of it is taken from the training thread.
+    """
+
+    def __init__(self, paint_clock: list[float], **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self._paint_clock = paint_clock
+        self.paints = 0
+        self.resized: list = []  # callables run after each resize
+
+    def paintEvent(self, event: object) -> None:  # noqa: N802 (Qt API)
+        """Paint, and account for the time it took."""
+        t0 = time.perf_counter()
+        super().paintEvent(event)
+        self.paints += 1
+        self._paint_clock[0] += time.perf_counter() - t0
+
+    def resizeEvent(self, event: object) -> None:  # noqa: N802 (Qt API)
+        """Resize, then let the owner re-place its overlay buttons."""
+        super().resizeEvent(event)
+        for callback in getattr(self, "resized", ()):  # none during __init__
+            callback()
+
+
+class XLinkGroup:
+    """Plots that share one x range: zoom or pan one and all follow.
+
+    While ``following`` (the default, and again after a double-click) the range
+    keeps the newest data in view, growing by half when the data reaches its
+    end (a range that moved every frame would re-lay-out the axes every frame);
+    once ``finish()`` is called the data fills the width. A plot alone has a
+    group of its own, so the same code serves linked and unlinked plots.
+    """
+
+    def __init__(self) -> None:
+        self.members: list[PlotView] = []
+        self.following = True
+        self.finished = False
+        self._right = 0.0
+        self.range: tuple[float, float] | None = None
+
+    def add(self, plot: PlotView) -> None:
+        """Make ``plot`` share this group's range (it leaves its previous group)."""
+        if plot.group is not None and plot.group is not self:
+            plot.group.remove(plot)
+        plot.group = self
+        if plot not in self.members:
+            self.members.append(plot)
+        if self.range is not None:
+            plot.set_x_range(*self.range)
+
+    def remove(self, plot: PlotView) -> None:
+        """Take ``plot`` out of the group."""
+        if plot in self.members:
+            self.members.remove(plot)
+
+    def x_max(self) -> float:
+        """The largest x of the data shown by any member."""
+        return max((p.data_x_max() for p in self.members if p.shown), default=0.0)
+
+    def follow(self) -> None:
+        """Keep the newest data in view (does nothing once the user zoomed or panned)."""
+        if not self.following:
+            return
+        last = self.x_max()
+        if self.finished:
+            if last > 0 and last != self._right:
+                self._right = last
+                self._apply(0.0, last, 0.02)
+            return
+        if last <= self._right:
+            return
+        self._right = nice_ceiling(max(last * 1.5, 10.0))
+        self._apply(0.0, self._right, 0.01)
+
+    def finish(self, finished: bool = True) -> None:
+        """The data stopped growing: drop the head-room (or, False: it grows again)."""
+        self.finished = finished
+        self._right = 0.0
+        self.follow()
+
+    def reset(self) -> None:
+        """Follow the data again (a double-click on any member)."""
+        self.following = True
+        self._right = 0.0
+        self.follow()
+
+    def user_changed(self, source: PlotView) -> None:
+        """``source``'s range was zoomed or panned by the user: the others follow."""
+        self.following = False
+        (x0, x1), _ = source.vb.viewRange()
+        self.range = (x0, x1)
+        for plot in self.members:
+            if plot is not source:
+                plot.set_x_range(x0, x1)
+
+    def show_range(self, x0: float, x1: float) -> None:
+        """Show [x0, x1] on every member and stop following (e.g. jump to a segment)."""
+        self.following = False
+        self._apply(x0, x1, 0.02)
+
+    def _apply(self, x0: float, x1: float, padding: float) -> None:
+        for plot in self.members:
+            plot.set_x_range(x0, x1, padding)
+        if self.members:
+            (a, b), _ = self.members[0].vb.viewRange()
+            self.range = (a, b)
+
+
+class PlotView:
+    """A live plot of curves over steps, made to stay readable whatever the data.
+
+    - The y range follows the bulk of the visible data (:func:`robust_range`);
+      points that leave it are marked by triangles at the edge. The ``all`` button
+      shows every point instead, the ``log`` button switches to log scale; both
+      stick until clicked again.
+    - Zooming or panning with the mouse moves x only, and every plot of the same
+      :class:`XLinkGroup` with it; a double-click goes back to following the data.
+    - Hovering shows a crosshair and the text of :meth:`readout` (override it).
+
+    Subclasses add their data items with :meth:`add_item` and call
+    :meth:`refresh_range` after giving them new data.
+
+    Args:
+        title: text at the top left.
+        x_label: bottom axis label.
+        y_label: left axis label.
+        paint_clock: shared paint-time accumulator (see :class:`TimedPlotWidget`).
+        group: x-range group; None gives the plot a group of its own.
+    """
+
+    def __init__(
+        self,
+        title: str = "",
+        x_label: str = "step",
+        y_label: str = "",
+        paint_clock: list[float] | None = None,
+        group: XLinkGroup | None = None,
+    ) -> None:
+        self.widget = TimedPlotWidget(
+            paint_clock if paint_clock is not None else [0.0], background=BACKGROUND
+        )
+        self.widget.setMinimumHeight(PLOT_MIN_HEIGHT)
+        self.plot: pg.PlotItem = self.widget.getPlotItem()
+        self.vb: pg.ViewBox = self.plot.getViewBox()
+        # Horizontal grid at major ticks only: minor grid lines (and a vertical grid) cost
+        # more paint time than all the curves.
+        self.plot.showGrid(x=False, y=True, alpha=0.15)
+        self.plot.getAxis("left").setStyle(maxTickLevel=0)
+        for name in ("left", "bottom"):
+            axis = self.plot.getAxis(name)
+            axis.setPen(pg.mkPen(FOREGROUND))
+            axis.setTextPen(pg.mkPen(FOREGROUND))
+            axis.enableAutoSIPrefix(False)
+        self.plot.hideButtons()  # pyqtgraph's "A": our double-click and buttons replace it
+        self.set_x_label(x_label)
+        self.plot.setLabel("left", y_label, color=FOREGROUND)
+        # The legend sits in the title row, right of the left-aligned title and left of
+        # the buttons, so it never hides data.
+        self.legend = self.plot.addLegend(
+            offset=None,
+            brush=pg.mkBrush(255, 255, 255, 190),
+            pen=pg.mkPen("#d8d8d8"),
+            labelTextColor=FOREGROUND,
+            labelTextSize="9pt",
+            verSpacing=-8,
+            horSpacing=12,
+        )
+        self.legend.setParentItem(self.plot)
+        self.legend.anchor(itemPos=(1, 0), parentPos=(1, 0), offset=(-12 - 2 * BUTTON_W, 1))
+        self.legend.layout.setContentsMargins(4, 0, 4, 0)
+        self.plot.layout.setRowMinimumHeight(0, 36)  # title row tall enough for the legend
+        self._title = ""
+        self.set_title(title)
+
+        self.items: list[pg.PlotDataItem] = []
+        self.show_all = False
+        self.log = False
+        self.shown = True
+        self.outliers_above = pg.ScatterPlotItem(
+            symbol="t1", size=9, pen=pg.mkPen("w", width=0.5), brush=pg.mkBrush(OUTLIER)
+        )
+        self.outliers_below = pg.ScatterPlotItem(
+            symbol="t", size=9, pen=pg.mkPen("w", width=0.5), brush=pg.mkBrush(OUTLIER)
+        )
+        for marks in (self.outliers_above, self.outliers_below):
+            marks.setZValue(50)
+            self.vb.addItem(marks, ignoreBounds=True)
+        self.outlier_xs = np.empty(0)  # x of every point left out of the y range
+        self.all_button = self._button(
+            "all",
+            "Show every point (the default range follows the bulk of the data and marks outliers)",
+        )
+        self.log_button = self._button("log", "Log scale")
+        self.all_button.toggled.connect(self.set_show_all)
+        self.log_button.toggled.connect(self.set_log)
+        self.plot.ctrl.logYCheck.toggled.connect(self._on_menu_log_toggled)
+        self.widget.resized.append(self._place_buttons)
+        self._place_buttons()
+
+        self._crosshair = pg.InfiniteLine(
+            angle=90, movable=False, pen=pg.mkPen("#888888", style=Qt.PenStyle.DotLine)
+        )
+        self._crosshair.setVisible(False)
+        self.vb.addItem(self._crosshair, ignoreBounds=True)
+        self._readout = pg.TextItem(
+            "", anchor=(0, 0), fill=pg.mkBrush(255, 255, 255, 230), border=pg.mkPen("#bbbbbb")
+        )
+        self._readout.setZValue(1000)
+        self._readout.setVisible(False)
+        self.vb.addItem(self._readout, ignoreBounds=True)
+        self.widget.scene().sigMouseMoved.connect(self._on_mouse_moved)
+        self.widget.scene().sigMouseClicked.connect(self._on_mouse_clicked)
+
+        self.vb.setMouseEnabled(x=True, y=False)  # y is the buttons' business
+        self.vb.enableAutoRange(x=False, y=False)
+        self.vb.sigRangeChangedManually.connect(self._on_range_changed_manually)
+        self.vb.sigXRangeChanged.connect(self._on_x_range_changed)
+        self.group: XLinkGroup | None = None
+        (group if group is not None else XLinkGroup()).add(self)
+
+    # -- items ---------------------------------------------------------------
+    def add_item(self, item: pg.PlotDataItem, z: float = 0) -> pg.PlotDataItem:
+        """Add a data item: it counts for the y range and follows log scale."""
+        item.setZValue(z)
+        item.setLogMode(False, self.log)
+        self.vb.addItem(item)
+        self.items.append(item)
+        return item
+
+    def remove_item(self, item: pg.PlotDataItem) -> None:
+        """Remove a data item added with :meth:`add_item`."""
+        if item in self.items:
+            self.items.remove(item)
+            self.vb.removeItem(item)
+
+    def visible_items(self) -> Iterator[pg.PlotDataItem]:
+        """Data items shown now."""
+        return (i for i in self.items if i.isVisible() and i.xData is not None)
+
+    # -- text ----------------------------------------------------------------
+    def set_title(self, text: str) -> None:
+        """Set the title at the top left."""
+        if text != self._title:
+            self._title = text
+            self.plot.setTitle(
+                "&nbsp;&nbsp;" + html.escape(text), color=FOREGROUND, size="11pt", justify="left"
+            )
+
+    def title(self) -> str:
+        """The title text."""
+        return self._title
+
+    def set_x_label(self, text: str) -> None:
+        """Set the bottom axis label."""
+        self.plot.setLabel("bottom", text, color=FOREGROUND)
+
+    def legend_labels(self) -> list[str]:
+        """Legend texts in the order shown."""
+        return [label.text for _, label in self.legend.items]
+
+    # -- showing -------------------------------------------------------------
+    def set_shown(self, shown: bool) -> None:
+        """Show or hide the plot; a hidden plot skips its redraws (see subclasses)."""
+        self.shown = shown
+        self.widget.setVisible(shown)
+        if shown and self.group is not None and self.group.range is not None:
+            self.set_x_range(*self.group.range)
+
+    # -- x -------------------------------------------------------------------
+    def set_x_range(self, x0: float, x1: float, padding: float = 0.0) -> None:
+        """Show [x0, x1] (padding as a share of the width)."""
+        self.vb.setXRange(x0, x1, padding=padding)
+
+    def data_x_max(self) -> float:
+        """The largest finite x among the data shown."""
+        best = 0.0
+        for item in self.visible_items():
+            x = item.xData
+            if len(x):
+                best = max(best, float(x[-1]))
+        return best
+
+    def follow(self) -> None:
+        """Let the x group keep the newest data in view."""
+        if self.group is not None:
+            self.group.follow()
+
+    def _on_range_changed_manually(self, mask: object) -> None:
+        if self.group is not None:
+            self.group.user_changed(self)
+
+    def _on_x_range_changed(self, *_: object) -> None:
+        if self.shown:
+            self.refresh_range()
+
+    # -- y -------------------------------------------------------------------
+    def visible_points(self) -> tuple[np.ndarray, np.ndarray]:
+        """x and y (log10 in log scale) of every finite point in the visible x range."""
+        (x0, x1), _ = self.vb.viewRange()
+        xs: list[np.ndarray] = []
+        ys: list[np.ndarray] = []
+        for item in self.visible_items():
+            x, y = item.xData, item.yData
+            a, b = np.searchsorted(x, (x0, x1))
+            xs.append(x[a:b])
+            ys.append(y[a:b])
+        if not xs:
+            return np.empty(0), np.empty(0)
+        x = np.concatenate(xs)
+        y = np.concatenate(ys)
+        if self.log:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                y = np.where(y > 0, np.log10(np.where(y > 0, y, 1.0)), np.nan)
+        keep = np.isfinite(y)
+        return x[keep], y[keep]
+
+    def refresh_range(self) -> None:
+        """Set the y range from the visible data and mark the points it leaves out."""
+        x, y = self.visible_points()
+        bounds = robust_range(y, self.show_all)
+        if bounds is None:
+            self.outliers_above.clear()
+            self.outliers_below.clear()
+            self.outlier_xs = np.empty(0)
+            return
+        lo, hi = bounds
+        self.vb.setYRange(lo, hi, padding=0)
+        above, below = y > hi, y < lo
+        self.outlier_xs = np.sort(x[above | below])
+        inset = (hi - lo) * 0.035
+        self._mark(self.outliers_above, x[above], hi - inset)
+        self._mark(self.outliers_below, x[below], lo + inset)
+
+    def _mark(self, marks: pg.ScatterPlotItem, xs: np.ndarray, y: float) -> None:
+        if not len(xs):
+            marks.clear()
+            return
+        (x0, x1), _ = self.vb.viewRange()
+        px = max(1.0, (x1 - x0) / max(1.0, self.vb.width()) * 6)  # one mark per 6 px
+        xs = np.unique(np.round(xs / px)) * px
+        xs = xs[:MAX_OUTLIER_MARKS]
+        marks.setData(xs, np.full(len(xs), y))
+
+    def set_show_all(self, show_all: bool) -> None:
+        """Show every point (True) or the bulk with outliers marked (False)."""
+        self.show_all = bool(show_all)
+        if self.all_button.isChecked() != self.show_all:
+            self.all_button.setChecked(self.show_all)
+        self.refresh_range()
+
+    def set_log(self, log: bool) -> None:
+        """Log scale on y (True) or linear (False)."""
+        log = bool(log)
+        if log == self.log:
+            return
+        self.log = log
+        if self.log_button.isChecked() != log:
+            self.log_button.setChecked(log)
+        x_range = self.vb.viewRange()[0]
+        self.plot.setLogMode(y=log)  # axis ticks; re-enables pyqtgraph's auto range
+        self.vb.enableAutoRange(x=False, y=False)
+        for item in self.items:
+            item.setLogMode(False, log)
+        self.vb.setXRange(*x_range, padding=0)
+        self.refresh_range()
+
+    def _on_menu_log_toggled(self, on: bool) -> None:
+        self.set_log(on)
+
+    def _button(self, text: str, tip: str) -> QToolButton:
+        button = QToolButton(self.widget)
+        button.setText(text)
+        button.setToolTip(tip)
+        button.setCheckable(True)
+        button.setFixedSize(BUTTON_W, BUTTON_H)
+        button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        button.setStyleSheet(
+            "QToolButton { font-size: 8pt; color: #505050; background: #f4f4f4;"
+            " border: 1px solid #cfcfcf; border-radius: 3px; }"
+            "QToolButton:checked { background: #d0e2f5; border-color: #5b8fc7; color: #0d3f73; }"
+            "QToolButton:hover { border-color: #888888; }"
+        )
+        return button
+
+    def _place_buttons(self) -> None:
+        right = self.widget.width() - 6
+        self.log_button.move(right - BUTTON_W, 6)
+        self.all_button.move(right - 2 * BUTTON_W - 4, 6)
+
+    # -- mouse ---------------------------------------------------------------
+    def _on_mouse_clicked(self, event: object) -> None:
+        if event.double() and self.vb.sceneBoundingRect().contains(event.scenePos()):
+            self.reset_view()
+
+    def reset_view(self) -> None:
+        """Back to the default view: follow the data in x, y from the data."""
+        if self.group is not None:
+            self.group.reset()
+        self.refresh_range()
+
+    def _on_mouse_moved(self, pos: QPointF) -> None:
+        if not self.vb.sceneBoundingRect().contains(pos):
+            self._crosshair.setVisible(False)
+            self._readout.setVisible(False)
+            return
+        point = self.vb.mapSceneToView(pos)
+        text = self.readout(point.x())
+        if not text:
+            self._readout.setVisible(False)
+            return
+        (x0, x1), (_, y1) = self.vb.viewRange()
+        self._crosshair.setValue(point.x())
+        self._crosshair.setVisible(True)
+        self._readout.setHtml(text)
+        self._readout.setAnchor((0, 0) if point.x() < (x0 + x1) / 2 else (1, 0))
+        self._readout.setPos(point.x(), y1)
+        self._readout.setVisible(True)
+
+    def readout(self, x: float) -> str:
+        """HTML shown while hovering at ``x`` (empty: nothing shown). Override this."""
+        return ""
