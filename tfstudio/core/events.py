@@ -351,7 +351,8 @@ class LayerOutput:
         hist: counts in equal bins over ``[min, max]``.
         dead_fraction: share of units (last axis) that are zero for every probe sample.
         thumbs: for ``(N, H, W, C)`` outputs, 8-bit channel maps of the first
-            sample, ``thumb_shape = (channels, h, w)`` (downsampled), row-major bytes.
+            few samples, ``thumb_shape = (samples, channels, h, w)`` (downsampled),
+            row-major bytes; each map scaled to 0..255 on its own.
         matrix: for ``(N, units)`` outputs, samples x units as 8-bit (scaled over
             ``[matrix_min, matrix_max]``), ``matrix_shape = (samples, units)``.
     """

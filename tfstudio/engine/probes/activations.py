@@ -22,7 +22,8 @@ from tfstudio.engine.probes.model import sublayers
 
 PROBE_SAMPLES = 8
 BINS = 30
-MAX_CHANNELS = 16  # channel thumbnails per layer
+MAX_CHANNELS = 16  # channel thumbnails per layer and sample
+THUMB_SAMPLES = 4  # samples with thumbnails (the view lets the user pick one)
 MAX_SIDE = 32  # thumbnail side, pixels
 MAX_UNITS = 64  # columns of the samples x units matrix
 
@@ -182,7 +183,7 @@ def summarize_output(
     thumbs, thumb_shape = b"", ()
     matrix, matrix_shape, m_lo, m_hi = b"", (), 0.0, 0.0
     if x.ndim == 4 and x.shape[0] > 0:
-        thumbs, thumb_shape = _thumbnails(x[0])
+        thumbs, thumb_shape = _thumbnails(x[:THUMB_SAMPLES])
     elif x.ndim == 2 and x.shape[0] > 0:
         m = _downsample_columns(x, MAX_UNITS)
         m_lo, m_hi = float(m.min()), float(m.max())
@@ -211,13 +212,16 @@ def summarize_output(
     )
 
 
-def _thumbnails(hwc: np.ndarray) -> tuple[bytes, tuple[int, ...]]:
-    """Up to MAX_CHANNELS channel maps, each scaled to 0..255 on its own, side <= MAX_SIDE."""
-    h, w, c = hwc.shape
+def _thumbnails(nhwc: np.ndarray) -> tuple[bytes, tuple[int, ...]]:
+    """Channel maps ``(samples, channels, h, w)``, each scaled to 0..255 on its own.
+
+    At most MAX_CHANNELS channels, sides at most MAX_SIDE (strided).
+    """
+    _, h, w, _ = nhwc.shape
     step = max(1, -(-max(h, w) // MAX_SIDE))
-    maps = np.moveaxis(hwc[::step, ::step, :MAX_CHANNELS], -1, 0)  # (C, h, w)
-    lo = maps.min(axis=(1, 2), keepdims=True)
-    hi = maps.max(axis=(1, 2), keepdims=True)
+    maps = np.moveaxis(nhwc[:, ::step, ::step, :MAX_CHANNELS], -1, 1)  # (N, C, h, w)
+    lo = maps.min(axis=(2, 3), keepdims=True)
+    hi = maps.max(axis=(2, 3), keepdims=True)
     scaled = (maps - lo) / np.maximum(hi - lo, 1e-12) * 255.0
     out = np.nan_to_num(scaled).astype(np.uint8)
     return out.tobytes(), tuple(int(d) for d in out.shape)
