@@ -21,6 +21,8 @@ def run_app(
     quit_when_done: bool = False,
     screenshot: str | None = None,
     screenshot_at_step: int | None = None,
+    view: str | None = None,
+    sample_every: int = 0,
 ) -> int:
     """Show the window (before TensorFlow is imported), open ``script`` and maybe run it.
 
@@ -42,6 +44,10 @@ def run_app(
     channel = Channel()
     launcher = EngineLauncher(channel, script_cwd=True)
     window = MainWindow(channel, launcher)
+    if view:
+        window.inspector.show_view(view)
+    if sample_every:
+        window.inspector.model.set_sample_every(sample_every)
     window.show()
     launcher.preload()  # TensorFlow imports in the background; the window is already up
 

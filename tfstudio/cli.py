@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 from tfstudio import __version__
 
+VIEWS = ("metrics", "model", "weights", "gradients", "outputs", "walk")
+
 GUI_EPILOG = """\
 script arguments: put them after '--', e.g.  tfstudio train.py --run -- --epochs 3
 headless:         tfstudio run SCRIPT [ARGS...]   (see: tfstudio run --help)
@@ -43,7 +45,24 @@ def gui_parser() -> argparse.ArgumentParser:
         type=int,
         help="with --screenshot: take it during the run, once step N is shown",
     )
+    p.add_argument(
+        "--view",
+        choices=VIEWS,
+        help="which view the window shows: " + ", ".join(VIEWS),
+    )
+    _add_inspector_flags(p)
     return p
+
+
+def _add_inspector_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--sample-every",
+        metavar="N",
+        type=int,
+        default=0,
+        help="inspector: sample weights, gradients and layer outputs every N steps "
+        "(default: as often as 3%% of training time allows)",
+    )
 
 
 def headless_parser() -> argparse.ArgumentParser:
@@ -53,6 +72,7 @@ def headless_parser() -> argparse.ArgumentParser:
         description="Run a training script without a window: live progress line in the "
         "terminal, the script's own output, exit status of the script.",
     )
+    _add_inspector_flags(p)
     p.add_argument("script", help="training script to run")
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
     return p
@@ -63,9 +83,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "run":
         ns = headless_parser().parse_args(argv[1:])
+        from tfstudio.core.options import RunOptions
         from tfstudio.headless import run_headless
 
-        return run_headless(ns.script, ns.args)
+        return run_headless(ns.script, ns.args, RunOptions(sample_every=ns.sample_every))
     script_args: list[str] = []
     if "--" in argv:
         cut = argv.index("--")
@@ -80,4 +101,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         quit_when_done=ns.quit_when_done,
         screenshot=ns.screenshot,
         screenshot_at_step=ns.screenshot_at_step,
+        view=ns.view,
+        sample_every=ns.sample_every,
     )

@@ -19,6 +19,7 @@ from tfstudio.core.events import (
     RunEnded,
     StepEnded,
 )
+from tfstudio.core.options import RunOptions
 from tfstudio.core.progress import ProgressTracker, format_duration, format_value
 from tfstudio.engine.session import TrainingSession
 
@@ -101,7 +102,7 @@ def _bar(fraction: float, width: int = 20) -> str:
     return "[" + "#" * filled + "." * (width - filled) + f"] {fraction * 100:3.0f}%"
 
 
-def run_headless(script: str, args: Sequence[str] = ()) -> int:
+def run_headless(script: str, args: Sequence[str] = (), options: RunOptions | None = None) -> int:
     """Run ``script`` with ``args`` in this terminal; returns the script's exit status.
 
     Ctrl-C stops training at the next batch boundary (press it twice to abort).
@@ -110,15 +111,17 @@ def run_headless(script: str, args: Sequence[str] = ()) -> int:
     out = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8", errors="replace")
     err = os.fdopen(os.dup(sys.stderr.fileno()), "w", encoding="utf-8", errors="replace")
     try:
-        return _run(script, args, out, err)
+        return _run(script, args, out, err, options)
     finally:
         out.close()
         err.close()
 
 
-def _run(script: str, args: Sequence[str], out: TextIO, err: TextIO) -> int:
+def _run(
+    script: str, args: Sequence[str], out: TextIO, err: TextIO, options: RunOptions | None = None
+) -> int:
     channel = Channel()
-    session = TrainingSession(script, args, channel, cwd=None, stdin_eof=False)
+    session = TrainingSession(script, args, channel, cwd=None, stdin_eof=False, options=options)
     tracker = ProgressTracker()
     line = ProgressLine(err, interactive=err.isatty())
     interrupts = [0]

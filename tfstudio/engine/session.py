@@ -216,12 +216,14 @@ class EngineLauncher:
         thread.start()
         return thread
 
-    def start(self, script: str, args: Sequence[str] = ()) -> None:
+    def start(
+        self, script: str, args: Sequence[str] = (), options: RunOptions | None = None
+    ) -> None:
         """Start a run; raises RuntimeError if one is already running."""
         if self.is_running():
             raise RuntimeError("a run is already in progress; stop it first")
         cwd = Path(script).expanduser().resolve().parent if self.script_cwd else None
-        self.session = TrainingSession(script, args, self.channel, cwd=cwd)
+        self.session = TrainingSession(script, args, self.channel, cwd=cwd, options=options)
         self.session.start()
 
     def stop(self) -> None:

@@ -21,6 +21,7 @@ from tfstudio.core.progress import format_duration
 from tfstudio.core.scripts import ScriptPathError, check_script
 from tfstudio.ui.bridge import Bridge
 from tfstudio.ui.panels.console import ConsolePanel
+from tfstudio.ui.panels.inspector import InspectorPanels
 from tfstudio.ui.panels.metrics import MetricsPanel
 from tfstudio.ui.panels.status import StatusPanel
 
@@ -64,7 +65,8 @@ class MainWindow(QMainWindow):
         self.metrics = MetricsPanel(parent=self)
         self.console = ConsolePanel(parent=self)
         self.status = StatusPanel(parent=self)
-        self.setCentralWidget(self.metrics)
+        self.inspector = InspectorPanels(self, self.metrics)  # model dock + inspector tabs
+        self.setCentralWidget(self.inspector.tabs)
         self._console_dock = QDockWidget("Console", self)
         self._console_dock.setObjectName("consoleDock")
         self._console_dock.setWidget(self.console)
@@ -81,7 +83,7 @@ class MainWindow(QMainWindow):
         self._make_menus_and_toolbar()
 
         self.bridge = Bridge(channel, parent=self)
-        for panel in (self.metrics, self.console, self.status):
+        for panel in (self.metrics, self.console, self.status, self.inspector):
             self.bridge.add_panel(panel)
         self.bridge.run_started.connect(self._on_run_started)
         self.bridge.run_ended.connect(self._on_run_ended)
@@ -128,6 +130,7 @@ class MainWindow(QMainWindow):
         run_menu.addAction(self.stop_action)
         view_menu = self.menuBar().addMenu("&View")
         view_menu.addAction(self._console_dock.toggleViewAction())
+        view_menu.addAction(self.inspector.model_dock.toggleViewAction())
         view_menu.addAction(self.clear_console_action)
         toolbar = self.addToolBar("Main")
         toolbar.setObjectName("mainToolbar")
@@ -188,7 +191,7 @@ class MainWindow(QMainWindow):
             self._say(str(exc))
             return False
         try:
-            self.launcher.start(script, tuple(args))
+            self.launcher.start(script, tuple(args), self.inspector.run_options())
         except Exception as exc:  # the launcher's refusal must not take the window down
             self._say(f"Could not start {script}: {exc}")
             return False
