@@ -190,7 +190,7 @@ def density_image(
     """Histograms over time as one image: value on y, step on x, density 0..1 per column.
 
     Each sample's counts (over its own [min, max]) are placed on a common value
-    grid; each column shows the latest sample at or before its step. Returns
+    grid; each column shows the sample nearest its step. Returns
     ``(image[cols, rows], (x0, x1, y0, y1))`` or None without samples.
     """
     n = len(steps)
@@ -217,5 +217,7 @@ def density_image(
         return columns[:1].repeat(2, axis=0), (x0 - 0.5, x0 + 0.5, y0, y1)
     cols = int(min(cols, max(2, x1 - x0)))
     centres = x0 + (np.arange(cols) + 0.5) * (x1 - x0) / cols
-    pick = np.clip(np.searchsorted(np.asarray(steps, float), centres, side="right") - 1, 0, n - 1)
+    at = np.asarray(steps, float)
+    right = np.clip(np.searchsorted(at, centres), 1, n - 1)  # nearest sample to each column
+    pick = np.where(centres - at[right - 1] < at[right] - centres, right - 1, right)
     return columns[pick], (x0, x1, y0, y1)

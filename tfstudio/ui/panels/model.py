@@ -90,6 +90,7 @@ class ModelPanel(QWidget):
         layout.addLayout(cadence)
         self.status = QLabel(store.status_text())
         self.status.setWordWrap(True)
+        self.status.setMinimumHeight(3 * self.status.fontMetrics().lineSpacing() + 4)
         layout.addWidget(self.status)
         self._on_mode_changed(0)
 

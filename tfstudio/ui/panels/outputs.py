@@ -90,6 +90,7 @@ class OutputsView(QWidget):
         top = QHBoxLayout()
         self.header = QLabel("No layer outputs yet.")
         self.header.setWordWrap(True)
+        self.header.setMinimumHeight(2 * self.header.fontMetrics().lineSpacing() + 6)
         top.addWidget(self.header, 1)
         top.addWidget(QLabel("probe sample"))
         self.sample = QSpinBox()
@@ -97,6 +98,8 @@ class OutputsView(QWidget):
         self.sample.valueChanged.connect(self._on_sample_changed)
         top.addWidget(self.sample)
         col.addLayout(top)
+        self.picture_caption = QLabel("")
+        col.addWidget(self.picture_caption)
         self.picture = TimedPlotWidget(paint_clock, background=BACKGROUND)
         self.picture.setMinimumHeight(260)
         self.picture_plot: pg.PlotItem = self.picture.getPlotItem()
@@ -108,12 +111,12 @@ class OutputsView(QWidget):
         col.addWidget(self.picture, 3)
         plots = QHBoxLayout()
         self.heatmap = HeatmapPlot("output distribution over steps", paint_clock, "output")
-        self.dead = LinePlot("dead units and zeros", "share", paint_clock)
+        self.dead = LinePlot("dead units", "share", paint_clock)
         plots.addWidget(self.heatmap.widget, 3)
         plots.addWidget(self.dead.widget, 2)
         col.addLayout(plots, 2)
         split.addWidget(right)
-        split.setSizes([260, 900])
+        split.setSizes([200, 960])
 
     # -- selection -----------------------------------------------------------
     def set_selection(self, path: str | None) -> None:
@@ -177,7 +180,7 @@ class OutputsView(QWidget):
             self._select_in_list(layer.path)
         self.header.setText(
             f"<b>{layer.path}</b> ({layer.class_name}) output {tuple(layer.shape)} {layer.dtype} "
-            f"at step {outputs.step} — mean {layer.mean:.4g}, std {layer.std:.4g}, "
+            f"at step {outputs.step}<br>mean {layer.mean:.4g}, std {layer.std:.4g}, "
             f"min {layer.min:.4g}, max {layer.max:.4g}, zeros {layer.zero_fraction:.1%}, "
             f"dead units {layer.dead_fraction:.1%} (on {outputs.samples} probe samples)"
         )
@@ -198,10 +201,9 @@ class OutputsView(QWidget):
             picture = mosaic(maps)
             self.image.setColorMap(pg.colormap.get("CET-L1"))  # grey: feature maps as images
             self.image.setImage(picture.T, levels=(0, 255), autoLevels=False)
-            self.picture_plot.setTitle(
+            self.picture_caption.setText(
                 f"{maps.shape[0]} channel maps of probe sample {self.sample.value()} "
-                "(each scaled to its own range; bright = high)",
-                size="9pt",
+                "(each scaled to its own range; bright = high)"
             )
             self.picture_plot.getViewBox().setAspectLocked(True)
             self.picture_plot.showAxes(False)
@@ -214,11 +216,10 @@ class OutputsView(QWidget):
             self.image.setColorMap(pg.colormap.get(COLORMAP))
             self.image.setImage(matrix.T, levels=(0, 255), autoLevels=False)
             n, units = matrix.shape
-            self.picture_plot.setTitle(
+            self.picture_caption.setText(
                 f"probe samples (rows) x units (columns, {units} shown of "
                 f"{layer.shape[-1]}): {layer.matrix_min:.3g} (dark) .. "
-                f"{layer.matrix_max:.3g} (bright)",
-                size="9pt",
+                f"{layer.matrix_max:.3g} (bright)"
             )
             self.picture_plot.getViewBox().setAspectLocked(False)
             self.picture_plot.showAxes(True)
@@ -226,7 +227,7 @@ class OutputsView(QWidget):
             self.picture_plot.autoRange()
             return
         self.image.setVisible(False)
-        self.picture_plot.setTitle("no picture for an output of this shape", size="9pt")
+        self.picture_caption.setText("no picture for an output of this shape")
 
     def _fill_list(self, layers: tuple[LayerOutput, ...]) -> None:
         key = tuple(f"{lo.index}:{lo.path}" for lo in layers)
