@@ -3,14 +3,19 @@
 Every optimizer the model uses (``model.optimizer`` and optimizers held as
 attributes, e.g. a GAN's two) gets its ``apply`` wrapped for the fit; Keras's
 ``train_step`` and custom ``train_step``s that call ``apply_gradients`` both go
-through it. In graph mode the wrapper runs while the train function is traced:
-it adds to the graph a ``tf.cond`` on a device-side flag that, when the flag is
-set, writes each gradient's norm, min, max and histogram into device-side
-``tf.Variable`` buffers. The callback sets the flag one step before a sampled
-step and reads the buffers (a few kB) after it. Cost on unsampled steps: one
-read of a boolean variable and an untaken branch. The train function is
-re-made at fit start (one retrace) so the wrapper is in the graph, and dropped
-at fit end so later fits trace without it.
+through it. The wrapper records only while a *recording* train function is
+traced (or, with ``run_eagerly``, called): it adds ops that write each
+gradient's norm, min, max and histogram into device-side ``tf.Variable``
+buffers.
+
+So the model has two train functions: Keras's own, traced without any
+recording ops (unsampled steps cost nothing at all), and a recording twin.
+:meth:`GradientProbe.arm` swaps the twin in for exactly one call (the next
+step); it puts Keras's function back itself, and the callback reads the buffers
+(a few kB) after that step. Costs: one extra trace of the train step, at the
+first sampled step of a model (kept across its fits), and the summaries on
+sampled steps. A ``tf.cond`` on a flag inside one function was tried first: its
+untaken branch still cost ~25% of a small MLP's step (Switch/Merge dead nodes).
 """
 
 from __future__ import annotations
@@ -52,11 +57,13 @@ class GradientProbe:
     ) -> None:
         self.model = model
         self.bins = bins
-        self._on_error = on_error
+        self.on_error = on_error
         self.variables: list[Any] = []
         self.paths: list[str] = []
         self._index: dict[int, int] = {}
-        self._flag = tf.Variable(False, trainable=False, name="tfstudio_grad_flag")
+        self._recording = False  # the wrapper adds recording ops only while this is set
+        self._plain: Any = None  # Keras's own train function
+        self._recorder: Any = None  # its recording twin
         self._stats: Any = None
         self._hists: Any = None
         self._seen: Any = None
@@ -87,34 +94,48 @@ class GradientProbe:
 
     # -- install / remove ------------------------------------------------
     def install(self) -> int:
-        """Wrap the optimizers' ``apply`` and re-make the train function; returns how many."""
-        for opt in find_optimizers(self.model):
+        """Wrap the optimizers' ``apply`` and make the recording twin; returns how many."""
+        model = self.model
+        for opt in find_optimizers(model):
             if "apply" in vars(opt):
                 continue  # already wrapped (by us or someone else): leave it
             original = opt.apply
             opt.__dict__["apply"] = self._wrap(original)
             self._wrapped.append(opt)
-        if self._wrapped and hasattr(self.model, "make_train_function"):
-            self.model.make_train_function(force=True)
+        if not self._wrapped:
+            return 0
+        plain = model.train_function
+        if plain is None:
+            model.make_train_function()
+            plain = model.train_function
+        if self._recorder is None or plain is not self._plain:
+            # A new (or recompiled) model: make its twin. Otherwise the twin of an
+            # earlier fit is reused, already traced.
+            model.make_train_function(force=True)
+            self._recorder = model.train_function
+            model.train_function = plain
+            self._plain = plain
         return len(self._wrapped)
 
     def remove(self) -> None:
-        """Put the optimizers back; the next fit traces a train function without us."""
+        """Put the optimizers and Keras's train function back."""
         for opt in self._wrapped:
             opt.__dict__.pop("apply", None)
-        if self._wrapped and hasattr(self.model, "train_function"):
-            self.model.train_function = None
+        if self._plain is not None and self.model.train_function is self._one_shot:
+            self.model.train_function = self._plain
         self._wrapped = []
+        self.armed = False
 
     def _wrap(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def apply(grads: Any, trainable_variables: Any = None, *args: Any, **kwargs: Any) -> Any:
-            try:
-                variables = trainable_variables
-                if variables is None:
-                    variables = getattr(original.__self__, "_trainable_variables", None) or []
-                self._record(list(grads), list(variables))
-            except Exception as exc:  # noqa: BLE001 - monitoring never breaks training
-                self._on_error(exc)
+            if self._recording:
+                try:
+                    variables = trainable_variables
+                    if variables is None:
+                        variables = getattr(original.__self__, "_trainable_variables", None) or []
+                    self._record(list(grads), list(variables))
+                except Exception as exc:  # noqa: BLE001 - monitoring never breaks training
+                    self.on_error(exc)
             if trainable_variables is None:
                 return original(grads, *args, **kwargs)
             return original(grads, trainable_variables, *args, **kwargs)
@@ -133,33 +154,40 @@ class GradientProbe:
         if not pairs:
             return
         indices = tf.constant([[i] for i, _ in pairs], tf.int32)
-        bins = self.bins
+        stats, hists = [], []
+        for _, g in pairs:
+            s, h = summarize(tf.convert_to_tensor(g), self.bins)
+            stats.append(tf.stack([s[4], s[2], s[3]]))
+            hists.append(h)
+        self._stats.scatter_nd_update(indices, tf.stack(stats))
+        self._hists.scatter_nd_update(indices, tf.stack(hists))
+        self._seen.scatter_nd_update(indices, tf.ones([len(pairs)]))
 
-        def write() -> tf.Tensor:
-            stats, hists = [], []
-            for _, g in pairs:
-                s, h = summarize(tf.convert_to_tensor(g), bins)
-                stats.append(tf.stack([s[4], s[2], s[3]]))
-                hists.append(h)
-            self._stats.scatter_nd_update(indices, tf.stack(stats))
-            self._hists.scatter_nd_update(indices, tf.stack(hists))
-            self._seen.scatter_nd_update(indices, tf.ones([len(pairs)]))
-            return tf.constant(True)
-
-        tf.cond(self._flag, write, lambda: tf.constant(False))
+    def _one_shot(self, iterator: Any) -> Any:
+        """The recording twin, for one call; then Keras's own function is back."""
+        self._recording = True
+        try:
+            return self._recorder(iterator)
+        finally:
+            self._recording = False
+            self.model.train_function = self._plain
 
     # -- sampling ----------------------------------------------------------
     def arm(self) -> None:
-        """Record the gradients of the coming step(s)."""
-        self._flag.assign(True)
+        """Record the gradients of the next train-function call (the coming step)."""
+        if self._recorder is None:
+            return
+        self.model.train_function = self._one_shot
         self.armed = True
 
     def sample(self, fit_index: int, step: int) -> GradientStats | None:
-        """Read what the last armed step(s) recorded; disarm. None if nothing was recorded."""
+        """Read what the last armed step recorded. None if nothing was recorded."""
         if not self.armed:
             return None
-        self._flag.assign(False)
         self.armed = False
+        if self.model.train_function is self._one_shot:  # armed but not yet run
+            self.model.train_function = self._plain
+            return None
         if self._seen is None:
             return None
         seen = self._seen.numpy()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pickle
 import time
+import weakref
 from typing import Any
 
 from tfstudio.core.events import InspectorStatus, ModelTree
@@ -23,6 +24,34 @@ from tfstudio.engine.probes.model import model_summary_text, model_tree
 from tfstudio.engine.probes.weights import WeightProbe
 
 NEVER = 1 << 62
+# One weight probe per model, kept across its fits: its tf.function is traced once.
+_weight_probes: weakref.WeakKeyDictionary[Any, WeightProbe] = weakref.WeakKeyDictionary()
+# One gradient probe per model: its recording train function is traced once.
+_gradient_probes: weakref.WeakKeyDictionary[Any, GradientProbe] = weakref.WeakKeyDictionary()
+
+
+def gradient_probe(model: Any, on_error: Any) -> GradientProbe:
+    """The model's gradient probe (kept across fits), reporting errors to ``on_error``."""
+    probe = _gradient_probes.get(model)
+    if probe is None:
+        probe = GradientProbe(model, on_error)
+        _gradient_probes[model] = probe
+    probe.on_error = on_error
+    return probe
+
+
+def weight_probe(model: Any) -> WeightProbe:
+    """The model's weight probe, made again only if its trainable variables changed."""
+    probe = _weight_probes.get(model)
+    variables = model.trainable_variables
+    if (
+        probe is None
+        or len(probe.variables) != len(variables)
+        or any(a is not b for a, b in zip(probe.variables, variables, strict=False))
+    ):
+        probe = WeightProbe(model)
+        _weight_probes[model] = probe
+    return probe
 
 
 class Inspector:
@@ -63,9 +92,12 @@ class Inspector:
         # Subclassed models make their variables in the first step: announce the
         # tree again then, and only then summarise the weights.
         self._tree_pending = not _built(model)
+
+        def grad_error(exc: BaseException) -> None:
+            mon.report_error("inspector: gradients", exc)
+
         self._gradients = self._make(
-            "inspector: gradients",
-            lambda: GradientProbe(model, lambda exc: mon.report_error("inspector: gradients", exc)),
+            "inspector: gradients", lambda: gradient_probe(model, grad_error)
         )
         if self._gradients is not None:
             try:
@@ -150,7 +182,7 @@ class Inspector:
             self._tree_pending = False
             self._emit_tree()
         if self._weights is None and not self._weights_failed:
-            self._weights = self._make("inspector: weights", lambda: WeightProbe(self.model))
+            self._weights = self._make("inspector: weights", lambda: weight_probe(self.model))
             self._weights_failed = self._weights is None
         for name, probe in (
             ("weights", self._weights),
