@@ -424,3 +424,26 @@ def test_cnn_example_feature_maps():
     live = maps.reshape(32, -1).max(axis=1) > 0
     assert live.any() and (maps.reshape(32, -1).max(axis=1)[live] == 255).all()
     assert layers["dense"].matrix_shape == (8, 32)
+
+
+def test_eager_fit_gets_gradients_and_everything_is_restored_after_fit(write_script, tmp_path):
+    path = write_script(
+        PRELUDE
+        + """
+model = keras.Sequential([keras.Input((4,)), layers.Dense(3, name="d")], name="eager")
+model.compile(keras.optimizers.SGD(0.0), "mse", run_eagerly=True)
+model.fit(x, y[:, :1].repeat(3, axis=1), batch_size=16, epochs=3, shuffle=False, verbose=0)
+plain = model.train_function
+print("restored", "apply" not in vars(model.optimizer), "call" not in vars(model.layers[0]))
+model.fit(x, y[:, :1].repeat(3, axis=1), batch_size=16, epochs=1, shuffle=False, verbose=0)
+print("same train function", model.train_function is plain)
+"""
+    )
+    ended, events = run_script(path, cwd=tmp_path, options=RunOptions(sample_every=1))
+    assert ended.status == "finished", console(events)
+    out = console(events, "stdout")
+    assert "restored True True" in out and "same train function True" in out
+    grads = of(events, GradientStats)
+    assert [g.step for g in grads] == [1, 2, 3, 4]
+    assert {v.path for v in grads[-1].variables} == {"eager/d/kernel", "eager/d/bias"}
+    assert grads[0].global_norm == pytest.approx(grads[-1].global_norm, rel=1e-5)  # lr 0
