@@ -11,7 +11,8 @@ thumbnails) so only kilobytes leave the worker.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -77,12 +78,86 @@ class ActivationProbe:
         self.disabled = False
         self.samples = int(tf.nest.flatten(inputs)[0].shape[0] or 0) if inputs is not None else 0
         self._layers = _all_layers(model)
+        self._fn: Any = None  # the traced probe; False: eager passes instead
+        self._meta: list[tuple[Any, str, int]] = []
+        self._unprobeable: set[int] = set()
 
     def sample(self, fit_index: int, step: int) -> LayerOutputs | None:
         """Every layer's output on the probe batch now (None if the model cannot be probed)."""
         if self.disabled or self.inputs is None:
             return None
+        if self._fn is None:
+            self._build()
+            if self.disabled:
+                return None
+        if self._fn is not False:
+            outputs = [t.numpy() for t in self._fn(self.inputs)]
+            for i in self._unprobeable:
+                outputs[i] = None
+            records = [(*meta, out) for meta, out in zip(self._meta, outputs, strict=True)]
+        else:  # not traceable: the eager pass, wrappers in place each time
+            records = self._eager_records()
+            if records is None:
+                return None
+        layers = []
+        for index, (layer, path, depth, output) in enumerate(records):
+            summary = self._summarize(index, layer, path, depth, output)
+            if summary is not None:
+                layers.append(summary)
+        return LayerOutputs(fit_index, step, self.samples, tuple(layers))
+
+    def _build(self) -> None:
+        """Trace one ``tf.function`` returning every layer's output (wrappers in place).
+
+        The wrappers only run while it is traced: afterwards a probe is one graph
+        call (a few ms), not an eager pass through every layer (~50 ms for the
+        CNN example on a loaded 2-core machine). If the model cannot be traced,
+        the eager pass is used at each sample instead.
+        """
         records: list[list[Any]] = []
+
+        def run(inputs: Any) -> list[tf.Tensor]:
+            records.clear()
+            self.model(inputs, training=False)
+            out = []
+            for slot in records:
+                tensor = _first_numeric(slot[3])
+                if tensor is None:
+                    tensor = tf.zeros([0])  # summarised as "not a numeric tensor"
+                    slot[3] = None
+                out.append(tensor)
+            return out
+
+        fn = tf.function(run, autograph=False)
+        try:
+            with self._wrapped(records):
+                fn.get_concrete_function(self.inputs)
+        except Exception:  # noqa: BLE001 - not traceable: the eager pass at each sample
+            self._fn = False
+            return
+        self._meta = [(layer, path, depth) for layer, path, depth, _ in records]
+        self._unprobeable = {i for i, slot in enumerate(records) if slot[3] is None}
+        self._fn = fn
+
+    def _eager_records(self) -> list[tuple[Any, str, int, Any]] | None:
+        records: list[list[Any]] = []
+        try:
+            with self._wrapped(records):
+                self.model(self.inputs, training=False)
+        except Exception as exc:  # noqa: BLE001 - e.g. call() needs extra arguments
+            self.disabled = True
+            self._note_once(
+                self.model.name,
+                f"Inspector: layer outputs of '{self.model.name}' "
+                f"({type(self.model).__name__}) cannot be probed, skipped: "
+                f"calling it on the probe batch failed with {type(exc).__name__}: {exc}",
+            )
+            return None
+        return [(layer, path, depth, out) for layer, path, depth, out in records]
+
+    @contextmanager
+    def _wrapped(self, records: list[list[Any]]) -> Iterator[None]:
+        """Every layer's ``call`` wrapped to append its output to ``records``."""
         wrapped: list[Any] = []
         try:
             for layer, path, depth in self._layers:
@@ -90,26 +165,10 @@ class ActivationProbe:
                     continue  # someone else patched this instance; leave it alone
                 layer.__dict__["call"] = self._wrap(layer, path, depth, records)
                 wrapped.append(layer)
-            try:
-                self.model(self.inputs, training=False)
-            except Exception as exc:  # noqa: BLE001 - e.g. call() needs extra arguments
-                self.disabled = True
-                self._note_once(
-                    self.model.name,
-                    f"Inspector: layer outputs of '{self.model.name}' "
-                    f"({type(self.model).__name__}) cannot be probed, skipped: "
-                    f"calling it on the probe batch failed with {type(exc).__name__}: {exc}",
-                )
-                return None
+            yield
         finally:
             for layer in wrapped:
                 layer.__dict__.pop("call", None)
-        layers = []
-        for index, (layer, path, depth, output) in enumerate(records):
-            summary = self._summarize(index, layer, path, depth, output)
-            if summary is not None:
-                layers.append(summary)
-        return LayerOutputs(fit_index, step, self.samples, tuple(layers))
 
     def _wrap(self, layer: Any, path: str, depth: int, records: list[list[Any]]) -> Any:
         original = type(layer).call.__get__(layer)
@@ -127,7 +186,7 @@ class ActivationProbe:
         self, index: int, layer: Any, path: str, depth: int, output: Any
     ) -> LayerOutput | None:
         tensors = [t for t in tf.nest.flatten(output) if isinstance(t, tf.Tensor | np.ndarray)]
-        if not tensors or not _numeric(tensors[0]):
+        if output is None or not tensors or not _numeric(tensors[0]):
             self._note_once(
                 path,
                 f"Inspector: output of layer '{path}' ({type(layer).__name__}) is not a "
@@ -142,6 +201,13 @@ class ActivationProbe:
         if key not in self._noted:
             self._noted.add(key)
             self._note(text)
+
+
+def _first_numeric(output: Any) -> Any:
+    for t in tf.nest.flatten(output):
+        if isinstance(t, tf.Tensor | np.ndarray) and _numeric(t):
+            return t
+    return None
 
 
 def _numeric(t: Any) -> bool:

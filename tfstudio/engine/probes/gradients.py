@@ -121,7 +121,7 @@ class GradientProbe:
         """Put the optimizers and Keras's train function back."""
         for opt in self._wrapped:
             opt.__dict__.pop("apply", None)
-        if self._plain is not None and self.model.train_function is self._one_shot:
+        if self._plain is not None and self.model.train_function == self._one_shot:
             self.model.train_function = self._plain
         self._wrapped = []
         self.armed = False
@@ -185,7 +185,7 @@ class GradientProbe:
         if not self.armed:
             return None
         self.armed = False
-        if self.model.train_function is self._one_shot:  # armed but not yet run
+        if self.model.train_function == self._one_shot:  # armed but not yet run
             self.model.train_function = self._plain
             return None
         if self._seen is None:
