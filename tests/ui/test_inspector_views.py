@@ -248,3 +248,14 @@ def test_run_passes_inspector_options_to_the_launcher(window, script, launcher, 
     window.open_script(str(script))
     assert window.run_script()
     assert seen["options"].sample_every == 5
+
+
+def test_cli_view_and_sample_every_flags():
+    from tfstudio.cli import gui_parser, headless_parser
+
+    ns = gui_parser().parse_args(["train.py", "--view", "weights", "--sample-every", "7"])
+    assert (ns.view, ns.sample_every) == ("weights", 7)
+    with pytest.raises(SystemExit):
+        gui_parser().parse_args(["--view", "nope"])
+    ns = headless_parser().parse_args(["--sample-every", "3", "train.py", "--epochs", "2"])
+    assert (ns.sample_every, ns.script, ns.args) == (3, "train.py", ["--epochs", "2"])
