@@ -27,6 +27,8 @@ def run_app(
     screenshot_at_step: int | None = None,
     options: RunOptions | None = None,
     x_axis: str | None = None,
+    view: str | None = None,
+    sample_every: int = 0,
 ) -> int:
     """Show the window (before TensorFlow is imported), open ``script`` and maybe run it.
 
@@ -52,6 +54,10 @@ def run_app(
 
     if x_axis:
         window.metrics.set_x_mode(x_axis)
+    if view:
+        window.inspector.show_view(view)
+    if sample_every:
+        window.inspector.model.set_sample_every(sample_every)
     window.show()
     launcher.prepare()  # a spare worker imports TensorFlow; the window is already up
 

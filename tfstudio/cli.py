@@ -15,6 +15,8 @@ from tfstudio.core.options import RunOptions
 
 NAN_EXIT_CODE = 3  # engine/control.py: a run stopped by --on-nan stop exits with this
 
+VIEWS = ("metrics", "model", "weights", "gradients", "outputs", "walk")
+
 GUI_EPILOG = """\
 script arguments: put them after '--', e.g.  tfstudio train.py --run -- --epochs 3
 headless:         tfstudio run SCRIPT [ARGS...]   (see: tfstudio run --help)
@@ -62,7 +64,24 @@ def gui_parser() -> argparse.ArgumentParser:
         help="x axis of the metric plots: the run's global step (default), or the step "
         "within each fit with the fits overlaid",
     )
+    p.add_argument(
+        "--view",
+        choices=VIEWS,
+        help="which view the window shows: " + ", ".join(VIEWS),
+    )
+    _add_inspector_flags(p)
     return p
+
+
+def _add_inspector_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--sample-every",
+        metavar="N",
+        type=int,
+        default=0,
+        help="inspector: sample weights, gradients and layer outputs every N steps "
+        "(default: as often as 3%% of training time allows)",
+    )
 
 
 def headless_parser() -> argparse.ArgumentParser:
@@ -74,6 +93,7 @@ def headless_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--logdir", metavar="DIR", help=LOGDIR_HELP)
     p.add_argument("--no-record", action="store_true", help="do not record the run")
+    _add_inspector_flags(p)
     p.add_argument("script", help="training script to run")
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
     add_control_flags(p, headless=True)
@@ -188,6 +208,7 @@ def run_options(ns: argparse.Namespace) -> RunOptions:
     return RunOptions(
         logdir=ns.logdir,
         record=not ns.no_record,
+        sample_every=ns.sample_every,
         eager=ns.eager,
         checkpoint_every=ns.checkpoint_every,
         checkpoint_minutes=ns.checkpoint_minutes,
@@ -229,4 +250,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         screenshot_at_step=ns.screenshot_at_step,
         options=run_options(ns),
         x_axis=ns.x_axis,
+        view=ns.view,
+        sample_every=ns.sample_every,
     )

@@ -111,6 +111,7 @@ def test_fit_labels_never_overlap_and_name_the_model_when_there_is_room(window, 
         return shown
 
     window._system_dock.hide()  # the plots' width is what this test is about
+    window.inspector.model_dock.hide()
     window.resize(700, 800)
     QApplication.processEvents()
     shown = assert_apart()

@@ -20,6 +20,9 @@ class RunOptions:
             the default, ``./tfstudio-runs`` beside the script in the window
             and in the working directory headless (the viewer decides).
         record: write the run folder at all.
+        inspector: sample weights, gradients and layer outputs during ``fit``.
+        inspector_budget: share of training time the inspector may take (adaptive cadence).
+        sample_every: a fixed cadence in steps instead of the budget (0: adapt to the budget).
 
     The other fields (execution mode, checkpoints, learning rate, stop and NaN
     handling) are documented where they are declared.
@@ -47,3 +50,6 @@ class RunOptions:
     """End training after exactly this many steps (the rest of the script still runs)."""
     on_nan: str = "pause"
     """Non-finite loss: ``"pause"`` (window), ``"stop"`` (headless default) or ``"ignore"``."""
+    inspector: bool = True
+    inspector_budget: float = 0.03
+    sample_every: int = 0

@@ -30,6 +30,7 @@ from tfstudio.core.events import (
 )
 from tfstudio.engine.control import TrainingController
 from tfstudio.engine.monitor import RunMonitor
+from tfstudio.engine.probes.inspector import NEVER, Inspector
 
 _MEAN, _RAW, _RUNNING = 0, 1, 2
 
@@ -63,6 +64,9 @@ class StudioCallback(keras.callbacks.Callback):
         if monitor.control is None:
             monitor.control = TrainingController(monitor)
         self.control: TrainingController = monitor.control
+        self.fit_data: Any = None  # fit's x, set by the interceptor (the inspector's probe batch)
+        self._inspector: Inspector | None = None
+        self._inspect_at = NEVER  # global step at which the inspector next wants the hook
 
     # -- fit -----------------------------------------------------------
     def on_train_begin(self, logs: dict | None = None) -> None:
@@ -94,9 +98,19 @@ class StudioCallback(keras.callbacks.Callback):
             )
         except Exception as exc:  # noqa: BLE001
             self._monitor.report_error("controls (on_train_begin)", exc)
+        if self._monitor.options.inspector:
+            try:
+                self._inspector = Inspector(self._monitor, self.fit_index, self.fit_data)
+                self._inspector.begin(self.model, _steps_per_execution(self.model))
+                self._inspect_at = self._inspector.next_at
+            except Exception as exc:  # noqa: BLE001
+                self._monitor.report_error("inspector", exc)
 
     def on_train_end(self, logs: dict | None = None) -> None:
         """Mark the end of this fit segment."""
+        self._inspect_at = NEVER
+        if self._inspector is not None:
+            self._inspector.end()
         try:
             self.control.end()
         except Exception as exc:  # noqa: BLE001
@@ -148,6 +162,8 @@ class StudioCallback(keras.callbacks.Callback):
             loss = self._step(batch, logs or {})
         except Exception as exc:  # noqa: BLE001
             self._monitor.report_error("on_train_batch_end", exc)
+        if self._monitor.global_step >= self._inspect_at:
+            self._inspect()
         self.control.after_step(loss)
 
     def _step(self, batch: int, logs: dict) -> float | None:
@@ -196,6 +212,14 @@ class StudioCallback(keras.callbacks.Callback):
             )
         )
         return running.get("loss")
+
+    def _inspect(self) -> None:
+        try:
+            self._inspector.at_step(self._monitor.global_step)
+            self._inspect_at = self._inspector.next_at
+        except Exception as exc:  # noqa: BLE001
+            self._inspect_at = NEVER
+            self._monitor.report_error("inspector", exc)
 
     def _classify(self, logs: dict) -> dict[str, int]:
         """Decide once per fit which log keys are running means, from the model's metrics."""

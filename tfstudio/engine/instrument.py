@@ -143,6 +143,7 @@ class FitInterceptor:
             callback = StudioCallback(
                 monitor, monitor.fits, initial_epoch=int(bound.arguments.get("initial_epoch", 0))
             )
+            callback.fit_data = bound.arguments.get("x")
             user_callbacks = bound.arguments.get("callbacks")
             if isinstance(user_callbacks, keras.callbacks.CallbackList):
                 user_callbacks.append(callback)

@@ -26,6 +26,7 @@ from tfstudio.ui.bridge import Bridge
 from tfstudio.ui.panels.checkpoints import CheckpointsPanel
 from tfstudio.ui.panels.console import ConsolePanel
 from tfstudio.ui.panels.control import ControlPanel
+from tfstudio.ui.panels.inspector import InspectorPanels
 from tfstudio.ui.panels.metrics import MetricsPanel
 from tfstudio.ui.panels.runs import RunsPanel
 from tfstudio.ui.panels.status import StatusPanel
@@ -73,7 +74,8 @@ class MainWindow(QMainWindow):
         self.metrics = MetricsPanel(settings=self.settings, parent=self)
         self.console = ConsolePanel(parent=self)
         self.status = StatusPanel(parent=self)
-        self.setCentralWidget(self.metrics)
+        self.inspector = InspectorPanels(self, self.metrics)  # model dock + inspector tabs
+        self.setCentralWidget(self.inspector.tabs)
         self._console_dock = QDockWidget("Console", self)
         self._console_dock.setObjectName("consoleDock")
         self._console_dock.setWidget(self.console)
@@ -89,6 +91,10 @@ class MainWindow(QMainWindow):
         self._system_dock.setWidget(self.system)
         self._system_dock.setFeatures(self._console_dock.features())
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self._system_dock)
+        # The model tree shares the right side with the system view: the plots keep the middle.
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.inspector.model_dock)
+        self.tabifyDockWidget(self._system_dock, self.inspector.model_dock)
+        self._system_dock.raise_()
         self.runs = RunsPanel(parent=self)
         self.runs.logdir_changed.connect(self._on_runs_dir_chosen)
         self.runs_dock = QDockWidget("Runs", self)
@@ -114,6 +120,7 @@ class MainWindow(QMainWindow):
             self.runs,
             self.control,
             self.checkpoints,
+            self.inspector,
         ):
             self.bridge.add_panel(panel)
         self.bridge.run_started.connect(self._on_run_started)
@@ -184,6 +191,7 @@ class MainWindow(QMainWindow):
         view_menu.addAction(self._system_dock.toggleViewAction())
         view_menu.addAction(self.runs_dock.toggleViewAction())
         view_menu.addAction(self._checkpoints_dock.toggleViewAction())
+        view_menu.addAction(self.inspector.model_dock.toggleViewAction())
         view_menu.addAction(self.clear_console_action)
         toolbar = self.addToolBar("Main")
         toolbar.setObjectName("mainToolbar")
@@ -264,8 +272,14 @@ class MainWindow(QMainWindow):
 
     def _options_for_run(self) -> RunOptions:
         """The control panel's settings, recorded where the runs panel points."""
+        inspector = self.inspector.run_options()
         return dataclasses.replace(
-            self.control.options, logdir=self.run_options.logdir, record=self.run_options.record
+            self.control.options,
+            logdir=self.run_options.logdir,
+            record=self.run_options.record,
+            inspector=self.run_options.inspector,
+            inspector_budget=inspector.inspector_budget,
+            sample_every=inspector.sample_every,
         )
 
     def stop_run(self) -> None:

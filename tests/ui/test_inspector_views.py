@@ -1,0 +1,261 @@
+"""Inspector views fed with synthetic events: model tree, weights, gradients, outputs, walk."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tfstudio.core.events import (
+    GradientStats,
+    GradientVariable,
+    InspectorStatus,
+    LayerOutput,
+    LayerOutputs,
+    ModelNode,
+    ModelTree,
+    VariableInfo,
+    VariableStats,
+    WeightStats,
+)
+from tfstudio.ui.panels.inspector_store import History, InspectorStore, density_image
+from tfstudio.ui.panels.outputs import channel_maps, mosaic
+
+BINS = 30
+
+
+def _tree(fit_index=0):
+    line = ModelNode(
+        "line",
+        "seq/line",
+        "Dense",
+        "(None, 1)",
+        "float32",
+        2,
+        0,
+        (
+            VariableInfo("kernel", "seq/line/kernel", (1, 1), "float32", True),
+            VariableInfo("bias", "seq/line/bias", (1,), "float32", True),
+        ),
+        (),
+    )
+    conv = ModelNode(
+        "conv1",
+        "seq/conv1",
+        "Conv2D",
+        "(None, 6, 6, 4)",
+        "float32",
+        40,
+        0,
+        (VariableInfo("kernel", "seq/conv1/kernel", (3, 3, 1, 4), "float32", True),),
+        (),
+    )
+    root = ModelNode("seq", "seq", "Sequential", "(None, 1)", "float32", 42, 0, (), (conv, line))
+    return ModelTree(fit_index, root, 'Model: "seq"\n Total params: 42')
+
+
+def _hist(values):
+    values = np.asarray(values, float)
+    lo, hi = float(values.min()), float(values.max())
+    counts = np.histogram(values, BINS, range=(lo, hi if hi > lo else lo + 1e-12))[0]
+    return tuple(int(c) for c in counts), lo, hi
+
+
+def _weights(step):
+    w, b = 3 - 3 * np.exp(-step / 50), 2 - 2 * np.exp(-step / 40)
+    k = np.random.default_rng(step).normal(0, 0.2, 36)
+    hist_k, lo_k, hi_k = _hist(k)
+    one = tuple([1] + [0] * (BINS - 1))
+    return WeightStats(
+        0,
+        step,
+        (
+            VariableStats("seq/conv1/kernel", (3, 3, 1, 4), k.mean(), k.std(), lo_k, hi_k,
+                          float(np.linalg.norm(k)), 0.0, hist_k),
+            VariableStats("seq/line/kernel", (1, 1), w, 0, w, w, abs(w), 0, one, (w,)),
+            VariableStats("seq/line/bias", (1,), b, 0, b, b, abs(b), 0, one, (b,)),
+        ),
+    )  # fmt: skip
+
+
+def _outputs(step, samples=4):
+    rng = np.random.default_rng(step)
+    maps = (rng.random((samples, 4, 6, 6)) * 255).astype(np.uint8)
+    maps[1] = 7  # sample 1 is flat: tells samples apart
+    act = rng.normal(size=100)
+    hist, lo, hi = _hist(act)
+    matrix = (rng.random((samples, 1)) * 255).astype(np.uint8)
+    return LayerOutputs(
+        0,
+        step,
+        samples,
+        (
+            LayerOutput(0, "seq", "seq", "Sequential", 0, (samples, 1), "float32", 0, 1, lo, hi,
+                        0, 0, hist, matrix=matrix.tobytes(), matrix_shape=(samples, 1)),
+            LayerOutput(1, "conv1", "seq/conv1", "Conv2D", 1, (samples, 6, 6, 4), "float32",
+                        0.5, 0.2, 0, 1, 0.25, 0.25, hist, thumbs=maps.tobytes(),
+                        thumb_shape=(samples, 4, 6, 6)),
+            LayerOutput(2, "line", "seq/line", "Dense", 1, (samples, 1), "float32", 0, 1, lo,
+                        hi, 0, 0, hist, matrix=matrix.tobytes(), matrix_shape=(samples, 1)),
+        ),
+    )  # fmt: skip
+
+
+def _feed(run, steps=range(1, 201, 10)):
+    run.started().fit(epochs=1, steps_per_epoch=200).emit(_tree())
+    for step in steps:
+        g = np.random.default_rng(step).normal(0, 1 / (1 + step / 50), 36)
+        hist, lo, hi = _hist(g)
+        run.emit(
+            _weights(step),
+            GradientStats(
+                0,
+                step,
+                float(np.linalg.norm(g)),
+                (GradientVariable("seq/conv1/kernel", float(np.linalg.norm(g)), lo, hi, hist),),
+            ),
+            _outputs(step),
+        )
+    run.emit(InspectorStatus(0, steps[-1], "budget", 10, 0.03, 0.012, 2.5, 20_480))
+    run.frame()
+
+
+def test_density_image_places_each_sample_on_a_common_value_grid():
+    h = History()
+    h.add(0, {}, (4, 0, 0, 0), 0.0, 1.0)  # all values near 0
+    h.add(10, {}, (0, 0, 0, 4), 1.0, 2.0)  # all values near 2
+    image, (x0, x1, y0, y1) = density_image(h.steps, h.hists, h.ranges, rows=8, cols=10)
+    assert (x0, x1, y0, y1) == (0.0, 10.0, 0.0, 2.0)
+    assert image.shape == (10, 8)
+    assert image[0].argmax() == 0  # first column: density at the bottom
+    assert image[-1].argmax() == 7  # last column: at the top
+    assert image.max() == pytest.approx(1.0)
+
+
+def test_history_thins_out_but_keeps_the_newest_samples():
+    h = History()
+    for step in range(3000):
+        h.add(step, {"mean": float(step)}, (1,), 0.0, 1.0)
+    assert len(h.steps) <= 1000
+    assert h.steps[-1] == 2999 and h.steps[-500:] == list(range(2500, 3000))
+    assert h.steps == sorted(h.steps) and h.scalars["mean"] == [float(s) for s in h.steps]
+
+
+def test_store_selection_matches_layers_and_variables():
+    store = InspectorStore()
+    store.ingest(_weights(1))
+    assert store.variables_under(None) == ["seq/conv1/kernel", "seq/line/kernel", "seq/line/bias"]
+    assert store.variables_under("seq/line") == ["seq/line/kernel", "seq/line/bias"]
+    assert store.variables_under("seq/line/bias") == ["seq/line/bias"]
+
+
+def test_model_tree_summary_and_selection_drive_the_views(window, run, qtbot):
+    _feed(run)
+    panel = window.inspector.model
+    tree = panel.tree
+    top = tree.topLevelItem(0)
+    assert top.text(0) == "fit 1: seq" and top.text(1) == "Sequential"
+    names = [top.child(i).text(0) for i in range(top.childCount())]
+    assert names == ["conv1", "line"]
+    line = top.child(1)
+    assert [line.child(i).text(0) for i in range(2)] == ["kernel", "bias"]
+    assert line.child(0).text(2) == "(1, 1)" and line.child(1).text(2) == "(1,)"
+    assert "Sampling every 10 steps (budget 3%)" in panel.status.text()
+    assert "overhead 1.2%" in panel.status.text() and "20.0 kB" in panel.status.text()
+    dialog = panel.show_summary()
+    assert "Total params: 42" in dialog.findChild(type(dialog.children()[-1])).toPlainText()
+    dialog.close()
+    # Selecting the layer 'line' narrows weights to its variables and shows it in outputs.
+    window.inspector.show_view("weights")
+    tree.setCurrentItem(line)
+    assert list(window.inspector.weights.rows) == ["seq/line/kernel", "seq/line/bias"]
+    window.inspector.show_view("outputs")
+    assert window.inspector.outputs.current().path == "seq/line"
+    panel.all_button.click()
+    assert len(window.inspector.weights.paths()) == 3
+
+
+def test_weights_view_small_variables_show_their_values(window, run):
+    window.inspector.show_view("weights")
+    _feed(run)
+    view = window.inspector.weights
+    assert list(view.rows) == ["seq/conv1/kernel", "seq/line/kernel", "seq/line/bias"]
+    kernel = view.rows["seq/line/kernel"]
+    x, y = kernel.lines.curves["value"].getData()
+    assert x.tolist() == list(range(1, 201, 10))
+    assert y[-1] == pytest.approx(3 - 3 * np.exp(-191 / 50))
+    assert kernel.heatmap.has_image and kernel.heatmap.image.image.shape[1] == 64
+    conv = view.rows["seq/conv1/kernel"]
+    assert set(conv.lines.curves) == {"L2 norm", "std"}  # big variables: statistics
+    window.grab().save("/tmp/tfstudio_inspector_weights.png")
+
+
+def test_gradients_view_global_norm_and_rows(window, run):
+    window.inspector.show_view("gradients")
+    _feed(run)
+    view = window.inspector.gradients
+    x, y = view.global_plot.curves["global norm"].getData()
+    assert len(x) == 20 and y[0] > y[-1]
+    assert list(view.rows) == ["seq/conv1/kernel"]
+    window.grab().save("/tmp/tfstudio_inspector_gradients.png")
+
+
+def test_outputs_view_feature_maps_for_a_chosen_sample(window, run):
+    window.inspector.show_view("outputs")
+    _feed(run)
+    view = window.inspector.outputs
+    assert view.current().path == "seq/conv1"  # first layer with feature maps
+    shown = view.image.image.T  # ImageItem holds (x, y)
+    assert shown.shape == mosaic(channel_maps(view.current(), 0)).shape == (6 * 2 + 2, 6 * 2 + 2)
+    view.sample.setValue(1)
+    assert (view.image.image.T[:6, :6] == 7).all()  # sample 1's flat maps
+    assert "dead units 25.0%" in view.header.text()
+    x, y = view.dead.curves["dead units"].getData()
+    assert len(x) == 20 and y[-1] == pytest.approx(0.25)
+    items = [view.layer_list.item(i).text().strip() for i in range(view.layer_list.count())]
+    assert items == ["seq  (4, 1)", "conv1  (4, 6, 6, 4)", "line  (4, 1)"]
+    window.grab().save("/tmp/tfstudio_inspector_outputs.png")
+
+
+def test_walk_lists_layers_in_forward_order(window, run):
+    window.inspector.show_view("walk")
+    _feed(run)
+    table = window.inspector.walk.table
+    assert table.rowCount() == 3
+    assert [table.item(r, 1).text().strip() for r in range(3)] == ["seq", "conv1", "line"]
+    assert table.item(1, 3).text() == "(4, 6, 6, 4)" and table.item(1, 9).text() == "25.0%"
+    table.selectRow(2)
+    assert window.inspector.outputs.current().path == "seq/line"
+
+
+def test_view_names_and_run_options(window):
+    with pytest.raises(ValueError, match="unknown view 'nope'"):
+        window.inspector.show_view("nope")
+    assert window.inspector.run_options().inspector_budget == pytest.approx(0.03)
+    window.inspector.model.set_sample_every(7)
+    assert window.inspector.run_options().sample_every == 7
+
+
+def test_run_passes_inspector_options_to_the_launcher(window, script, launcher, monkeypatch):
+    seen = {}
+    start = launcher.start
+
+    def recording_start(path, args=(), options=None):
+        seen["options"] = options
+        return start(path, args, options)
+
+    monkeypatch.setattr(launcher, "start", recording_start)
+    window.inspector.model.set_sample_every(5)
+    window.open_script(str(script))
+    assert window.run_script()
+    assert seen["options"].sample_every == 5
+
+
+def test_cli_view_and_sample_every_flags():
+    from tfstudio.cli import gui_parser, headless_parser
+
+    ns = gui_parser().parse_args(["train.py", "--view", "weights", "--sample-every", "7"])
+    assert (ns.view, ns.sample_every) == ("weights", 7)
+    with pytest.raises(SystemExit):
+        gui_parser().parse_args(["--view", "nope"])
+    ns = headless_parser().parse_args(["--sample-every", "3", "train.py", "--epochs", "2"])
+    assert (ns.sample_every, ns.script, ns.args) == (3, "train.py", ["--epochs", "2"])

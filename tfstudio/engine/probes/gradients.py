@@ -1,0 +1,206 @@
+"""Gradients as the optimizer applies them: no second forward/backward pass.
+
+Every optimizer the model uses (``model.optimizer`` and optimizers held as
+attributes, e.g. a GAN's two) gets its ``apply`` wrapped for the fit; Keras's
+``train_step`` and custom ``train_step``s that call ``apply_gradients`` both go
+through it. The wrapper records only while a *recording* train function is
+traced (or, with ``run_eagerly``, called): it adds ops that write each
+gradient's norm, min, max and histogram into device-side ``tf.Variable``
+buffers.
+
+So the model has two train functions: Keras's own, traced without any
+recording ops (unsampled steps cost nothing at all), and a recording twin.
+:meth:`GradientProbe.arm` swaps the twin in for exactly one call (the next
+step); it puts Keras's function back itself, and the callback reads the buffers
+(a few kB) after that step. Costs: one extra trace of the train step, at the
+first sampled step of a model (kept across its fits), and the summaries on
+sampled steps. A ``tf.cond`` on a flag inside one function was tried first: its
+untaken branch still cost ~25% of a small MLP's step (Switch/Merge dead nodes).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from tfstudio.core.events import GradientStats, GradientVariable
+from tfstudio.engine.probes.model import variable_path
+from tfstudio.engine.probes.weights import BINS, summarize
+
+
+def find_optimizers(model: Any) -> list[Any]:
+    """``model.optimizer`` and any optimizer the model holds as an attribute."""
+    import keras
+
+    found: list[Any] = []
+    candidates = [getattr(model, "optimizer", None), *vars(model).values()]
+    for obj in candidates:
+        if isinstance(obj, keras.optimizers.Optimizer) and all(obj is not o for o in found):
+            found.append(obj)
+    return found
+
+
+class GradientProbe:
+    """Records the gradients the model's optimizers apply, on sampled steps only.
+
+    Args:
+        model: the model being trained.
+        on_error: called with the exception if recording fails (training goes on).
+    """
+
+    def __init__(
+        self, model: Any, on_error: Callable[[BaseException], None], bins: int = BINS
+    ) -> None:
+        self.model = model
+        self.bins = bins
+        self.on_error = on_error
+        self.variables: list[Any] = []
+        self.paths: list[str] = []
+        self._index: dict[int, int] = {}
+        self._recording = False  # the wrapper adds recording ops only while this is set
+        self._plain: Any = None  # Keras's own train function
+        self._recorder: Any = None  # its recording twin
+        self._stats: Any = None
+        self._hists: Any = None
+        self._seen: Any = None
+        self._wrapped: list[Any] = []
+        self.armed = False
+
+    def _ensure_buffers(self) -> None:
+        """Index the trainable variables and make the buffers, once they exist.
+
+        Subclassed models create their variables in the first step, so this runs
+        when the first gradients arrive (at trace time: under ``init_scope``, as
+        Keras's optimizers create their own variables).
+        """
+        if self._stats is not None:
+            return
+        self.variables = list(self.model.trainable_variables)
+        self.paths = [variable_path(v) for v in self.variables]
+        self._index = {id(v): i for i, v in enumerate(self.variables)}
+        for i, v in enumerate(self.variables):
+            inner = getattr(v, "value", None)  # keras.Variable wraps a tf.Variable
+            if inner is not None and not callable(inner):
+                self._index.setdefault(id(inner), i)
+        n, bins = max(len(self.variables), 1), self.bins
+        with tf.init_scope():
+            self._stats = tf.Variable(tf.zeros([n, 3]), trainable=False, name="tfstudio_grad")
+            self._hists = tf.Variable(tf.zeros([n, bins], tf.int32), trainable=False)
+            self._seen = tf.Variable(tf.zeros([n]), trainable=False)
+
+    # -- install / remove ------------------------------------------------
+    def install(self) -> int:
+        """Wrap the optimizers' ``apply`` and make the recording twin; returns how many."""
+        model = self.model
+        for opt in find_optimizers(model):
+            if "apply" in vars(opt):
+                continue  # already wrapped (by us or someone else): leave it
+            original = opt.apply
+            opt.__dict__["apply"] = self._wrap(original)
+            self._wrapped.append(opt)
+        if not self._wrapped:
+            return 0
+        plain = model.train_function
+        if plain is None:
+            model.make_train_function()
+            plain = model.train_function
+        if self._recorder is None or plain is not self._plain:
+            # A new (or recompiled) model: make its twin. Otherwise the twin of an
+            # earlier fit is reused, already traced.
+            model.make_train_function(force=True)
+            self._recorder = model.train_function
+            model.train_function = plain
+            self._plain = plain
+        return len(self._wrapped)
+
+    def remove(self) -> None:
+        """Put the optimizers and Keras's train function back."""
+        for opt in self._wrapped:
+            opt.__dict__.pop("apply", None)
+        if self._plain is not None and self.model.train_function == self._one_shot:
+            self.model.train_function = self._plain
+        self._wrapped = []
+        self.armed = False
+
+    def _wrap(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def apply(grads: Any, trainable_variables: Any = None, *args: Any, **kwargs: Any) -> Any:
+            if self._recording:
+                try:
+                    variables = trainable_variables
+                    if variables is None:
+                        variables = getattr(original.__self__, "_trainable_variables", None) or []
+                    self._record(list(grads), list(variables))
+                except Exception as exc:  # noqa: BLE001 - monitoring never breaks training
+                    self.on_error(exc)
+            if trainable_variables is None:
+                return original(grads, *args, **kwargs)
+            return original(grads, trainable_variables, *args, **kwargs)
+
+        return apply
+
+    def _record(self, grads: list[Any], variables: list[Any]) -> None:
+        self._ensure_buffers()
+        pairs = []
+        for g, v in zip(grads, variables, strict=False):
+            i = self._index.get(id(v))
+            if i is None:
+                i = self._index.get(id(getattr(v, "value", None)))
+            if g is not None and i is not None:
+                pairs.append((i, g))
+        if not pairs:
+            return
+        indices = tf.constant([[i] for i, _ in pairs], tf.int32)
+        stats, hists = [], []
+        for _, g in pairs:
+            s, h = summarize(tf.convert_to_tensor(g), self.bins)
+            stats.append(tf.stack([s[4], s[2], s[3]]))
+            hists.append(h)
+        self._stats.scatter_nd_update(indices, tf.stack(stats))
+        self._hists.scatter_nd_update(indices, tf.stack(hists))
+        self._seen.scatter_nd_update(indices, tf.ones([len(pairs)]))
+
+    def _one_shot(self, iterator: Any) -> Any:
+        """The recording twin, for one call; then Keras's own function is back."""
+        self._recording = True
+        try:
+            return self._recorder(iterator)
+        finally:
+            self._recording = False
+            self.model.train_function = self._plain
+
+    # -- sampling ----------------------------------------------------------
+    def arm(self) -> None:
+        """Record the gradients of the next train-function call (the coming step)."""
+        if self._recorder is None:
+            return
+        self.model.train_function = self._one_shot
+        self.armed = True
+
+    def sample(self, fit_index: int, step: int) -> GradientStats | None:
+        """Read what the last armed step recorded. None if nothing was recorded."""
+        if not self.armed:
+            return None
+        self.armed = False
+        if self.model.train_function == self._one_shot:  # armed but not yet run
+            self.model.train_function = self._plain
+            return None
+        if self._seen is None:
+            return None
+        seen = self._seen.numpy()
+        if not seen.any():
+            return None
+        stats = self._stats.numpy()
+        hists = self._hists.numpy()
+        self._seen.assign(tf.zeros_like(self._seen))
+        out = []
+        total = 0.0
+        for i in np.flatnonzero(seen):
+            norm, lo, hi = (float(x) for x in stats[i])
+            total += norm * norm
+            hist = tuple(int(c) for c in hists[i])
+            out.append(GradientVariable(self.paths[i], norm, lo, hi, hist))
+        return GradientStats(fit_index, step, math.sqrt(total), tuple(out))

@@ -1,0 +1,134 @@
+"""Plot pieces of the inspector views: a histogram-over-time heat map and a line plot."""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF
+
+from tfstudio.ui.panels.inspector_store import History, density_image
+from tfstudio.ui.plotting import BACKGROUND, FOREGROUND, PlotView, TimedPlotWidget
+
+HEATMAP_HEIGHT = 170
+LINES_HEIGHT = 170
+COLOURS = ("#1f77b4", "#e8590c", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+COLORMAP = "viridis"
+
+
+def style_axes(plot: pg.PlotItem, x_label: str = "step", y_label: str = "") -> None:
+    """Axis colours and labels shared by the inspector's plots."""
+    for name in ("left", "bottom"):
+        axis = plot.getAxis(name)
+        axis.setPen(pg.mkPen(FOREGROUND))
+        axis.setTextPen(pg.mkPen(FOREGROUND))
+        axis.enableAutoSIPrefix(False)
+    plot.setLabel("bottom", x_label, color=FOREGROUND)
+    if y_label:
+        plot.setLabel("left", y_label, color=FOREGROUND)
+
+
+class HeatmapPlot:
+    """A distribution over steps: step on x, value on y, density as colour (brighter: more).
+
+    Lines (e.g. the mean) can be drawn on top.
+
+    Args:
+        title: text above the plot.
+        paint_clock: shared paint-time accumulator (the bridge budgets redraws with it).
+    """
+
+    def __init__(self, title: str, paint_clock: list[float], y_label: str = "value") -> None:
+        self.widget = TimedPlotWidget(paint_clock, background=BACKGROUND)
+        self.widget.setMinimumHeight(HEATMAP_HEIGHT)
+        self.plot: pg.PlotItem = self.widget.getPlotItem()
+        self.plot.setTitle(title, color=FOREGROUND, size="9pt")
+        self.plot.hideButtons()
+        style_axes(self.plot, "step", y_label)
+        self.image = pg.ImageItem()
+        self.image.setColorMap(pg.colormap.get(COLORMAP))
+        self.plot.addItem(self.image)
+        self.lines: dict[str, pg.PlotDataItem] = {}
+        self.has_image = False
+
+    def set_history(self, history: History) -> None:
+        """Draw the histograms of ``history`` over its steps."""
+        made = density_image(history.steps, history.hists, history.ranges)
+        if made is None:
+            return
+        image, (x0, x1, y0, y1) = made
+        self.image.setImage(image, levels=(0.0, 1.0), autoLevels=False)
+        self.image.setRect(QRectF(x0, y0, max(x1 - x0, 1e-9), max(y1 - y0, 1e-12)))
+        self.plot.setXRange(x0, x1, padding=0)
+        self.plot.setYRange(y0, y1, padding=0.02)
+        self.has_image = True
+
+    def set_line(self, label: str, xs: np.ndarray, ys: np.ndarray, colour: str = "#ffffff") -> None:
+        """Draw (or update) a line over the image."""
+        item = self.lines.get(label)
+        if item is None:
+            item = pg.PlotDataItem(pen=pg.mkPen(colour, width=1.4), name=label)
+            item.setZValue(10)
+            self.plot.addItem(item)
+            self.lines[label] = item
+        item.setData(xs, ys)
+
+
+class LinePlot(PlotView):
+    """A few named lines over steps, with the shared plot's y range, buttons and hover.
+
+    Args:
+        title: text at the top left.
+        y_label: left axis label.
+        paint_clock: shared paint-time accumulator.
+    """
+
+    def __init__(self, title: str, y_label: str, paint_clock: list[float]) -> None:
+        super().__init__(title, "step", y_label, paint_clock)
+        self.widget.setMinimumHeight(LINES_HEIGHT)
+        self.curves: dict[str, pg.PlotDataItem] = {}
+        if self.group is not None:
+            self.group.finish()  # samples are sparse: let the data fill the width
+
+    def set_line(
+        self, label: str, xs: np.ndarray, ys: np.ndarray, colour: str | None = None
+    ) -> None:
+        """Draw (or update) the line called ``label``; points are marked when few."""
+        item = self.curves.get(label)
+        if item is None:
+            colour = colour or COLOURS[len(self.curves) % len(COLOURS)]
+            item = pg.PlotDataItem(
+                pen=pg.mkPen(colour, width=1.6),
+                name=label,
+                symbol="o",
+                symbolSize=4,
+                symbolBrush=colour,
+                symbolPen=None,
+            )
+            self.add_item(item, z=1)
+            self.curves[label] = item
+        if len(xs) > 200 and item.opts["symbol"] is not None:
+            item.setSymbol(None)
+        item.setData(np.asarray(xs, float), np.asarray(ys, float))
+
+    def done(self) -> None:
+        """After the lines changed: follow the data and fit the y range."""
+        self.follow()
+        self.refresh_range()
+
+    def readout(self, x: float) -> str:
+        """Each line's value at the sample nearest ``x``."""
+        rows = []
+        for label, item in self.curves.items():
+            xs, ys = item.xData, item.yData
+            if xs is None or not len(xs):
+                continue
+            i = int(np.clip(np.searchsorted(xs, x), 0, len(xs) - 1))
+            if i > 0 and abs(xs[i - 1] - x) < abs(xs[i] - x):
+                i -= 1
+            rows.append(f"{html.escape(label)}: {ys[i]:.5g}")
+            step = int(xs[i])
+        if not rows:
+            return ""
+        return f"<b>step {step}</b><br>" + "<br>".join(rows)
