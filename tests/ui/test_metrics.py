@@ -203,3 +203,12 @@ def test_note_names_the_fit_when_only_one_fit_batches_steps(window, run):
     run.fit(spe=4).steps(2).frame()
     title = window.metrics.plots["loss"].title()
     assert "fit 2: every 4 steps" in title and "fit 1" not in title
+
+
+def test_the_loss_plot_comes_first_whatever_order_metrics_arrive_in(window, run):
+    run.started().fit()
+    run.steps(3, values=lambda g: {"accuracy": 0.5, "loss": 1.0 / g}).frame()
+    layout = window.metrics._layout
+    order = [layout.itemAt(i).widget() for i in range(layout.count())]
+    shown = [w for w in order if w is not None and w.isVisibleTo(window.metrics)]
+    assert shown[0] is window.metrics.plots["loss"].widget

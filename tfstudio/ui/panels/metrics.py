@@ -552,7 +552,9 @@ class MetricsPanel(QWidget):
             plot = MetricPlot(family, self.capacity, self.paint_clock, group)
             self.plots[family] = plot
             self._placeholder.hide()
-            self._layout.insertWidget(self._layout.count() - 1, plot.widget)
+            # loss first (users look there first), the rest in the order they came
+            at = 1 if family == "loss" else self._layout.count() - 1
+            self._layout.insertWidget(at, plot.widget)
             plot.set_note(self.note())
             plot.sync_epoch_lines(self._epoch_steps)
             for fit in self._fits[1:]:
