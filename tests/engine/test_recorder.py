@@ -36,6 +36,8 @@ def _tb_scalars(run_dir) -> dict[str, list[tuple[int, float]]]:
     acc.Reload()
     out = {}
     for tag in acc.Tags()["tensors"]:
+        if acc.SummaryMetadata(tag).plugin_data.plugin_name != "scalars":
+            continue  # histograms
         out[tag] = [
             (t.step, float(np.asarray(t.tensor_proto.float_val)[0])) for t in acc.Tensors(tag)
         ]
@@ -196,3 +198,32 @@ def test_hand_encoded_scalars_are_the_bytes_protobuf_writes(tmp_path):
             value.tensor.dtype = 1
             value.tensor.float_val.append(v)
         assert data == want.SerializeToString()
+
+
+def test_inspector_samples_are_recorded_as_tensorboard_histograms_and_scalars(
+    write_script, tmp_path
+):
+    from tfstudio.core.events import GradientStats, LayerOutputs, WeightStats
+
+    logdir = tmp_path / "runs"
+    options = RunOptions(logdir=str(logdir), sample_every=2)
+    ended, events = run_script(write_script(TRAIN), options=options)
+    assert ended.status == "finished"
+    [run_dir] = list(logdir.iterdir())
+    acc = EventAccumulator(str(run_dir), size_guidance={"tensors": 0})
+    acc.Reload()
+    tags = set(acc.Tags()["tensors"])
+    weights = of(events, WeightStats)
+    assert weights, "the inspector sampled no weights"
+    kernel = next(v for v in weights[-1].variables if v.path.endswith("kernel"))
+    assert f"weights/{kernel.path}" in tags  # a histogram, as TensorBoard shows them
+    hist = acc.Tensors(f"weights/{kernel.path}")[-1]
+    counts = np.asarray(
+        hist.tensor_proto.tensor_content
+        and np.frombuffer(hist.tensor_proto.tensor_content, dtype="<f8")
+    ).reshape(-1, 3)[:, 2]
+    assert counts.sum() == sum(kernel.hist) == 3  # a 3x1 kernel
+    norms = _tb_scalars(run_dir)[f"weights/{kernel.path}/norm"]
+    assert norms[-1] == (weights[-1].step, pytest.approx(kernel.norm, rel=1e-6))
+    assert of(events, GradientStats) and "gradients/global_norm" in tags
+    assert of(events, LayerOutputs) and any(t.startswith("outputs/") for t in tags)

@@ -32,12 +32,15 @@ from tfstudio.core.events import (
     EpochEnded,
     FitEnded,
     FitStarted,
+    GradientStats,
+    LayerOutputs,
     LearningRate,
     RunDevices,
     RunEnded,
     RunRecording,
     RunStarted,
     StepEnded,
+    WeightStats,
 )
 from tfstudio.core.runs import (
     EPOCH_PREFIX,
@@ -315,6 +318,43 @@ def _run_ended(rec: Recorder, e: RunEnded) -> None:
         }
 
 
+def _edges(lo: float, hi: float, bins: int) -> list[float]:
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
+        hi = lo + 1e-12 if math.isfinite(lo) else 1.0
+        lo = lo if math.isfinite(lo) else 0.0
+    return [lo + (hi - lo) * i / bins for i in range(bins + 1)]
+
+
+def _weight_stats(rec: Recorder, e: WeightStats) -> None:
+    values: dict[str, float] = {}
+    for v in e.variables:
+        for name in ("mean", "std", "min", "max", "norm", "zero_fraction"):
+            values[f"weights/{v.path}/{name}"] = getattr(v, name)
+        if v.hist:
+            rec.histogram(f"weights/{v.path}", e.step, _edges(v.min, v.max, len(v.hist)), v.hist)
+    rec.scalars(e.step, values)
+
+
+def _gradient_stats(rec: Recorder, e: GradientStats) -> None:
+    values = {"gradients/global_norm": e.global_norm}
+    for v in e.variables:
+        values[f"gradients/{v.path}/norm"] = v.norm
+        if v.hist:
+            rec.histogram(f"gradients/{v.path}", e.step, _edges(v.min, v.max, len(v.hist)), v.hist)
+    rec.scalars(e.step, values)
+
+
+def _layer_outputs(rec: Recorder, e: LayerOutputs) -> None:
+    values: dict[str, float] = {}
+    for layer in e.layers:
+        for name in ("mean", "std", "zero_fraction", "dead_fraction"):
+            values[f"outputs/{layer.path}/{name}"] = getattr(layer, name)
+        if layer.hist:
+            edges = _edges(layer.min, layer.max, len(layer.hist))
+            rec.histogram(f"outputs/{layer.path}", e.step, edges, layer.hist)
+    rec.scalars(e.step, values)
+
+
 WRITERS: dict[type, Callable[[Recorder, Any], None]] = {
     RunStarted: _run_started,
     RunDevices: _run_devices,
@@ -323,6 +363,9 @@ WRITERS: dict[type, Callable[[Recorder, Any], None]] = {
     StepEnded: _step_ended,
     EpochEnded: _epoch_ended,
     LearningRate: _learning_rate,
+    WeightStats: _weight_stats,
+    GradientStats: _gradient_stats,
+    LayerOutputs: _layer_outputs,
     RunEnded: _run_ended,
 }
 """Event type -> function recording it. A new kind of event is one entry here."""
