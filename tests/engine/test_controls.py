@@ -51,6 +51,9 @@ m.fit(x, y, batch_size=8, epochs=20, verbose=0)
 
 
 def start(path, **options) -> tuple[TrainingSession, Collector]:
+    # These tests are about the controls; the inspector's probes (tested on their own)
+    # would add traces and sampled steps to every case.
+    options.setdefault("inspector", False)
     channel = Channel()
     session = TrainingSession(path, (), channel, options=RunOptions(**options))
     session.start()
@@ -165,8 +168,8 @@ def _count(seen: Collector, text: str, native: bool) -> int:
 
 
 def test_eager_graph_switch_changes_run_eagerly_traces_and_prints(write_script):
-    # The inspector traces the model's layers for its probes (print runs then too): off here.
-    session, seen = start(write_script(PRINTS), inspector=False)
+    # (The inspector, off here, traces the model's layers for its probes: print runs then too.)
+    session, seen = start(write_script(PRINTS))
     wait_for(lambda: len(seen.steps()) >= 10)
     held = pause(seen)
     model = session.monitor.control.model
