@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 import re
 import subprocess
-import textwrap
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -66,7 +66,7 @@ DELIBERATE = {("test_controls.py", "PRINTS"): {"trace-side-effect"}}
 
 
 def test_string_scripts_in_the_test_suite_raise_no_alarm() -> None:
-    """Scripts the tests write as strings: silent, except where a test shows a pitfall on purpose."""
+    """Scripts written as strings in tests: silent, but where a test shows a pitfall on purpose."""
     scripts = []
     for test in (ROOT / "tests").rglob("test_*.py"):
         if "advisor" in test.parts:

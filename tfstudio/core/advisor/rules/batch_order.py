@@ -92,8 +92,8 @@ def check(script: Script) -> Iterator[tuple[int, str]]:
                 yield (
                     node.lineno,
                     (
-                        f"batch({n}, drop_remainder=True) on a dataset of {size} elements yields no "
-                        "batch at all: every epoch has 0 steps and the model never trains"
+                        f"batch({n}, drop_remainder=True) on a dataset of {size} elements "
+                        "yields no batch at all: every epoch has 0 steps and the model never trains"
                     ),
                 )
 

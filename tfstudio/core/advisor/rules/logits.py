@@ -113,9 +113,9 @@ def check(script: Script) -> Iterator[tuple[int, str]]:
             yield (
                 loss_node.lineno,
                 (
-                    f"the output layer (line {layer.lineno}) has no activation (it outputs logits), "
-                    f"but {kind} expects probabilities (from_logits=False): the loss is wrong and "
-                    "may be NaN"
+                    f"the output layer (line {layer.lineno}) has no activation (it outputs "
+                    f"logits), but {kind} expects probabilities (from_logits=False): "
+                    "the loss is wrong and may be NaN"
                 ),
             )
 

@@ -1,4 +1,4 @@
-"""Rule 7: one shuffled (or random) dataset mapped separately into inputs and labels, then zipped."""
+"""Rule 7: one shuffled (or random) dataset mapped into inputs and labels separately, zipped."""
 
 from __future__ import annotations
 
