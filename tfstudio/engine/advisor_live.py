@@ -39,13 +39,15 @@ GRAPH_ERRORS = (
     "OperatorNotAllowedInGraphError",
     "is not allowed in Graph execution",
     "as a Python `bool` is not allowed",
+    "Tensor' object has no attribute 'numpy'",  # Keras 3: SymbolicTensor / KerasTensor
 )
 
 
 class LiveAdvisor:
     """Watches a run's events and returns ``Advice`` for each new cause it sees."""
 
-    def __init__(self) -> None:
+    def __init__(self, nan_guard: bool = False) -> None:
+        self.nan_guard = nan_guard  # NonFinite events come (and name the layer): wait for them
         self.script = ""
         self.fired: set[tuple[str, str]] = set()
         self.lr: float | None = None
@@ -113,7 +115,7 @@ class LiveAdvisor:
         if loss is None:
             return []
         if math.isnan(loss) or math.isinf(loss):
-            if self._once(DIVERGENCE.name, f"nan:{self._fit}"):
+            if not self.nan_guard and self._once(DIVERGENCE.name, f"nan:{self._fit}"):
                 return self._advice(
                     DIVERGENCE,
                     f"the loss became {loss} at step {e.global_step}{self._lr_words()}: "
@@ -144,10 +146,15 @@ class LiveAdvisor:
         where = f"; the first layer with a non-finite output is {e.layer}" if e.layer else ""
         if e.gradient:
             where += f"; the first non-finite gradient is {e.gradient}"
+        cause = (
+            "look at that layer's inputs on this batch; if they are finite, the learning rate "
+            "is probably too high"
+            if e.layer
+            else "the learning rate is probably too high"
+        )
         return self._advice(
             DIVERGENCE,
-            f"the loss became {e.loss} at step {e.global_step}{self._lr_words()}{where}: "
-            "the learning rate is probably too high",
+            f"the loss became {e.loss} at step {e.global_step}{self._lr_words()}{where}: {cause}",
             call_line(self.script, "compile"),
         )
 
@@ -232,10 +239,12 @@ class AdvisingChannel(Channel):
 
     __slots__ = ("advisor", "on_error")
 
-    def __init__(self, inner: Channel, on_error: Callable[[BaseException], None]) -> None:
+    def __init__(
+        self, inner: Channel, on_error: Callable[[BaseException], None], nan_guard: bool = False
+    ) -> None:
         self._events = inner._events
         self._commands = inner._commands
-        self.advisor: LiveAdvisor | None = LiveAdvisor()
+        self.advisor: LiveAdvisor | None = LiveAdvisor(nan_guard)
         self.on_error = on_error
 
     def emit(self, event: object) -> None:
@@ -261,5 +270,6 @@ def advise(session: object) -> None:
     channel = AdvisingChannel(
         session.channel,  # type: ignore[attr-defined]
         lambda exc: monitor.report_error("advisor", exc),
+        nan_guard=session.options.on_nan != "ignore",  # type: ignore[attr-defined]
     )
     session.channel = monitor.channel = channel  # type: ignore[attr-defined]

@@ -1,0 +1,154 @@
+"""Live advisor rules with real TensorFlow runs (in-process ``run_script``), plus the pure logic."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tests.engine.helpers import of, run_script
+from tfstudio.core.events import Advice, LayerSummary, ModelSummary, RunEnded, StepEnded
+from tfstudio.core.options import RunOptions
+from tfstudio.engine.advisor_live import LiveAdvisor
+
+pytestmark = pytest.mark.tf
+
+RETRACING = """
+import numpy as np, keras, tensorflow as tf
+
+@tf.function
+def double(x):
+    return x * 2
+
+class Retrace(keras.callbacks.Callback):
+    def on_train_batch_end(self, batch, logs=None):
+        double(batch)  # a new Python int each step: a new trace each call
+
+x = np.zeros((80, 4), "float32"); y = np.zeros((80, 1), "float32")
+m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+m.compile("sgd", "mse")
+m.fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[Retrace()])
+"""
+
+
+def test_retracing_names_the_function_and_its_line_once(write_script):
+    ended, events = run_script(write_script(RETRACING), options=RunOptions(record=False))
+    advice = [a for a in of(events, Advice) if a.rule == "retracing"]
+    assert ended.status == "finished"
+    assert len(advice) == 1  # many warnings, one cause
+    assert advice[0].line == 5 and advice[0].file.endswith("train.py")
+    assert "double" in advice[0].message and "input_signature" in advice[0].fix
+
+
+NAN = """
+import numpy as np, keras
+
+class Ratio(keras.layers.Layer):
+    def call(self, x):
+        return x[:, :3] / x[:, 3:4]
+
+x = np.ones((400, 4), "float32"); y = np.ones((400, 1), "float32")
+x[48:56] = 0.0
+m = keras.Sequential([keras.Input((4,)), Ratio(name="ratio"), keras.layers.Dense(1, name="out")])
+m.compile("sgd", "mse")
+m.fit(x, y, batch_size=8, epochs=3, verbose=0, shuffle=False)
+"""
+
+
+def test_nan_points_at_the_learning_rate_and_the_first_non_finite_layer(write_script):
+    ended, events = run_script(write_script(NAN), options=RunOptions(on_nan="stop", record=False))
+    advice = [a for a in of(events, Advice) if a.rule == "divergence"]
+    assert len(advice) == 1
+    assert "step 7" in advice[0].message and "ratio" in advice[0].message
+    assert advice[0].line == 11  # the compile call, where the optimizer is chosen
+    assert "learning rate" in advice[0].fix
+
+
+STUCK = """
+import numpy as np, keras
+
+x = np.random.default_rng(0).random((64, 4)).astype("float32")
+y = np.arange(64) % 3
+m = keras.Sequential([keras.Input((4,)),
+                      keras.layers.Dense(3, activation="softmax", kernel_initializer="zeros")])
+m.compile(keras.optimizers.SGD(0.0), "sparse_categorical_crossentropy")
+m.fit(x, y, batch_size=16, epochs=4, verbose=0)
+"""
+
+
+def test_loss_stuck_at_ln_classes(write_script):
+    ended, events = run_script(write_script(STUCK), options=RunOptions(record=False))
+    advice = [a for a in of(events, Advice) if a.rule == "stuck-loss"]
+    assert ended.status == "finished" and len(advice) == 1
+    assert "ln(3)" in advice[0].message and advice[0].line == 8  # the compile call
+
+
+def test_a_learning_model_is_not_called_stuck(write_script):
+    script = STUCK.replace("SGD(0.0)", "SGD(0.5)").replace(', kernel_initializer="zeros"', "")
+    ended, events = run_script(write_script(script), options=RunOptions(record=False))
+    assert ended.status == "finished"
+    assert of(events, Advice) == []
+
+
+GRAPH_ERROR = """
+import numpy as np, keras
+
+class Peek(keras.layers.Layer):
+    def call(self, x):
+        print(float(x.numpy().mean()))
+        return x
+
+x = np.zeros((32, 4), "float32"); y = np.zeros((32, 1), "float32")
+m = keras.Sequential([Peek(), keras.layers.Dense(1)])
+m.compile("sgd", "mse")
+m.fit(x, y, batch_size=8, epochs=1, verbose=0)
+"""
+
+
+def test_graph_mode_error_is_explained_before_the_run_ends(write_script):
+    ended, events = run_script(write_script(GRAPH_ERROR), options=RunOptions(record=False))
+    assert ended.status == "failed"
+    advice = [a for a in of(events, Advice) if a.rule == "graph-mode-error"]
+    assert len(advice) == 1, ended
+    assert advice[0].line == 6 and "--eager" in advice[0].fix
+    assert events.index(advice[0]) < events.index(ended)
+
+
+# -- the decisions themselves, on hand-made events -----------------------------------
+def _step(n: int, loss: float) -> StepEnded:
+    return StepEnded(0, n, 0, n, 1, {"loss": loss}, {"loss": loss}, float(n))
+
+
+def test_divergence_needs_three_steps_above_ten_times_the_best():
+    adv = LiveAdvisor()
+    losses = [1.0, 0.5, 0.2, 3.0, 0.3, 2.5, 2.6, 2.7, 2.8]
+    out = [a for i, v in enumerate(losses, 1) for a in adv.feed(_step(i, v))]
+    assert len(out) == 1 and "step 8" in out[0].message and "0.2" in out[0].message
+
+
+def test_dead_relu_units_from_layer_outputs():
+    """Written against issue 6's ``LayerOutputs`` fields; it fires once that inspector is merged."""
+
+    class LayerOutput:  # the fields of issue 6's event this rule reads
+        def __init__(self, path: str, units: int, dead: float) -> None:
+            self.path, self.name, self.shape, self.dead_fraction = path, path, (8, units), dead
+
+    class LayerOutputs:
+        def __init__(self, step: int, layers: tuple) -> None:
+            self.step, self.layers = step, layers
+
+    adv = LiveAdvisor()
+    event = LayerOutputs(40, (LayerOutput("hidden", 16, 0.75), LayerOutput("out", 16, 0.1)))
+    out = adv.feed(event)
+    assert [a.rule for a in out] == ["dead-relu"] and "hidden" in out[0].message
+    assert "75%" in out[0].message
+    assert adv.feed(event) == []  # once per layer
+
+
+def test_run_ended_without_graph_error_gives_no_advice():
+    adv = LiveAdvisor()
+    assert adv.feed(RunEnded("finished", 0, 1, 10, 1.0, None, "")) == []
+    summary = ModelSummary(
+        "m", "Sequential", (LayerSummary("d", "Dense", "(None, 1)", 5, 5),), 5, 5
+    )
+    assert summary.layers and not math.isnan(1.0)
