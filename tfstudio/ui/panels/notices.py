@@ -133,7 +133,7 @@ class NoticesPanel(QWidget):
 
     def _item(self, advice: Advice, live: bool) -> QListWidgetItem:
         where = f"{Path(advice.file).name}:{advice.line}" if advice.line else "run"
-        item = QListWidgetItem(f"{where}  {advice.title}")
+        item = QListWidgetItem(f"{where}  {advice.title}" + ("  (from the run)" if live else ""))
         item.setToolTip(f"[{advice.rule}] {advice.message}")
         if live:
             item.setForeground(LIVE_COLOR)
