@@ -130,6 +130,8 @@ class Script:
     classes: dict[str, ast.ClassDef] = field(default_factory=dict)
     traced: list[Traced] = field(default_factory=list)
     eager: bool = False  # run_eagerly=True / run_functions_eagerly(True) seen
+    nodes: list[ast.AST] = field(default_factory=list)  # every node, walked once
+    methods_on: dict[str, set[str]] = field(default_factory=dict)  # name -> methods called on it
     _dataset: dict[int, bool] = field(default_factory=dict)
 
     @classmethod
@@ -141,7 +143,14 @@ class Script:
 
     # -- names -------------------------------------------------------------------
     def _index(self) -> None:
-        for node in ast.walk(self.tree):
+        self.nodes = list(ast.walk(self.tree))
+        for node in self.nodes:
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+            ):
+                self.methods_on.setdefault(node.func.value.id, set()).add(node.func.attr)
             if isinstance(node, ast.Import):
                 for a in node.names:
                     self.modules[a.asname or a.name.split(".")[0]] = (
@@ -221,7 +230,7 @@ class Script:
                 seen.add(id(t.node))
                 self.traced.append(t)
 
-        for node in ast.walk(self.tree):
+        for node in self.nodes:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 for dec in node.decorator_list:
                     call = dec if isinstance(dec, ast.Call) else None

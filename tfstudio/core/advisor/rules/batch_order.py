@@ -69,7 +69,7 @@ def _size(script: Script, chain: list[ast.Call]) -> int | None:
 
 def check(script: Script) -> Iterator[tuple[int, str]]:
     """Batch-then-shuffle chains, and drop_remainder batches larger than the dataset."""
-    for node in ast.walk(script.tree):
+    for node in script.nodes:
         if not isinstance(node, ast.Call):
             continue
         m = method(node)

@@ -72,7 +72,7 @@ def _loss(script: Script, node: ast.AST) -> tuple[str, bool] | None:
 
 def check(script: Script) -> Iterator[tuple[int, str]]:
     """Compile calls on a Sequential model whose output and loss disagree about logits."""
-    for node in ast.walk(script.tree):
+    for node in script.nodes:
         if not (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -81,14 +81,7 @@ def check(script: Script) -> Iterator[tuple[int, str]]:
         ):
             continue
         model = node.func.value.id
-        if any(
-            isinstance(n, ast.Call)
-            and isinstance(n.func, ast.Attribute)
-            and n.func.attr in ("add", "pop")
-            and isinstance(n.func.value, ast.Name)
-            and n.func.value.id == model
-            for n in ast.walk(script.tree)
-        ):
+        if script.methods_on.get(model, set()) & {"add", "pop"}:
             continue
         value = script.single_value(model)
         layer = _last_layer(script, value) if value is not None else None

@@ -20,7 +20,7 @@ def reshuffles(call: ast.Call) -> bool:
 def check(script: Script) -> Iterator[tuple[int, str]]:
     """``take`` and ``skip`` on the same reshuffling dataset."""
     splits: dict[int, tuple[ast.Call, set[str], list[int]]] = {}
-    for node in ast.walk(script.tree):
+    for node in script.nodes:
         if not (isinstance(node, ast.Call) and method(node) in ("take", "skip")):
             continue
         chain = script.chain(node)

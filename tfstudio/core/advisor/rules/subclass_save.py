@@ -22,7 +22,7 @@ def _has(cls: ast.ClassDef, name: str) -> bool:
 
 
 def _custom_objects(script: Script) -> bool:
-    for node in ast.walk(script.tree):
+    for node in script.nodes:
         if isinstance(node, ast.keyword) and node.arg == "custom_objects":
             return True
         if isinstance(node, ast.Call) and "custom_object_scope" in (
@@ -36,7 +36,7 @@ def check(script: Script) -> Iterator[tuple[int, str]]:
     """``m.save(...)`` where ``m = MyModel(...)`` and MyModel is an unregistered subclass."""
     if _custom_objects(script):
         return
-    for node in ast.walk(script.tree):
+    for node in script.nodes:
         if not (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)

@@ -26,7 +26,7 @@ def _uses_random(script: Script, call: ast.Call) -> bool:
 
 def check(script: Script) -> Iterator[tuple[int, str]]:
     """``Dataset.zip((a, b))`` where a and b are maps of one shuffled or random source."""
-    for node in ast.walk(script.tree):
+    for node in script.nodes:
         if not isinstance(node, ast.Call):
             continue
         if not (script.qualname(node.func) or "").endswith("Dataset.zip"):
