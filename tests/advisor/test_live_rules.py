@@ -152,3 +152,22 @@ def test_run_ended_without_graph_error_gives_no_advice():
         "m", "Sequential", (LayerSummary("d", "Dense", "(None, 1)", 5, 5),), 5, 5
     )
     assert summary.layers and not math.isnan(1.0)
+
+
+def test_headless_run_prints_live_advice(write_script):
+    """``tfstudio run`` (a worker process) prints each notice as a ``tfstudio: advice:`` line."""
+    import subprocess
+    import sys
+
+    path = write_script(STUCK)
+    r = subprocess.run(
+        [sys.executable, "-m", "tfstudio", "run", "--no-record", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = [x for x in (r.stdout + r.stderr).splitlines() if x.startswith("tfstudio: advice:")]
+    assert len(lines) == 1
+    assert lines[0].startswith(f"tfstudio: advice: {path}:8: [stuck-loss]")
+    assert "fix: check from_logits" in lines[0]
