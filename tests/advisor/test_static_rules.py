@@ -137,3 +137,9 @@ def test_check_command(tmp_path: Path) -> None:
     assert r.returncode == 0 and "no pitfalls" in r.stdout
     r = check(tmp_path / "missing.py")
     assert r.returncode == 2 and "missing.py" in r.stderr
+
+
+def test_a_subclass_in_an_eager_custom_loop_is_not_called_traced() -> None:
+    """No fit/evaluate/predict: call runs eagerly; only the py_function map is named."""
+    found = check_source(HERE / "eager_loop.py")
+    assert [(f.rule, f.line) for f in found] == [("py-function-in-map", 27)]

@@ -30,3 +30,6 @@ class Noisy(keras.layers.Layer):
 
 ds = tf.data.Dataset.range(10).map(lambda x: print(x) or x)  # expect: trace-side-effect
 step(tf.constant(1.0))
+model = keras.Sequential([Noisy(), keras.layers.Dense(1)])
+model.compile("sgd", "mse")
+model.fit(tf.ones((8, 4)), tf.ones((8, 1)), verbose=0)

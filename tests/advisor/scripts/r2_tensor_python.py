@@ -26,3 +26,6 @@ class M(keras.Model):
 
 
 ds = tf.data.Dataset.range(4).map(lambda v: v.numpy())  # expect: tensor-as-python
+model = M()
+model.compile("sgd", "mse")
+model.fit(tf.ones((8, 4)), tf.ones((8, 1)), verbose=0)

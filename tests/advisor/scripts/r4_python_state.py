@@ -12,3 +12,8 @@ class Counting(keras.Model):
         self.calls += 1  # expect: python-state
         self.seen = self.seen + 1.0  # expect: python-state
         return self.dense(x)
+
+
+model = Counting()
+model.compile("sgd", "mse")
+model.fit([[1.0]], [[1.0]], verbose=0)

@@ -21,6 +21,8 @@ DATASET_METHODS = frozenset(
     }
 )  # fmt: skip
 NUMERIC = (int, float)
+PY_FUNCS = ("py_function", "numpy_function", "py_func")
+FIT_METHODS = frozenset({"fit", "evaluate", "predict", "train_on_batch", "test_on_batch"})
 
 
 def dotted(node: ast.AST) -> str | None:
@@ -95,6 +97,8 @@ class Traced:
         while stack:
             node = stack.pop()
             yield node
+            if isinstance(node, ast.Call) and (dotted(node.func) or "").endswith(PY_FUNCS):
+                continue  # the Python function given to tf.py_function runs eagerly
             for child in reversed(list(ast.iter_child_nodes(node))):
                 if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                     continue
@@ -238,7 +242,7 @@ class Script:
                     if self.qualname(target) == "tensorflow.function":
                         autograph = not (call and is_const(keyword(call, "autograph"), False))
                         add(Traced(node, "tf.function", autograph))
-            elif isinstance(node, ast.ClassDef) and self.is_keras_class(node):
+            elif isinstance(node, ast.ClassDef) and self.uses_fit() and self.is_keras_class(node):
                 for item in node.body:
                     if isinstance(item, ast.FunctionDef) and item.name in KERAS_METHODS:
                         add(Traced(item, "keras", autograph=False, cls=node))
@@ -257,6 +261,14 @@ class Script:
                     fn = self.function_of(arg) if arg is not None else None
                     if fn is not None:
                         add(Traced(fn, "dataset", autograph=True))
+
+    def uses_fit(self) -> bool:
+        """True when the script calls ``fit``/``evaluate``/``predict``, which trace ``call``.
+
+        Without them a subclass may be run eagerly (a custom loop): its ``call`` is not
+        known to be traced, so the rules leave it alone.
+        """
+        return any(methods & FIT_METHODS for methods in self.methods_on.values())
 
     def function_of(self, node: ast.AST) -> ast.FunctionDef | ast.Lambda | None:
         """The function a ``map``/``tf.function`` argument names: a lambda or a module-level def."""
