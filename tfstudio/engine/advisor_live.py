@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 
 from tfstudio.core.advisor.live import DEAD_UNITS, DIVERGENCE, GRAPH_ERROR, RETRACING, STUCK_LOSS
-from tfstudio.core.advisor.locate import call_line, def_line
+from tfstudio.core.advisor.locate import call_line, def_line, python_number_args
 from tfstudio.core.channel import Channel
 from tfstudio.core.events import (
     Advice,
@@ -186,12 +186,19 @@ class LiveAdvisor:
         short = name.rsplit(".", 1)[-1]
         count = re.match(r"\s*(\d+ out of the last \d+ calls)", e.text)
         how = f"{count.group(1)} to {name} retraced it" if count else f"{name} is retraced"
-        return self._advice(
-            RETRACING,
-            f"{how}: each call with a new Python value or a new input shape builds a new "
-            "graph; pass tensors (tf.constant) or give it an input_signature",
-            def_line(self.script, short) if self.script else 0,
-        )
+        args = python_number_args(self.script, short) if self.script else []
+        if args:
+            line, what = args[0]
+            cause = (
+                f"line {line} passes {what}: every new value is a new graph; pass "
+                f"tf.constant(...) instead"
+            )
+        else:
+            cause = (
+                "each call with a new Python value or a new input shape builds a new graph; "
+                "pass tensors (tf.constant) or give it an input_signature"
+            )
+        return self._advice(RETRACING, f"{how}: {cause}", def_line(self.script, short))
 
     def _layer_outputs(self, e: object) -> list[Advice]:
         out: list[Advice] = []

@@ -8,6 +8,29 @@ from collections.abc import Iterator
 from tfstudio.core.advisor.analysis import Script, Traced
 from tfstudio.core.advisor.base import Rule
 
+PYTHON_VALUED = (
+    "config.",
+    "executing_eagerly",
+    "layers.",
+    "Variable",
+    "Input",
+    "is_tensor",
+    "is_symbolic",
+    "is_keras_tensor",
+    "get_static_value",
+    "TensorShape",
+    "as_dtype",
+    "dtypes.",
+    "nest.",
+    "is_nested",
+    "is_sparse",
+    "is_ragged",
+    "saving.",
+    "utils.",
+    "backend.backend",
+    "distribute.",
+)  # calls under tensorflow/keras that return Python values, not tensors
+
 
 def _tensor_names(script: Script, fn: Traced) -> set[str]:
     """Locals assigned (only) from TensorFlow ops in ``fn``."""
@@ -35,9 +58,7 @@ def _is_op(script: Script, node: ast.AST) -> bool:
 def _static(script: Script, call: ast.Call) -> bool:
     """Calls under tensorflow/keras that give Python values, not tensors."""
     name = script.qualname(call.func) or ""
-    return any(
-        part in name for part in ("config.", "executing_eagerly", "layers.", "Variable", "Input")
-    )
+    return any(part in name for part in PYTHON_VALUED)
 
 
 def _is_tensor(script: Script, node: ast.AST, names: set[str]) -> bool:
