@@ -21,6 +21,7 @@ GUI_EPILOG = """\
 script arguments: put them after '--', e.g.  tfstudio train.py --run -- --epochs 3
 headless:         tfstudio run SCRIPT [ARGS...]   (see: tfstudio run --help)
 recorded runs:    tfstudio runs [DIR]             tfstudio export RUN --csv FILE
+pitfalls:         tfstudio check SCRIPT           (static advisor, no run)
 """
 
 LOGDIR_HELP = (
@@ -154,6 +155,34 @@ def _export_command(argv: list[str]) -> int:
     return 0
 
 
+def _check_command(argv: list[str]) -> int:
+    from pathlib import Path
+
+    from tfstudio.core.advisor import check_source
+
+    p = argparse.ArgumentParser(
+        prog="tfstudio check",
+        description="Name the TensorFlow pitfalls a script falls into (static rules; no "
+        "TensorFlow needed). Exit 0 when clean, 1 when something was found, 2 for a bad path.",
+    )
+    p.add_argument("scripts", nargs="+", metavar="SCRIPT", help="training script(s) to check")
+    ns = p.parse_args(argv)
+    found = 0
+    for script in ns.scripts:
+        if not Path(script).is_file():
+            print(
+                f"tfstudio check: {script}: no such file (expected a Python script)",
+                file=sys.stderr,
+            )
+            return 2
+        for f in check_source(script):
+            found += 1
+            print(f"{f.location()}: [{f.rule}] {f.title}\n    {f.message}\n    fix: {f.fix}")
+    if not found:
+        print(f"tfstudio check: no pitfalls found in {', '.join(ns.scripts)}")
+    return 1 if found else 0
+
+
 def add_control_flags(p: argparse.ArgumentParser, headless: bool) -> None:
     """The run-control flags, the same for the window and ``tfstudio run``."""
     g = p.add_argument_group("run controls (put them before the script in 'tfstudio run')")
@@ -234,6 +263,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _runs_command(argv[1:])
     if argv and argv[0] == "export":
         return _export_command(argv[1:])
+    if argv and argv[0] == "check":
+        return _check_command(argv[1:])
     script_args: list[str] = []
     if "--" in argv:
         cut = argv.index("--")

@@ -15,6 +15,7 @@ from typing import TextIO
 
 from tfstudio.core.channel import Channel
 from tfstudio.core.events import (
+    Advice,
     ConsoleOutput,
     EngineStatus,
     EpochEnded,
@@ -220,6 +221,10 @@ def _show(
         line.print(f"tfstudio: epoch {event.epoch + 1}: {metrics}")
     elif isinstance(event, EngineStatus) and event.state == "error":
         line.print(f"tfstudio: {event.detail}")
+    elif isinstance(event, Advice):
+        line.print(
+            f"tfstudio: advice: {event.location() or '-'}: {event.describe()}  fix: {event.fix}"
+        )
     elif isinstance(event, MonitorError):
         line.print(
             f"tfstudio: monitoring failed in {event.where} ({event.message}); "

@@ -610,6 +610,40 @@ class InspectorStatus:
     largest_message: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class Advice:
+    """A TensorFlow pitfall the script falls into, where, and what to write instead.
+
+    Made by the static advisor (``tfstudio/core/advisor``) when a script is opened
+    and by the worker's live advisor during a run.
+
+    Args:
+        rule: the rule's short name, e.g. ``"trace-side-effect"``.
+        title: one line naming the pitfall.
+        message: what happens here and why, in words a user can act on.
+        fix: a short code suggestion.
+        file: the user's script ("" when not known).
+        line: 1-based line in ``file`` (0 when not known).
+    """
+
+    rule: str
+    title: str
+    message: str
+    fix: str
+    file: str = ""
+    line: int = 0
+
+    def location(self) -> str:
+        """``file:line`` (or what is known of it)."""
+        if self.file and self.line:
+            return f"{self.file}:{self.line}"
+        return self.file
+
+    def describe(self) -> str:
+        """One line for a terminal: ``[rule] title: message``."""
+        return f"[{self.rule}] {self.title}: {self.message}"
+
+
 def _fast_pickling(namespace: dict[str, object]) -> None:
     """Pickle every event here as ``(cls, field values)``.
 

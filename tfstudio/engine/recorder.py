@@ -375,16 +375,17 @@ WRITERS: dict[type, Callable[[Recorder, Any], None]] = {
 class TeeChannel(Channel):
     """The same channel (shared queues), with every emitted event also kept for a recorder."""
 
-    __slots__ = ("copies",)
+    __slots__ = ("copies", "_forward")
 
     def __init__(self, inner: Channel) -> None:
         self._events = inner._events
         self._commands = inner._commands
+        self._forward = inner.emit  # the inner channel's own emit (e.g. live advice) still runs
         self.copies: deque[object] = deque()
 
     def emit(self, event: object) -> None:
         """Queue one event for the viewer and one for the recorder; never blocks."""
-        self._events.append(event)
+        self._forward(event)
         self.copies.append(event)
 
     def drain_copies(self) -> list[object]:

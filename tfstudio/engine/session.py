@@ -22,6 +22,7 @@ from tfstudio.core.commands import Stop
 from tfstudio.core.events import ConsoleOutput, EngineStatus, RunEnded, RunStarted, ScriptError
 from tfstudio.core.options import RunOptions
 from tfstudio.core.scripts import ScriptPathError, check_script
+from tfstudio.engine.advisor_live import advise
 from tfstudio.engine.capture import OutputCapture
 from tfstudio.engine.monitor import RunMonitor
 from tfstudio.engine.recorder import RecordingThread, start_recording
@@ -78,6 +79,7 @@ class TrainingSession:
         self.on_started = on_started
         self.options = options if options is not None else RunOptions()
         self.monitor = RunMonitor(self.channel, options=self.options)
+        advise(self)  # live advice: every emitted event also passes the LiveAdvisor
         self.result: RunEnded | None = None
         self.run_dir: Path | None = None  # the run folder, once recording started
         self._recording: RecordingThread | None = None

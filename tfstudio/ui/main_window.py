@@ -15,6 +15,7 @@ from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QMenu, QStyle, QWidget
 
+from tfstudio.core.advisor import check_source
 from tfstudio.core.channel import Channel
 from tfstudio.core.events import EngineStatus, MonitorError, RunEnded, RunStarted
 from tfstudio.core.launcher import Launcher
@@ -28,6 +29,7 @@ from tfstudio.ui.panels.console import ConsolePanel
 from tfstudio.ui.panels.control import ControlPanel
 from tfstudio.ui.panels.inspector import InspectorPanels
 from tfstudio.ui.panels.metrics import MetricsPanel
+from tfstudio.ui.panels.notices import NoticesPanel
 from tfstudio.ui.panels.runs import RunsPanel
 from tfstudio.ui.panels.status import StatusPanel
 from tfstudio.ui.panels.system import SystemPanel
@@ -103,6 +105,16 @@ class MainWindow(QMainWindow):
         self.runs_dock.setFeatures(self._console_dock.features())
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.runs_dock)
         self.tabifyDockWidget(self._console_dock, self.runs_dock)
+        self.notices = NoticesPanel(parent=self)  # the advisor's notices (panels/notices.py)
+        self.notices_dock = QDockWidget("Notices", self)
+        self.notices_dock.setObjectName("noticesDock")
+        self.notices_dock.setWidget(self.notices)
+        self.notices_dock.setFeatures(self._console_dock.features())
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.notices_dock)
+        self.tabifyDockWidget(self._console_dock, self.notices_dock)
+        self.notices.count_changed.connect(
+            lambda n: self.notices_dock.setWindowTitle(f"Notices ({n})" if n else "Notices")
+        )
         self._console_dock.raise_()
         self.statusBar().addPermanentWidget(self.status, 1)
         self.statusBar().setSizeGripEnabled(False)
@@ -121,6 +133,7 @@ class MainWindow(QMainWindow):
             self.control,
             self.checkpoints,
             self.inspector,
+            self.notices,
         ):
             self.bridge.add_panel(panel)
         self.bridge.run_started.connect(self._on_run_started)
@@ -192,6 +205,8 @@ class MainWindow(QMainWindow):
         view_menu.addAction(self.runs_dock.toggleViewAction())
         view_menu.addAction(self._checkpoints_dock.toggleViewAction())
         view_menu.addAction(self.inspector.model_dock.toggleViewAction())
+
+        view_menu.addAction(self.notices_dock.toggleViewAction())
         view_menu.addAction(self.clear_console_action)
         toolbar = self.addToolBar("Main")
         toolbar.setObjectName("mainToolbar")
@@ -238,6 +253,7 @@ class MainWindow(QMainWindow):
             f"{checked.parent}"
         )
         self._add_recent(self._script)
+        self.notices.set_static(check_source(checked))  # static advisor: pure Python, no TF
         self._last_end = None
         self.runs.set_logdir(resolve_logdir(self.run_options.logdir, checked.parent))
         self._update_title()

@@ -1,0 +1,6 @@
+import tensorflow as tf
+
+pairs = tf.data.Dataset.range(100).shuffle(100)
+xs = pairs.map(lambda v: tf.cast(v, tf.float32))
+ys = pairs.map(lambda v: v % 2)
+train = tf.data.Dataset.zip((xs, ys))  # expect: zip-mismatch

@@ -1,0 +1,361 @@
+"""What the static rules share: a parsed script, its TensorFlow names, traced functions, datasets.
+
+Pure ``ast``: nothing here imports TensorFlow. Every helper answers "don't know"
+(``None`` / empty) when the script does something it cannot follow.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+KERAS_METHODS = frozenset({"call", "train_step", "test_step", "predict_step"})
+DATASET_FN_METHODS = frozenset({"map", "filter", "flat_map", "interleave"})
+DATASET_METHODS = frozenset(
+    {
+        "map", "filter", "flat_map", "interleave", "batch", "padded_batch", "unbatch",
+        "shuffle", "take", "skip", "repeat", "prefetch", "cache", "apply", "enumerate",
+        "concatenate", "rebatch", "with_options", "ignore_errors", "zip", "window",
+        "shard", "take_while", "prefetch_to_device", "batch_with_ragged", "ragged_batch",
+    }
+)  # fmt: skip
+NUMERIC = (int, float)
+PY_FUNCS = ("py_function", "numpy_function", "py_func")
+FIT_METHODS = frozenset({"fit", "evaluate", "predict", "train_on_batch", "test_on_batch"})
+
+
+def dotted(node: ast.AST) -> str | None:
+    """``tf.data.Dataset.range`` for an attribute chain of names, else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def keyword(call: ast.Call, name: str) -> ast.expr | None:
+    """The value of keyword ``name`` in ``call``, or None."""
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    return None
+
+
+def is_const(node: ast.AST | None, value: object) -> bool:
+    """True when ``node`` is the literal ``value``."""
+    return isinstance(node, ast.Constant) and node.value is value
+
+
+def int_literal(node: ast.AST | None) -> int | None:
+    """The value of an integer literal (``1000``, ``10_000``, ``2 ** 10``), else None."""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.BinOp):
+        a, b = int_literal(node.left), int_literal(node.right)
+        if a is None or b is None:
+            return None
+        if isinstance(node.op, ast.Mult):
+            return a * b
+        if isinstance(node.op, ast.Add):
+            return a + b
+        if isinstance(node.op, ast.Pow) and 0 <= b < 64:
+            return a**b
+    return None
+
+
+@dataclass
+class Traced:
+    """A function TensorFlow traces: its node, why, and whether AutoGraph converts it.
+
+    ``kind`` is ``"tf.function"``, ``"keras"`` (``call``/``train_step``... of a Keras
+    subclass: traced by ``fit`` without AutoGraph) or ``"dataset"`` (a ``Dataset.map``
+    function: always traced, even when functions run eagerly).
+    """
+
+    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+    kind: str
+    autograph: bool
+    cls: ast.ClassDef | None = None
+
+    @property
+    def name(self) -> str:
+        """The function's name (``<lambda>`` for a lambda)."""
+        if isinstance(self.node, ast.Lambda):
+            return "<lambda>"
+        if self.cls is not None:
+            return f"{self.cls.name}.{self.node.name}"
+        return self.node.name
+
+    def body_nodes(self) -> Iterator[ast.AST]:
+        """Every node of the body, not entering nested defs or classes (lambdas are entered)."""
+        roots = [self.node.body] if isinstance(self.node, ast.Lambda) else list(self.node.body)
+        stack: list[ast.AST] = list(reversed(roots))
+        while stack:
+            node = stack.pop()
+            yield node
+            if isinstance(node, ast.Call) and (dotted(node.func) or "").endswith(PY_FUNCS):
+                continue  # the Python function given to tf.py_function runs eagerly
+            for child in reversed(list(ast.iter_child_nodes(node))):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    continue
+                stack.append(child)
+
+    def params(self) -> set[str]:
+        """Names of the function's parameters."""
+        a = self.node.args
+        names = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+        names += [p.arg for p in (a.vararg, a.kwarg) if p is not None]
+        return set(names)
+
+    def locals(self) -> set[str]:
+        """Names assigned in the body (parameters included)."""
+        out = self.params()
+        for node in self.body_nodes():
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                out.add(node.id)
+        return out
+
+
+@dataclass
+class Script:
+    """A parsed script and what the rules need to know about it."""
+
+    path: str
+    source: str
+    tree: ast.Module
+    modules: dict[str, str] = field(default_factory=dict)  # local name -> module
+    assigns: dict[str, list[ast.expr]] = field(default_factory=dict)  # name -> values
+    assign_ends: dict[str, list[int]] = field(default_factory=dict)  # name -> end lines
+    defs: dict[str, ast.FunctionDef] = field(default_factory=dict)  # module-level defs
+    classes: dict[str, ast.ClassDef] = field(default_factory=dict)
+    traced: list[Traced] = field(default_factory=list)
+    eager: bool = False  # run_eagerly=True / run_functions_eagerly(True) seen
+    nodes: list[ast.AST] = field(default_factory=list)  # every node, walked once
+    methods_on: dict[str, set[str]] = field(default_factory=dict)  # name -> methods called on it
+    _dataset: dict[int, bool] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, source: str, path: str = "<script>") -> Script:
+        """Parse ``source`` (raises ``SyntaxError`` as ``ast.parse`` does)."""
+        s = cls(path=path, source=source, tree=ast.parse(source, filename=path))
+        s._index()
+        return s
+
+    # -- names -------------------------------------------------------------------
+    def _index(self) -> None:
+        self.nodes = list(ast.walk(self.tree))
+        for node in self.nodes:
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+            ):
+                self.methods_on.setdefault(node.func.value.id, set()).add(node.func.attr)
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    self.modules[a.asname or a.name.split(".")[0]] = (
+                        a.name if a.asname else a.name.split(".")[0]
+                    )
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                for a in node.names:
+                    self.modules[a.asname or a.name] = f"{node.module}.{a.name}"
+            elif isinstance(node, ast.Assign):
+                for t in node.targets:
+                    if isinstance(t, ast.Name):
+                        self.assigns.setdefault(t.id, []).append(node.value)
+                        self.assign_ends.setdefault(t.id, []).append(node.end_lineno or 0)
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and isinstance(
+                node.target, ast.Name
+            ):
+                self.assigns.setdefault(node.target.id, []).append(node.value or node.target)
+                self.assign_ends.setdefault(node.target.id, []).append(10**9)  # never followed
+            elif isinstance(node, ast.Call):
+                if is_const(keyword(node, "run_eagerly"), True):
+                    self.eager = True
+                name = self.qualname(node.func) or ""
+                if name.endswith("run_functions_eagerly") and node.args:
+                    self.eager = self.eager or is_const(node.args[0], True)
+        for node in self.tree.body:
+            if isinstance(node, ast.FunctionDef):
+                self.defs[node.name] = node
+            elif isinstance(node, ast.ClassDef):
+                self.classes[node.name] = node
+        self._find_traced()
+
+    def qualname(self, node: ast.AST) -> str | None:
+        """The dotted name with the first part resolved through imports (``tf.x`` ->
+        ``tensorflow.x``), or None."""
+        name = dotted(node)
+        if name is None:
+            return None
+        head, _, rest = name.partition(".")
+        module = self.modules.get(head)
+        if module is None:
+            return name
+        return f"{module}.{rest}" if rest else module
+
+    def is_tf(self, node: ast.AST) -> bool:
+        """True for a name under ``tensorflow`` or ``keras`` (``tf.reduce_sum``, ``ops.mean``)."""
+        name = self.qualname(node) or ""
+        return name.startswith(("tensorflow.", "keras."))
+
+    def single_value(self, name: str) -> ast.expr | None:
+        """The value of ``name`` when the script assigns it exactly once."""
+        values = self.assigns.get(name, [])
+        return values[0] if len(values) == 1 else None
+
+    def value_at(self, name: ast.Name) -> ast.expr | None:
+        """The value ``name`` holds where it is used: the last plain assignment above it.
+
+        None when the name is also bound some other way (``+=``, a loop) or not assigned.
+        """
+        values = self.assigns.get(name.id, [])
+        ends = self.assign_ends.get(name.id, [])
+        if len(values) != len(ends) or 10**9 in ends:
+            return None
+        before = [(end, v) for end, v in zip(ends, values, strict=True) if end < name.lineno]
+        return max(before, key=lambda ev: ev[0])[1] if before else None
+
+    def line(self, lineno: int) -> str:
+        """Source line ``lineno`` (1-based), stripped."""
+        lines = self.source.splitlines()
+        return lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+
+    # -- traced functions ---------------------------------------------------------
+    def _find_traced(self) -> None:
+        seen: set[int] = set()
+
+        def add(t: Traced) -> None:
+            if id(t.node) not in seen:
+                seen.add(id(t.node))
+                self.traced.append(t)
+
+        for node in self.nodes:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for dec in node.decorator_list:
+                    call = dec if isinstance(dec, ast.Call) else None
+                    target = dec.func if call else dec
+                    if self.qualname(target) == "tensorflow.function":
+                        autograph = not (call and is_const(keyword(call, "autograph"), False))
+                        add(Traced(node, "tf.function", autograph))
+            elif isinstance(node, ast.ClassDef) and self.uses_fit() and self.is_keras_class(node):
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef) and item.name in KERAS_METHODS:
+                        add(Traced(item, "keras", autograph=False, cls=node))
+            elif isinstance(node, ast.Call):
+                if self.qualname(node.func) == "tensorflow.function" and node.args:
+                    fn = self.function_of(node.args[0])
+                    if fn is not None:
+                        autograph = not is_const(keyword(node, "autograph"), False)
+                        add(Traced(fn, "tf.function", autograph))
+                elif (
+                    isinstance(node.func, ast.Attribute)
+                    and node.func.attr in DATASET_FN_METHODS
+                    and self.is_dataset(node.func.value)
+                ):
+                    arg = node.args[0] if node.args else keyword(node, "map_func")
+                    fn = self.function_of(arg) if arg is not None else None
+                    if fn is not None:
+                        add(Traced(fn, "dataset", autograph=True))
+
+    def uses_fit(self) -> bool:
+        """True when the script calls ``fit``/``evaluate``/``predict``, which trace ``call``.
+
+        Without them a subclass may be run eagerly (a custom loop): its ``call`` is not
+        known to be traced, so the rules leave it alone.
+        """
+        return any(methods & FIT_METHODS for methods in self.methods_on.values())
+
+    def function_of(self, node: ast.AST) -> ast.FunctionDef | ast.Lambda | None:
+        """The function a ``map``/``tf.function`` argument names: a lambda or a module-level def."""
+        if isinstance(node, ast.Lambda):
+            return node
+        if isinstance(node, ast.Name) and node.id in self.defs:
+            return self.defs[node.id]
+        return None
+
+    def is_keras_class(self, cls: ast.ClassDef) -> bool:
+        """True for a class deriving from a Keras ``Model``/``Layer`` (as far as can be seen)."""
+        for base in cls.bases:
+            name = self.qualname(base) or ""
+            if name.startswith(("tensorflow.keras.", "keras.", "tf_keras.")):
+                return True
+            if (
+                name in self.classes
+                and name != cls.name
+                and self.is_keras_class(self.classes[name])
+            ):
+                return True
+        return False
+
+    def is_keras_model_class(self, cls: ast.ClassDef) -> bool:
+        """True for a subclass of ``keras.Model`` (directly or through a class in the script)."""
+        for base in cls.bases:
+            name = self.qualname(base) or ""
+            if name.startswith(("tensorflow.keras.", "keras.", "tf_keras.")) and name.endswith(
+                "Model"
+            ):
+                return True
+            if name in self.classes and name != cls.name:
+                if self.is_keras_model_class(self.classes[name]):
+                    return True
+        return False
+
+    # -- datasets -----------------------------------------------------------------
+    def is_dataset(self, node: ast.AST, depth: int = 0) -> bool:
+        """True when ``node`` is visibly a ``tf.data.Dataset``."""
+        if depth > 50:
+            return False
+        key = id(node)
+        if key in self._dataset:
+            return self._dataset[key]
+        self._dataset[key] = False  # cycles: assume not
+        result = False
+        if isinstance(node, ast.Call):
+            name = self.qualname(node.func) or ""
+            if name.startswith("tensorflow.data."):
+                result = True
+            elif isinstance(node.func, ast.Attribute) and node.func.attr in DATASET_METHODS:
+                result = self.is_dataset(node.func.value, depth + 1)
+        elif isinstance(node, ast.Name):
+            values = self.assigns.get(node.id, [])
+            result = bool(values) and all(self.is_dataset(v, depth + 1) for v in values)
+        self._dataset[key] = result
+        return result
+
+    def chain(self, node: ast.AST, depth: int = 0) -> list[ast.Call]:
+        """The dataset calls that made ``node``, source first (through names assigned once).
+
+        The first call is the source (``from_tensor_slices``, ``range``, ``zip``...);
+        the chain is empty when the source cannot be followed.
+        """
+        calls: list[ast.Call] = []
+        while depth < 100:
+            depth += 1
+            if isinstance(node, ast.Name):
+                value = self.value_at(node)
+                if value is None:
+                    return []
+                node = value
+                continue
+            if not isinstance(node, ast.Call):
+                return []
+            name = self.qualname(node.func) or ""
+            if name.startswith("tensorflow.data."):
+                calls.append(node)
+                return list(reversed(calls))
+            if isinstance(node.func, ast.Attribute) and node.func.attr in DATASET_METHODS:
+                calls.append(node)
+                node = node.func.value
+                continue
+            return []
+        return []
+
+
+def method(call: ast.Call) -> str:
+    """The method name of ``x.name(...)`` ("" for other calls)."""
+    return call.func.attr if isinstance(call.func, ast.Attribute) else ""
