@@ -141,7 +141,9 @@ class FitInterceptor:
                 return skipped
             bound = signature.bind(model, *args, **kwargs)
             callback = StudioCallback(  # loops and fits share the segment numbering
-                monitor, monitor.fits + monitor.loops, initial_epoch=int(bound.arguments.get("initial_epoch", 0))
+                monitor,
+                monitor.fits + monitor.loops,
+                initial_epoch=int(bound.arguments.get("initial_epoch", 0)),
             )
             callback.fit_data = bound.arguments.get("x")
             user_callbacks = bound.arguments.get("callbacks")

@@ -92,10 +92,18 @@ class _Series:
             count = int(self.counter.numpy())
             data = self.buffer.numpy() if count > self._read_count else None
         if data is not None:
-            self._read_base = self._read_count
-            self._read = [float(data[j % RING]) for j in range(self._read_count, count)]
+            lost = max(0, count - self._read_count - RING)  # overwritten before this read
+            self._read.extend([float("nan")] * lost)
+            first = self._read_count + lost
+            self._read.extend(float(data[j % RING]) for j in range(first, count))
             self._read_count = count
         return count
+
+    def trim(self, emitted: int) -> None:
+        """Forget graph values of steps already reported."""
+        if self.graph and emitted > self._read_base:
+            del self._read[: emitted - self._read_base]
+            self._read_base = emitted
 
     def value(self, j: int) -> float:
         """Loss of this series' step ``j`` (0-based); NaN when it was overwritten."""
@@ -354,10 +362,13 @@ class LoopInterceptor:
                 value = tf.reduce_mean(tf.cast(target, tf.float32))
             else:
                 value = tf.constant(float("nan"), tf.float32)
-            index = series.counter.assign_add(1) - 1
-            series.buffer.scatter_nd_update(
+            # Value first, then the count: a reader that sees the count sees the value.
+            index = series.counter.read_value()
+            written = series.buffer.scatter_nd_update(
                 tf.reshape(index % RING, [1, 1]), tf.reshape(value, [1])
             )
+            with tf.control_dependencies([written]):
+                series.counter.assign_add(1)
             self.graph_active = True
             self._start_reader()
 
@@ -372,7 +383,6 @@ class LoopInterceptor:
             loop = _Loop(len(self._loops) + 1, mon.fits + len(self._loops))
             mon.loops = len(self._loops) + 1
             self._loops.append(loop)
-            self._begin_control()
         loop.series.append(series)
         series.loop = loop  # type: ignore[attr-defined]
         return series
@@ -400,6 +410,8 @@ class LoopInterceptor:
             mon.report_error("controls (custom loop)", exc)
 
     def _after_step(self, loss: float | None) -> None:
+        if not self._control_started:
+            self._begin_control()
         control = self.monitor.control
         if control is None:
             return
@@ -460,6 +472,8 @@ class LoopInterceptor:
             step = mon.global_step - loop.start_step
             emit(StepEnded(loop.fit_index, mon.global_step, 0, step, 1, values, {}, mon.now()))
         loop.emitted = limit
+        for s in loop.series:
+            s.trim(limit)
 
     def _end_loop(self, loop: _Loop) -> None:
         if loop.ended:
