@@ -82,3 +82,35 @@ def test_saliency_and_evaluation_are_not_steps(tmp_path: Path, preimport: bool) 
     ended, events, _ = _run(LOOPS / "saliency_eval.py", tmp_path, preimport=preimport)
     assert _steps(events) == []
     assert ended.loops == 0 and ended.global_step == 0
+
+
+def test_explicit_log_reports_a_loop_tfstudio_cannot_see() -> None:
+    ended, events = run_script(LOOPS / "explicit_api.py", capture_output=False)
+    steps = _steps(events)
+    assert [s.values["loss"] for s in steps] == [1.0 / k for k in range(1, 6)]
+    assert [s.global_step for s in steps] == [1, 2, 3, 4, 5]
+    assert ended.loops == 1 and "no fit was monitored" not in ended.message
+
+
+def test_watch_names_the_loop() -> None:
+    ended, events = run_script(LOOPS / "watched.py", capture_output=False)
+    (fit,) = [e for e in events if isinstance(e, FitStarted)]
+    assert fit.title() == "loop 1: regressor"
+    assert len(_steps(events)) == 4
+
+
+def test_explicit_api_does_nothing_outside_tfstudio() -> None:
+    import tfstudio.monitor as explicit
+
+    assert explicit._sink is None  # no run: log and watch are no-ops
+    explicit.log(1, loss=1.0)
+    assert explicit.watch("anything") == "anything"
+
+
+def test_importing_the_explicit_api_does_not_import_tensorflow() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys; from tfstudio import monitor; print('tensorflow' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.stdout.strip() == "False", out.stderr

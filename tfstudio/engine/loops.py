@@ -95,7 +95,9 @@ class _Series:
             lost = max(0, count - self._read_count - RING)  # overwritten before this read
             self._read.extend([float("nan")] * lost)
             first = self._read_count + lost
-            self._read.extend(float(data[j % RING]) for j in range(first, count))
+            if first < count:
+                idx = [j % RING for j in range(first, count)]
+                self._read.extend(data[idx].astype(float).tolist())
             self._read_count = count
         return count
 
@@ -151,12 +153,17 @@ class LoopInterceptor:
         self._optimizer: Any = None
         self.graph_active = False
         opts = monitor.options
+        self._watched: dict[int, str] = {}  # variable id -> name given by monitor.watch
+        self._explicit: _Loop | None = None  # the segment monitor.log reports into
         self._per_step = bool(
             opts.stop_at_step is not None or opts.checkpoint_every or opts.checkpoint_minutes
         )
 
     # -- install / restore ---------------------------------------------
     def __enter__(self) -> LoopInterceptor:
+        import tfstudio.monitor as explicit
+
+        explicit._sink = self
         tf = sys.modules.get("tensorflow")
         if tf is not None and hasattr(tf, "GradientTape"):
             self._patch(tf)
@@ -216,6 +223,10 @@ class LoopInterceptor:
         self._replace(BaseOptimizer, "apply", self._wrap_apply)
 
     def __exit__(self, *exc: object) -> None:
+        import tfstudio.monitor as explicit
+
+        if explicit._sink is self:
+            explicit._sink = None
         self._remove_hook()
         for cls, name, saved in reversed(self._saved):
             if saved is _MISSING:
@@ -239,6 +250,53 @@ class LoopInterceptor:
             except Exception as exc:  # noqa: BLE001
                 self.monitor.report_error("controls (custom loop end)", exc)
         self._tf = None
+
+    # -- the explicit API (tfstudio.monitor) -----------------------------
+    def watch(self, obj: Any, name: str | None) -> None:
+        """``monitor.watch``: loops training ``obj``'s variables are named after it."""
+        try:
+            label = name or str(getattr(obj, "name", "") or type(obj).__name__)
+            for v in _variables_of(obj) or []:
+                self._watched[id(v)] = label
+        except Exception as exc:  # noqa: BLE001
+            self.monitor.report_error("monitor.watch", exc)
+
+    def log(self, step: int, scalars: dict[str, float]) -> None:
+        """``monitor.log``: scalars at a step, in the current loop or a segment of their own."""
+        mon = self.monitor
+        with self._lock:
+            current = self._loops[-1] if self._loops else None
+            if current is not None and current.series and not current.ended:
+                if not current.announced:
+                    self._announce(current)
+                fit_index, global_step = current.fit_index, mon.global_step
+            else:
+                loop = self._explicit
+                if loop is None:
+                    loop = _Loop(len(self._loops) + 1, mon.fits + len(self._loops))
+                    self._loops.append(loop)
+                    mon.loops = len(self._loops)
+                    self._explicit = loop
+                    loop.announced = True
+                    loop.start_step = mon.global_step
+                    summary = ModelSummary("monitor.log", "custom loop", (), 0, 0)
+                    mon.channel.emit(
+                        FitStarted(
+                            loop.fit_index,
+                            summary,
+                            0,
+                            0,
+                            None,
+                            1,
+                            mon.global_step,
+                            mon.now(),
+                            kind="loop",
+                            loop_index=loop.number,
+                        )
+                    )
+                mon.global_step = max(mon.global_step + 1, loop.start_step + step)
+                fit_index, global_step = loop.fit_index, mon.global_step
+            mon.channel.emit(StepEnded(fit_index, global_step, 0, step, 1, scalars, {}, mon.now()))
 
     # -- wrappers ------------------------------------------------------
     def _wrap_gradient(self, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -384,7 +442,9 @@ class LoopInterceptor:
             self._start_reader()
 
     def _new_series(self, key: frozenset[int], variables: list[Any]) -> _Series:
-        series = _Series(key, _owner_name(variables), variables)
+        watched = [self._watched[id(v)] for v in variables if id(v) in self._watched]
+        name = watched[0] if watched else _owner_name(variables)
+        series = _Series(key, name, variables)
         self._series[key] = series
         loop = self._loops[-1] if self._loops else None
         if loop is None or loop.ended or loop.announced or self._primary_count(loop) > 1:
