@@ -75,6 +75,9 @@ def test_assign_sub_basic_loop_example(tmp_path: Path) -> None:
     assert math.isclose(steps[0].values["loss"], first, rel_tol=1e-4)
     (fit,) = [e for e in events if isinstance(e, FitStarted)]
     assert fit.title() == "loop 1: linear"
+    # W and b (scalars) are value lines: the values the step's loss was computed with
+    assert steps[0].values["W"] == 5.0 and steps[0].values["b"] == 0.0
+    assert abs(steps[-1].values["W"] - 3.0) < 0.05 and abs(steps[-1].values["b"] - 2.0) < 0.05
 
 
 @pytest.mark.parametrize("preimport", [True, False])

@@ -59,20 +59,24 @@ def _flat(x: Any) -> list[Any]:
 
 
 class _Series:
-    """The steps that update one set of variables."""
+    """The steps that update one set of variables.
+
+    Losses not yet reported are kept from step ``_base`` on (eager: appended as the
+    steps happen; graph: read from the device ring buffer); reported ones are dropped.
+    """
 
     def __init__(self, key: frozenset[int], name: str, variables: list[Any]) -> None:
         self.key = key
         self.name = name
         self.variables = variables
         self.loss_key = "loss"
-        self.values: list[float] = []  # eager steps' losses
         self.graph = False
         self.buffer: Any = None  # graph: tf.Variable[RING] of losses
         self.counter: Any = None  # graph: tf.Variable int64, steps written
-        self._read_count = 0
-        self._read: list[float] = []
-        self._read_base = 0
+        self._count = 0  # steps seen so far
+        self._losses: list[float] = []  # losses of steps _base.._count-1
+        self._extra: list[dict[str, float]] = []  # eager: values of tiny variables (W, b)
+        self._base = 0
         self._tf: Any = None
 
     def make_buffer(self, tf: Any) -> None:
@@ -84,37 +88,48 @@ class _Series:
                 self.counter = tf.Variable(0, dtype=tf.int64, trainable=False)
         self.graph = True
 
+    def add(self, loss: float, extra: dict[str, float] | None) -> None:
+        """An eager step's loss (and tiny variables' values)."""
+        self._losses.append(loss)
+        if extra:
+            self._extra.extend([{}] * (len(self._losses) - 1 - len(self._extra)))
+            self._extra.append(extra)
+        self._count += 1
+
     def snapshot(self) -> int:
-        """Read how many steps exist now (graph: from the device buffer)."""
+        """How many steps exist now (graph: read from the device buffer)."""
         if not self.graph:
-            return len(self.values)
+            return self._count
         with self._tf.init_scope():
             count = int(self.counter.numpy())
-            data = self.buffer.numpy() if count > self._read_count else None
+            data = self.buffer.numpy() if count > self._count else None
         if data is not None:
-            lost = max(0, count - self._read_count - RING)  # overwritten before this read
-            self._read.extend([float("nan")] * lost)
-            first = self._read_count + lost
+            lost = max(0, count - self._count - RING)  # overwritten before this read
+            self._losses.extend([float("nan")] * lost)
+            first = self._count + lost
             if first < count:
                 idx = [j % RING for j in range(first, count)]
-                self._read.extend(data[idx].astype(float).tolist())
-            self._read_count = count
+                self._losses.extend(data[idx].astype(float).tolist())
+            self._count = count
         return count
 
     def trim(self, emitted: int) -> None:
-        """Forget graph values of steps already reported."""
-        if self.graph and emitted > self._read_base:
-            del self._read[: emitted - self._read_base]
-            self._read_base = emitted
+        """Forget the values of steps already reported."""
+        if emitted > self._base:
+            drop = emitted - self._base
+            del self._losses[:drop]
+            del self._extra[:drop]
+            self._base = emitted
 
     def value(self, j: int) -> float:
         """Loss of this series' step ``j`` (0-based); NaN when it was overwritten."""
-        if not self.graph:
-            return self.values[j] if j < len(self.values) else float("nan")
-        i = j - self._read_base
-        if 0 <= i < len(self._read):
-            return self._read[i]
-        return float("nan")
+        i = j - self._base
+        return self._losses[i] if 0 <= i < len(self._losses) else float("nan")
+
+    def extra(self, j: int) -> dict[str, float]:
+        """Values of the tiny variables at step ``j`` (empty when not tracked)."""
+        i = j - self._base
+        return self._extra[i] if 0 <= i < len(self._extra) else {}
 
 
 class _Loop:
@@ -142,7 +157,7 @@ class LoopInterceptor:
         self._tf: Any = None
         self._saved: list[tuple[type, str, Any]] = []
         self._hook: Any = None
-        self._pending: list[tuple[frozenset[int], Any, list[Any]]] = []
+        self._pending: list[tuple[Any, ...]] = []
         self._series: dict[frozenset[int], _Series] = {}
         self._loops: list[_Loop] = []
         self._lock = threading.RLock()
@@ -396,8 +411,11 @@ class LoopInterceptor:
         if not variables:
             return  # a gradient of inputs (saliency), not a training step
         key = frozenset(id(v) for v in variables)
+        small = None
+        if self._eager():  # the guide's W and b: the values this loss was computed with
+            small = {name: _scalar(v) for name, v in _small_names(variables)} or None
         self._pending = [p for p in self._pending if p[0] != key][-3:]
-        self._pending.append((key, target, variables))
+        self._pending.append((key, target, variables, small))
 
     def _on_update(self, variables: list[Any]) -> None:
         ids = {id(v) for v in variables}
@@ -408,7 +426,7 @@ class LoopInterceptor:
                 break
         if found is None:
             return  # no tape step before this update (a counter, a metric)
-        key, target, tracked = found
+        key, target, tracked, small = found
         eager = self._eager()
         if eager and self.monitor.stop_requested.is_set():
             raise RunStopped()
@@ -421,7 +439,7 @@ class LoopInterceptor:
         if eager:
             loss = _scalar(target)
             with self._lock:
-                series.values.append(loss)
+                series.add(loss, small)
                 self._drain(loop)
             if series is loop.series[0]:
                 self._after_step(loss)
@@ -539,6 +557,8 @@ class LoopInterceptor:
             for s, n in zip(loop.series[1:], counts[1:], strict=True):
                 if n > j:
                     values[s.loss_key] = s.value(j)
+            for s in loop.series:
+                values.update(s.extra(j))
             mon.global_step += 1
             step = mon.global_step - loop.start_step
             emit(StepEnded(loop.fit_index, mon.global_step, 0, step, 1, values, {}, mon.now()))
@@ -593,6 +613,20 @@ def _scalar(target: Any) -> float:
         return float(arr.mean()) if arr.size != 1 else float(arr.reshape(()))
     except Exception:  # noqa: BLE001 - a loss we cannot read
         return float("nan")
+
+
+SMALL = 4  # series whose variables hold this many numbers at most are plotted as value lines
+
+
+def _small_names(variables: list[Any]) -> list[tuple[str, Any]]:
+    """``(name, variable)`` for scalar variables of a tiny model (the guide's W and b)."""
+    if sum(_size(v) for v in variables) > SMALL or any(_size(v) != 1 for v in variables):
+        return []
+    out = []
+    for v in variables:
+        name = str(getattr(v, "name", "") or "").split(":")[0].split("/")[-1] or "variable"
+        out.append((name, v))
+    return out
 
 
 def _size(variable: Any) -> int:
