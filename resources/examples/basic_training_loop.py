@@ -8,7 +8,7 @@ import tensorflow as tf
 
 TRUE_W, TRUE_B = 3.0, 2.0
 STEPS = 300
-LEARNING_RATE = 0.1
+LEARNING_RATE = 0.02
 
 
 class MyModel(tf.Module):

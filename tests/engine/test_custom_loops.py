@@ -117,3 +117,16 @@ def test_importing_the_explicit_api_does_not_import_tensorflow() -> None:
     code = "import sys; from tfstudio import monitor; print('tensorflow' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_stop_at_step_ends_an_eager_custom_loop_between_steps() -> None:
+    from tfstudio.core.options import RunOptions
+
+    ended, events = run_script(
+        ROOT / "resources/examples/basic_training_loop.py",
+        options=RunOptions(stop_at_step=50),
+        capture_output=False,
+    )
+    assert ended.status == "stopped", ended.summary()
+    assert 50 <= ended.global_step <= 51
+    assert len(_steps(events)) == ended.global_step
