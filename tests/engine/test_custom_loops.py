@@ -130,3 +130,16 @@ def test_stop_at_step_ends_an_eager_custom_loop_between_steps() -> None:
     assert ended.status == "stopped", ended.summary()
     assert 50 <= ended.global_step <= 51
     assert len(_steps(events)) == ended.global_step
+
+
+def test_a_recorded_loop_is_a_segment_of_the_run(tmp_path: Path) -> None:
+    from tfstudio.core.options import RunOptions
+
+    session_dir = tmp_path / "runs"
+    ended, _ = run_script(
+        LOOPS / "watched.py", capture_output=False, options=RunOptions(logdir=str(session_dir))
+    )
+    (info,) = [json.loads(p.read_text()) for p in session_dir.rglob("run.json")]
+    (segment,) = info["segments"]
+    assert segment["loop"] == 1 and segment["model"] == "regressor"
+    assert segment["end_step"] == 4
