@@ -37,6 +37,8 @@ def test_eager_loop_with_apply_gradients(tmp_path: Path) -> None:
     steps = _steps(events)
     assert [s.global_step for s in steps] == list(range(1, 13))
     _close([s.values["loss"] for s in steps], own["losses"])
+    # the global gradient norm of each step, against tf.linalg.global_norm computed apart
+    _close([s.values["gradient norm"] for s in steps], own["norms"])
     (fit,) = [e for e in events if isinstance(e, FitStarted)]
     assert fit.kind == "loop" and fit.title().startswith("loop 1: ")
     assert ended.loops == 1 and ended.fits == 0

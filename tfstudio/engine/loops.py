@@ -37,6 +37,7 @@ from tfstudio.engine.script import RunStopped
 
 RING = 4096  # steps a graph series' buffer holds between two reads (50 ms)
 READ_EVERY = 0.05  # seconds between reads of the graph buffers
+GRAD_NORM = "\0gradient norm"  # placeholder key of an eager step's global gradient norm
 _MISSING = object()
 
 
@@ -70,6 +71,7 @@ class _Series:
         self.name = name
         self.variables = variables
         self.loss_key = "loss"
+        self.norm_key = "gradient norm"
         self.graph = False
         self.buffer: Any = None  # graph: tf.Variable[RING] of losses
         self.counter: Any = None  # graph: tf.Variable int64, steps written
@@ -325,7 +327,7 @@ class LoopInterceptor:
             if monitor.stop_requested.is_set() and interceptor._eager():
                 raise RunStopped()
             try:
-                interceptor._on_gradient(target, sources)
+                interceptor._on_gradient(target, sources, grads)
             except Exception as exc:  # noqa: BLE001
                 monitor.report_error("custom loop (gradient)", exc)
             return grads
@@ -406,14 +408,25 @@ class LoopInterceptor:
         tf = self._tf
         return tf is not None and tf.executing_eagerly()
 
-    def _on_gradient(self, target: Any, sources: Any) -> None:
-        variables = [s for s in _flat(sources) if _is_variable(s)]
+    def _on_gradient(self, target: Any, sources: Any, grads: Any) -> None:
+        flat_sources = _flat(sources)
+        variables = [s for s in flat_sources if _is_variable(s)]
         if not variables:
             return  # a gradient of inputs (saliency), not a training step
         key = frozenset(id(v) for v in variables)
         small = None
-        if self._eager():  # the guide's W and b: the values this loss was computed with
-            small = {name: _scalar(v) for name, v in _small_names(variables)} or None
+        if self._eager():
+            # the guide's W and b: the values this loss was computed with
+            small = {name: _scalar(v) for name, v in _small_names(variables)}
+            flat_grads = _flat(grads)
+            if len(flat_grads) == len(flat_sources):
+                applied = [
+                    g
+                    for g, s in zip(flat_grads, flat_sources, strict=True)
+                    if g is not None and _is_variable(s)
+                ]
+                if applied:
+                    small[GRAD_NORM] = float(self._tf.linalg.global_norm(applied))
         self._pending = [p for p in self._pending if p[0] != key][-3:]
         self._pending.append((key, target, variables, small))
 
@@ -521,6 +534,7 @@ class LoopInterceptor:
         multi = len(loop.series) > 1
         for s in loop.series:
             s.loss_key = f"loss ({s.name})" if multi else "loss"
+            s.norm_key = f"gradient norm ({s.name})" if multi else "gradient norm"
         name = " + ".join(s.name for s in loop.series)
         params = sum(_size(v) for s in loop.series for v in s.variables)
         summary = ModelSummary(name, "custom loop", (), params, params)
@@ -558,7 +572,12 @@ class LoopInterceptor:
                 if n > j:
                     values[s.loss_key] = s.value(j)
             for s in loop.series:
-                values.update(s.extra(j))
+                extra = s.extra(j)
+                if extra:
+                    values.update(extra)
+                    norm = values.pop(GRAD_NORM, None)
+                    if norm is not None:
+                        values[s.norm_key] = norm
             mon.global_step += 1
             step = mon.global_step - loop.start_step
             emit(StepEnded(loop.fit_index, mon.global_step, 0, step, 1, values, {}, mon.now()))
