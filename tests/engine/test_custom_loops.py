@@ -145,3 +145,12 @@ def test_a_recorded_loop_is_a_segment_of_the_run(tmp_path: Path) -> None:
     (segment,) = info["segments"]
     assert segment["loop"] == 1 and segment["model"] == "regressor"
     assert segment["end_step"] == 4
+
+
+def test_vae_with_add_loss(tmp_path: Path) -> None:
+    _, events, own = _run(LOOPS / "vae.py", tmp_path)
+    steps = _steps(events)
+    assert len(steps) == 10
+    _close([s.values["loss"] for s in steps], own["losses"])
+    (fit,) = [e for e in events if isinstance(e, FitStarted)]
+    assert fit.title() == "loop 1: vae"
