@@ -69,6 +69,11 @@ class Viewer:
 
 
 def main() -> None:
+    if "--loop" in sys.argv[1:]:  # custom training loops: bench/loop_overhead.py
+        from loop_overhead import main as loop_main
+
+        loop_main([a for a in sys.argv[1:] if a != "--loop"])
+        return
     if "--inspector" in sys.argv[1:]:  # the inspector's benchmark lives in its own file
         from inspector_overhead import main as inspector_main
 

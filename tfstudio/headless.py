@@ -88,7 +88,7 @@ def describe(tracker: ProgressTracker) -> str:
     step = f"step {p.step}/{p.steps_per_epoch}" if p.steps_per_epoch else f"step {p.step}"
     if p.steps_per_execution > 1:
         step += f" (every {p.steps_per_execution})"
-    epoch = f"epoch {p.epoch}/{p.epochs}" if p.epochs else f"epoch {p.epoch}"
+    epoch = f"epoch {p.epoch}/{p.epochs}" if p.epochs else ""
     fit = f"fit {p.fit_index + 1} " if p.fit_index > 0 else ""
     loss = f"{p.loss_key} {format_value(p.loss)}" if p.loss_key else ""
     frac = p.fraction()
@@ -205,6 +205,8 @@ def _show(
             text = "tfstudio: " + text
         stream.write(text)
         stream.flush()
+    elif isinstance(event, FitStarted) and event.kind == "loop":
+        line.print(f"tfstudio: {event.title()} (custom training loop)")
     elif isinstance(event, FitStarted):
         m = event.model
         line.print(

@@ -16,8 +16,14 @@ QUICK_ARGS = {
     "linear_regression.py": ["--epochs", "2"],
     "mlp_classifier.py": ["--epochs", "1", "--samples", "1200"],
     "cnn_shapes.py": ["--epochs", "1", "--samples", "256"],
+    "basic_training_loop.py": [],
 }
-EXPECTED_STEPS = {"linear_regression.py": 40, "mlp_classifier.py": 30, "cnn_shapes.py": 8}
+EXPECTED_STEPS = {
+    "linear_regression.py": 40,
+    "mlp_classifier.py": 30,
+    "cnn_shapes.py": 8,
+    "basic_training_loop.py": 300,
+}
 
 
 @pytest.fixture
@@ -50,7 +56,7 @@ def test_example_runs_in_the_window_with_per_step_points(qtbot, window, name):
     status, code = run_to_end(qtbot, window, QUICK_ARGS[name])
     assert (status, code) == ("finished", 0), window.console.text()[-2000:]
     assert step_points(window) == EXPECTED_STEPS[name]
-    if name != "linear_regression.py":
+    if name not in ("linear_regression.py", "basic_training_loop.py"):
         assert "accuracy" in window.metrics.plots
         assert any("val_loss" in label for label in window.metrics.plots["loss"].legend_labels())
     assert "Run finished" in window.console.text()

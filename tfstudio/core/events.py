@@ -94,6 +94,9 @@ class FitStarted:
         global_step: the run's step count before this fit's first step.
         steps_per_epoch: ``None`` when the data has unknown length.
         steps_per_execution: Keras runs this many steps per batch hook.
+        kind: ``"fit"``, or ``"loop"`` for a discovered custom training loop
+            (``model.name`` then names the models/modules it trains; no epochs).
+        loop_index: 1-based number of the loop among the run's loops (0 for a fit).
     """
 
     fit_index: int
@@ -104,6 +107,14 @@ class FitStarted:
     steps_per_execution: int
     global_step: int
     time: float
+    kind: str = "fit"
+    loop_index: int = 0
+
+    def title(self) -> str:
+        """``fit 2: name`` or ``loop 1: name``, for labels."""
+        if self.kind == "loop":
+            return f"loop {self.loop_index}: {self.model.name}"
+        return f"fit {self.fit_index + 1}: {self.model.name}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +227,7 @@ class RunEnded:
     time: float
     error: ScriptError | None = None
     message: str = ""
+    loops: int = 0  # custom training loops discovered (engine/loops.py)
 
     def summary(self) -> str:
         """One line for consoles and terminals: how the run ended and after what."""
@@ -227,6 +239,8 @@ class RunEnded:
                 f"at {err.location()} (exit code {self.exit_code})"
             )
         fits = f"{self.fits} fit{'' if self.fits == 1 else 's'}"
+        if self.loops:
+            fits += f", {self.loops} loop{'' if self.loops == 1 else 's'}"
         extra = f" — {self.message}" if self.message else ""
         return (
             f"Run {self.status} after {took}: {fits}, {self.global_step} steps "

@@ -140,8 +140,10 @@ class FitInterceptor:
                 skipped.set_model(model)
                 return skipped
             bound = signature.bind(model, *args, **kwargs)
-            callback = StudioCallback(
-                monitor, monitor.fits, initial_epoch=int(bound.arguments.get("initial_epoch", 0))
+            callback = StudioCallback(  # loops and fits share the segment numbering
+                monitor,
+                monitor.fits + monitor.loops,
+                initial_epoch=int(bound.arguments.get("initial_epoch", 0)),
             )
             callback.fit_data = bound.arguments.get("x")
             user_callbacks = bound.arguments.get("callbacks")

@@ -35,6 +35,7 @@ class RunMonitor:
         self.t0 = time.perf_counter() if t0 is None else t0
         self.run_dir: Path | None = None  # the run folder when the run is recorded
         self.fits = 0
+        self.loops = 0  # custom training loops found so far (engine/loops.py)
         self.global_step = 0
         self.in_fit = False
         self.stop_requested = threading.Event()

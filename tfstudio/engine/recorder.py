@@ -269,6 +269,7 @@ def _fit_started(rec: Recorder, e: FitStarted) -> None:
             "steps_per_execution": e.steps_per_execution,
             "start_step": e.global_step,
             "start_time": e.time,
+            **({"loop": e.loop_index} if e.kind == "loop" else {}),  # a custom training loop
         }
     )
 

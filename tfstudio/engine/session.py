@@ -153,6 +153,7 @@ class TrainingSession:
         else:  # TensorFlow is imported by the script itself: recording starts then
             mon.on_keras_imported.append(lambda: self._start_recording_late(started))
         from tfstudio.engine.instrument import FitInterceptor
+        from tfstudio.engine.loops import LoopInterceptor
         from tfstudio.engine.probes.memory import TFMemorySampler
 
         mon.t0 = time.perf_counter()
@@ -163,6 +164,7 @@ class TrainingSession:
         try:
             with (
                 FitInterceptor(mon),
+                LoopInterceptor(mon),
                 TFMemorySampler(mon),
                 script_environment(path, self.args, self.cwd, self.stdin_eof) as module,
                 capture,
@@ -201,7 +203,7 @@ class TrainingSession:
             status, code = "failed", 1
             message = f"{error.type_name} at {error.location()}: {error.message}"
         mon.report_devices()
-        if status == "finished" and mon.fits == 0:
+        if status == "finished" and mon.fits == 0 and mon.loops == 0:
             note = "no fit was monitored (the script never called model.fit)"
             message = f"{message}; {note}" if message else note
         return self._ended(status, code, error=error, message=message)
@@ -215,7 +217,9 @@ class TrainingSession:
         self, status: str, code: int, *, error: ScriptError | None = None, message: str = ""
     ) -> RunEnded:
         mon = self.monitor
-        return RunEnded(status, code, mon.fits, mon.global_step, mon.now(), error, message)
+        return RunEnded(
+            status, code, mon.fits, mon.global_step, mon.now(), error, message, loops=mon.loops
+        )
 
 
 def _raise_in_thread(thread: threading.Thread, exc_type: type[BaseException]) -> None:

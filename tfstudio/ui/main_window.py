@@ -487,6 +487,6 @@ def _end_detail(end: RunEnded) -> str:
             return end.message or f"exit code {end.exit_code}"
         where = f"{os.path.basename(err.filename)}:{err.lineno}" if err.filename else "<unknown>"
         return f"{err.type_name} at {where}"
-    if end.status == "finished" and end.fits == 0:
+    if end.status == "finished" and end.fits == 0 and end.loops == 0:
         return "no fit was monitored"
     return f"{end.global_step:,} steps in {format_duration(end.time)}"

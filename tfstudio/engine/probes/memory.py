@@ -9,6 +9,7 @@ configuration before the user's script could set it), reads
 
 from __future__ import annotations
 
+import sys
 import threading
 from typing import Any
 
@@ -21,6 +22,9 @@ NOT_AVAILABLE = "not available: TensorFlow computes on the CPU (no GPU memory to
 
 def _devices_initialised() -> bool:
     """True once TensorFlow's eager context has set up its devices (never starts it)."""
+    tf = sys.modules.get("tensorflow")
+    if tf is None or getattr(getattr(tf, "__spec__", None), "_initializing", False):
+        return False  # not imported, or the script's import is still running: never race it
     from tensorflow.python.eager import context
 
     return bool(getattr(context.context(), "_initialized", False))

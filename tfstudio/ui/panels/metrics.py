@@ -581,6 +581,10 @@ class MetricsPanel(QWidget):
 def _segment(fit: FitStarted) -> Segment:
     n = fit.fit_index + 1
     name = fit.model.name
+    if fit.kind == "loop":
+        return Segment(
+            fit.global_step, f"L{fit.loop_index}", f"loop {fit.loop_index} {name}", fit.title()
+        )
     return Segment(
         fit.global_step, str(n), f"{n} {name}", f"fit {n}: {name} ({fit.model.class_name})"
     )

@@ -115,10 +115,10 @@ class StatusPanel(QWidget):
             total = f"/{p.steps_per_epoch}" if p.steps_per_epoch else ""
             every = f" (every {p.steps_per_execution} steps)" if p.steps_per_execution > 1 else ""
             texts = (
-                f"epoch {p.epoch}/{p.epochs}",
+                f"epoch {p.epoch}/{p.epochs}" if p.epochs else "",
                 f"step {p.step}{total}{every}",
                 f"{p.rate:,.0f} steps/s" if p.rate else "-- steps/s",
-                f"ETA {format_duration(p.eta)}",
+                f"ETA {format_duration(p.eta)}" if p.eta is not None or p.epochs else "",
                 f"{p.loss_key or 'loss'} {format_value(p.loss)}",
             )
         labels = (

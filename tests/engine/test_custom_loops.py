@@ -1,0 +1,156 @@
+"""Custom training loops are found with no edits: steps and losses equal the loop's own."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from tests.engine.helpers import run_script
+from tfstudio.core.events import FitEnded, FitStarted, StepEnded
+
+ROOT = Path(__file__).resolve().parents[2]
+LOOPS = ROOT / "tests" / "scripts" / "loops"
+
+
+def _steps(events: list[object]) -> list[StepEnded]:
+    return [e for e in events if isinstance(e, StepEnded)]
+
+
+def _run(script: Path, tmp_path: Path, **kwargs) -> tuple[object, list[object], dict]:
+    out = tmp_path / "losses.json"
+    ended, events = run_script(script, [str(out)], capture_output=False, **kwargs)
+    assert ended.status == "finished", ended.summary()
+    return ended, events, json.loads(out.read_text()) if out.exists() else {}
+
+
+def _close(a: list[float], b: list[float]) -> None:
+    assert len(a) == len(b)
+    for x, y in zip(a, b, strict=True):
+        assert math.isclose(x, y, rel_tol=1e-5, abs_tol=1e-6), (x, y)
+
+
+def test_eager_loop_with_apply_gradients(tmp_path: Path) -> None:
+    ended, events, own = _run(LOOPS / "eager_apply.py", tmp_path)
+    steps = _steps(events)
+    assert [s.global_step for s in steps] == list(range(1, 13))
+    _close([s.values["loss"] for s in steps], own["losses"])
+    # the global gradient norm of each step, against tf.linalg.global_norm computed apart
+    _close([s.values["gradient norm"] for s in steps], own["norms"])
+    (fit,) = [e for e in events if isinstance(e, FitStarted)]
+    assert fit.kind == "loop" and fit.title().startswith("loop 1: ")
+    assert ended.loops == 1 and ended.fits == 0
+    assert "0 fits, 1 loop, 12 steps" in ended.summary()
+    assert [e.fit_index for e in events if isinstance(e, FitEnded)] == [0]
+    import tensorflow as tf
+
+    assert not hasattr(tf.GradientTape.gradient, "__wrapped__")  # restored after the run
+
+
+def test_tf_function_step_retraced_reports_one_event_per_step(tmp_path: Path) -> None:
+    _, events, own = _run(LOOPS / "graph_step.py", tmp_path)
+    steps = _steps(events)
+    assert len(steps) == 20  # two traces, still one event per step
+    _close([s.values["loss"] for s in steps], own["losses"])
+
+
+def test_gan_two_series_named_after_their_models(tmp_path: Path) -> None:
+    ended, events, own = _run(LOOPS / "gan.py", tmp_path)
+    steps = _steps(events)
+    assert len(steps) == 15 and ended.loops == 1
+    _close([s.values["loss (discriminator)"] for s in steps], own["d"])
+    _close([s.values["loss (generator)"] for s in steps], own["g"])
+    (fit,) = [e for e in events if isinstance(e, FitStarted)]
+    assert fit.model.name == "discriminator + generator"
+
+
+def test_assign_sub_basic_loop_example(tmp_path: Path) -> None:
+    ended, events = run_script(ROOT / "resources/examples/basic_training_loop.py", preimport=False)
+    assert ended.status == "finished"
+    steps = _steps(events)
+    assert len(steps) == 300
+    assert "0 fits, 1 loop, 300 steps" in ended.summary()
+    printed = "".join(getattr(e, "text", "") for e in events)
+    first = float(printed.split("step   0: ")[1].split("loss=")[1].split()[0])
+    assert math.isclose(steps[0].values["loss"], first, rel_tol=1e-4)
+    (fit,) = [e for e in events if isinstance(e, FitStarted)]
+    assert fit.title() == "loop 1: linear"
+    # W and b (scalars) are value lines: the values the step's loss was computed with
+    assert steps[0].values["W"] == 5.0 and steps[0].values["b"] == 0.0
+    assert abs(steps[-1].values["W"] - 3.0) < 0.05 and abs(steps[-1].values["b"] - 2.0) < 0.05
+
+
+@pytest.mark.parametrize("preimport", [True, False])
+def test_saliency_and_evaluation_are_not_steps(tmp_path: Path, preimport: bool) -> None:
+    ended, events, _ = _run(LOOPS / "saliency_eval.py", tmp_path, preimport=preimport)
+    assert _steps(events) == []
+    assert ended.loops == 0 and ended.global_step == 0
+
+
+def test_explicit_log_reports_a_loop_tfstudio_cannot_see() -> None:
+    ended, events = run_script(LOOPS / "explicit_api.py", capture_output=False)
+    steps = _steps(events)
+    assert [s.values["loss"] for s in steps] == [1.0 / k for k in range(1, 6)]
+    assert [s.global_step for s in steps] == [1, 2, 3, 4, 5]
+    assert ended.loops == 1 and "no fit was monitored" not in ended.message
+
+
+def test_watch_names_the_loop() -> None:
+    ended, events = run_script(LOOPS / "watched.py", capture_output=False)
+    (fit,) = [e for e in events if isinstance(e, FitStarted)]
+    assert fit.title() == "loop 1: regressor"
+    assert len(_steps(events)) == 4
+
+
+def test_explicit_api_does_nothing_outside_tfstudio() -> None:
+    import tfstudio.monitor as explicit
+
+    assert explicit._sink is None  # no run: log and watch are no-ops
+    explicit.log(1, loss=1.0)
+    assert explicit.watch("anything") == "anything"
+
+
+def test_importing_the_explicit_api_does_not_import_tensorflow() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys; from tfstudio import monitor; print('tensorflow' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def test_stop_at_step_ends_an_eager_custom_loop_between_steps() -> None:
+    from tfstudio.core.options import RunOptions
+
+    ended, events = run_script(
+        ROOT / "resources/examples/basic_training_loop.py",
+        options=RunOptions(stop_at_step=50),
+        capture_output=False,
+    )
+    assert ended.status == "stopped", ended.summary()
+    assert 50 <= ended.global_step <= 51
+    assert len(_steps(events)) == ended.global_step
+
+
+def test_a_recorded_loop_is_a_segment_of_the_run(tmp_path: Path) -> None:
+    from tfstudio.core.options import RunOptions
+
+    session_dir = tmp_path / "runs"
+    ended, _ = run_script(
+        LOOPS / "watched.py", capture_output=False, options=RunOptions(logdir=str(session_dir))
+    )
+    (info,) = [json.loads(p.read_text()) for p in session_dir.rglob("run.json")]
+    (segment,) = info["segments"]
+    assert segment["loop"] == 1 and segment["model"] == "regressor"
+    assert segment["end_step"] == 4
+
+
+def test_vae_with_add_loss(tmp_path: Path) -> None:
+    _, events, own = _run(LOOPS / "vae.py", tmp_path)
+    steps = _steps(events)
+    assert len(steps) == 10
+    _close([s.values["loss"] for s in steps], own["losses"])
+    (fit,) = [e for e in events if isinstance(e, FitStarted)]
+    assert fit.title() == "loop 1: vae"

@@ -1,0 +1,705 @@
+"""Custom training loops: ``GradientTape`` + optimizer / ``assign_sub`` steps, found with no edits.
+
+While a run lasts, :class:`LoopInterceptor` wraps ``tf.GradientTape.gradient``,
+the Keras optimizer's ``apply`` (``apply_gradients`` calls it) and
+``assign_sub``/``assign_add`` of TensorFlow's resource variables. A training
+step is a tape gradient whose sources are variables followed by an update of
+those variables; a gradient of an input (saliency maps), or code that only
+evaluates, updates nothing and is no step.
+
+Steps are grouped into *series* keyed by the variables they update (a GAN's
+discriminator and generator are two series) and series into *loops*: a series
+that appears before its loop's first series has done two steps joins that loop,
+a later one starts the next loop. Each loop is a segment of the run, announced
+with ``FitStarted(kind="loop")``.
+
+Eager steps carry their loss at once (a scalar ``.numpy()``). Inside a
+``tf.function`` the loss exists only when the graph runs: the wrapper, at trace
+time, adds a write of the loss into a device-side ring buffer (one ``tf.Variable``
+per series, made with ``tf.init_scope`` so retracing reuses it) and a counter; a
+background thread reads the buffers every 50 ms. A step is reported once the next
+step of the loop's first series exists (so a GAN's two losses share one event),
+and at the end of the loop.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from tfstudio.core.events import FitEnded, FitStarted, ModelSummary, StepEnded
+from tfstudio.engine.monitor import RunMonitor
+from tfstudio.engine.script import RunStopped
+
+RING = 4096  # steps a graph series' buffer holds between two reads (50 ms)
+READ_EVERY = 0.05  # seconds between reads of the graph buffers
+GRAD_NORM = "\0gradient norm"  # placeholder key of an eager step's global gradient norm
+_MISSING = object()
+
+
+def _is_variable(x: Any) -> bool:
+    return hasattr(x, "assign_sub") and hasattr(x, "trainable")
+
+
+def _flat(x: Any) -> list[Any]:
+    if isinstance(x, dict):
+        out: list[Any] = []
+        for v in x.values():
+            out.extend(_flat(v))
+        return out
+    if isinstance(x, list | tuple):
+        out = []
+        for v in x:
+            out.extend(_flat(v))
+        return out
+    return [x]
+
+
+class _Series:
+    """The steps that update one set of variables.
+
+    Losses not yet reported are kept from step ``_base`` on (eager: appended as the
+    steps happen; graph: read from the device ring buffer); reported ones are dropped.
+    """
+
+    def __init__(self, key: frozenset[int], name: str, variables: list[Any]) -> None:
+        self.key = key
+        self.name = name
+        self.variables = variables
+        self.loss_key = "loss"
+        self.norm_key = "gradient norm"
+        self.graph = False
+        self.buffer: Any = None  # graph: tf.Variable[RING] of losses
+        self.counter: Any = None  # graph: tf.Variable int64, steps written
+        self._count = 0  # steps seen so far
+        self._losses: list[float] = []  # losses of steps _base.._count-1
+        self._extra: list[dict[str, float]] = []  # eager: values of tiny variables (W, b)
+        self._base = 0
+        self._tf: Any = None
+
+    def make_buffer(self, tf: Any) -> None:
+        """Create the device-side ring buffer (outside any traced function)."""
+        self._tf = tf
+        if self.buffer is None:
+            with tf.init_scope():
+                self.buffer = tf.Variable(tf.zeros([RING], tf.float32), trainable=False)
+                self.counter = tf.Variable(0, dtype=tf.int64, trainable=False)
+        self.graph = True
+
+    def add(self, loss: float, extra: dict[str, float] | None) -> None:
+        """An eager step's loss (and tiny variables' values)."""
+        self._losses.append(loss)
+        if extra:
+            self._extra.extend([{}] * (len(self._losses) - 1 - len(self._extra)))
+            self._extra.append(extra)
+        self._count += 1
+
+    def snapshot(self) -> int:
+        """How many steps exist now (graph: read from the device buffer)."""
+        if not self.graph:
+            return self._count
+        with self._tf.init_scope():
+            count = int(self.counter.numpy())
+            data = self.buffer.numpy() if count > self._count else None
+        if data is not None:
+            lost = max(0, count - self._count - RING)  # overwritten before this read
+            self._losses.extend([float("nan")] * lost)
+            first = self._count + lost
+            if first < count:
+                idx = [j % RING for j in range(first, count)]
+                self._losses.extend(data[idx].astype(float).tolist())
+            self._count = count
+        return count
+
+    def trim(self, emitted: int) -> None:
+        """Forget the values of steps already reported."""
+        if emitted > self._base:
+            drop = emitted - self._base
+            del self._losses[:drop]
+            del self._extra[:drop]
+            self._base = emitted
+
+    def value(self, j: int) -> float:
+        """Loss of this series' step ``j`` (0-based); NaN when it was overwritten."""
+        i = j - self._base
+        return self._losses[i] if 0 <= i < len(self._losses) else float("nan")
+
+    def extra(self, j: int) -> dict[str, float]:
+        """Values of the tiny variables at step ``j`` (empty when not tracked)."""
+        i = j - self._base
+        return self._extra[i] if 0 <= i < len(self._extra) else {}
+
+
+class _Loop:
+    """One discovered custom loop: a segment of the run."""
+
+    def __init__(self, number: int, fit_index: int) -> None:
+        self.number = number
+        self.fit_index = fit_index
+        self.series: list[_Series] = []
+        self.emitted = 0
+        self.announced = False
+        self.ended = False
+        self.start_step = 0
+
+
+class LoopInterceptor:
+    """Observes custom training loops for one run; a context manager.
+
+    Args:
+        monitor: the run's shared state; each loop becomes a segment.
+    """
+
+    def __init__(self, monitor: RunMonitor) -> None:
+        self.monitor = monitor
+        self._tf: Any = None
+        self._saved: list[tuple[type, str, Any]] = []
+        self._hook: Any = None
+        self._pending: list[tuple[Any, ...]] = []
+        self._series: dict[frozenset[int], _Series] = {}
+        self._loops: list[_Loop] = []
+        self._lock = threading.RLock()
+        self._updating = 0
+        self._reader: threading.Thread | None = None
+        self._stop_reader = threading.Event()
+        self._control_started = False
+        self._optimizer: Any = None
+        self.graph_active = False
+        opts = monitor.options
+        self._watched: dict[int, str] = {}  # variable id -> name given by monitor.watch
+        self._explicit: _Loop | None = None  # the segment monitor.log reports into
+        self._per_step = bool(
+            opts.stop_at_step is not None or opts.checkpoint_every or opts.checkpoint_minutes
+        )
+
+    # -- install / restore ---------------------------------------------
+    def __enter__(self) -> LoopInterceptor:
+        import tfstudio.monitor as explicit
+
+        explicit._sink = self
+        tf = sys.modules.get("tensorflow")
+        if tf is not None and hasattr(tf, "GradientTape"):
+            self._patch(tf)
+        else:
+            from tfstudio.engine.instrument import _AfterImport
+
+            self._hook = _AfterImport("tensorflow", self._on_tf_imported)
+            sys.meta_path.insert(0, self._hook)
+        return self
+
+    def _on_tf_imported(self, tf: ModuleType) -> None:
+        self._remove_hook()
+        try:
+            self._patch(tf)
+        except Exception as exc:  # noqa: BLE001 - never break the script's own import
+            self.monitor.report_error("intercepting custom training loops", exc)
+
+    def _remove_hook(self) -> None:
+        if self._hook is not None:
+            try:
+                sys.meta_path.remove(self._hook)
+            except ValueError:
+                pass
+            self._hook = None
+
+    def _replace(self, cls: type, name: str, make: Callable[[Any], Any]) -> None:
+        saved = cls.__dict__.get(name, _MISSING)
+        self._saved.append((cls, name, saved))
+        setattr(cls, name, make(getattr(cls, name)))
+
+    def _patch(self, tf: Any) -> None:
+        from tensorflow.python.eager.polymorphic_function import polymorphic_function
+        from tensorflow.python.ops import resource_variable_ops
+
+        self._tf = tf
+        self._replace(tf.GradientTape, "gradient", self._wrap_gradient)
+        # ResourceVariable overrides BaseResourceVariable's methods: wrap both.
+        for var_cls in (
+            resource_variable_ops.ResourceVariable,
+            resource_variable_ops.BaseResourceVariable,
+        ):
+            for name in ("assign_sub", "assign_add"):
+                if name in var_cls.__dict__:
+                    self._replace(var_cls, name, self._wrap_assign)
+        self._replace(polymorphic_function.Function, "__call__", self._wrap_function_call)
+        keras = sys.modules.get("keras")
+        if keras is not None and hasattr(keras, "optimizers"):
+            self._patch_keras(keras)
+        else:
+            self.monitor.on_keras_imported.append(lambda: self._patch_keras(sys.modules["keras"]))
+
+    def _patch_keras(self, keras: Any) -> None:
+        if self._tf is None:
+            return
+        from keras.src.optimizers.base_optimizer import BaseOptimizer
+
+        self._replace(BaseOptimizer, "apply", self._wrap_apply)
+
+    def __exit__(self, *exc: object) -> None:
+        import tfstudio.monitor as explicit
+
+        if explicit._sink is self:
+            explicit._sink = None
+        self._remove_hook()
+        for cls, name, saved in reversed(self._saved):
+            if saved is _MISSING:
+                try:
+                    delattr(cls, name)
+                except AttributeError:
+                    pass
+            else:
+                setattr(cls, name, saved)
+        self._saved = []
+        self._stop_reader.set()
+        if self._reader is not None:
+            self._reader.join(timeout=2.0)
+        try:
+            self._end_loops()
+        except Exception as exc:  # noqa: BLE001
+            self.monitor.report_error("custom loop end", exc)
+        if self._control_started and self.monitor.control is not None:
+            try:
+                self.monitor.control.end()
+            except Exception as exc:  # noqa: BLE001
+                self.monitor.report_error("controls (custom loop end)", exc)
+        self._tf = None
+
+    # -- the explicit API (tfstudio.monitor) -----------------------------
+    def watch(self, obj: Any, name: str | None) -> None:
+        """``monitor.watch``: loops training ``obj``'s variables are named after it."""
+        try:
+            label = name or str(getattr(obj, "name", "") or type(obj).__name__)
+            for v in _variables_of(obj) or []:
+                self._watched[id(v)] = label
+        except Exception as exc:  # noqa: BLE001
+            self.monitor.report_error("monitor.watch", exc)
+
+    def log(self, step: int, scalars: dict[str, float]) -> None:
+        """``monitor.log``: scalars at a step, in the current loop or a segment of their own."""
+        mon = self.monitor
+        with self._lock:
+            current = self._loops[-1] if self._loops else None
+            if current is not None and current.series and not current.ended:
+                if not current.announced:
+                    self._announce(current)
+                fit_index, global_step = current.fit_index, mon.global_step
+            else:
+                loop = self._explicit
+                if loop is None:
+                    loop = _Loop(len(self._loops) + 1, mon.fits + len(self._loops))
+                    self._loops.append(loop)
+                    mon.loops = len(self._loops)
+                    self._explicit = loop
+                    loop.announced = True
+                    loop.start_step = mon.global_step
+                    summary = ModelSummary("monitor.log", "custom loop", (), 0, 0)
+                    mon.channel.emit(
+                        FitStarted(
+                            loop.fit_index,
+                            summary,
+                            0,
+                            0,
+                            None,
+                            1,
+                            mon.global_step,
+                            mon.now(),
+                            kind="loop",
+                            loop_index=loop.number,
+                        )
+                    )
+                mon.global_step = max(mon.global_step + 1, loop.start_step + step)
+                fit_index, global_step = loop.fit_index, mon.global_step
+            mon.channel.emit(StepEnded(fit_index, global_step, 0, step, 1, scalars, {}, mon.now()))
+
+    # -- wrappers ------------------------------------------------------
+    def _wrap_gradient(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        interceptor = self
+        monitor = self.monitor
+
+        def gradient(tape: Any, target: Any, sources: Any, *args: Any, **kwargs: Any) -> Any:
+            grads = original(tape, target, sources, *args, **kwargs)
+            if monitor.in_fit or interceptor._updating:
+                return grads
+            if monitor.stop_requested.is_set() and interceptor._eager():
+                raise RunStopped()
+            try:
+                interceptor._on_gradient(target, sources, grads)
+            except Exception as exc:  # noqa: BLE001
+                monitor.report_error("custom loop (gradient)", exc)
+            return grads
+
+        gradient.__wrapped__ = original  # type: ignore[attr-defined]
+        return gradient
+
+    def _wrap_apply(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        interceptor = self
+        monitor = self.monitor
+
+        def apply(optimizer: Any, grads: Any, trainable_variables: Any = None) -> Any:
+            if monitor.in_fit or interceptor._updating:
+                return original(optimizer, grads, trainable_variables)
+            variables = list(trainable_variables) if trainable_variables is not None else []
+            if not variables:
+                variables = list(getattr(optimizer, "_trainable_variables", []) or [])
+            interceptor._updating += 1
+            try:
+                result = original(optimizer, grads, trainable_variables)
+            finally:
+                interceptor._updating -= 1
+            try:
+                interceptor._optimizer = optimizer
+                interceptor._on_update(variables)
+            except RunStopped:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                monitor.report_error("custom loop (optimizer)", exc)
+            return result
+
+        apply.__wrapped__ = original  # type: ignore[attr-defined]
+        return apply
+
+    def _wrap_assign(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        interceptor = self
+        monitor = self.monitor
+
+        def assign(variable: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(variable, *args, **kwargs)
+            if interceptor._pending and not interceptor._updating and not monitor.in_fit:
+                try:
+                    interceptor._on_update([variable])
+                except RunStopped:
+                    raise
+                except Exception as exc:  # noqa: BLE001
+                    monitor.report_error("custom loop (assign)", exc)
+            return result
+
+        assign.__wrapped__ = original  # type: ignore[attr-defined]
+        return assign
+
+    def _wrap_function_call(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        interceptor = self
+        monitor = self.monitor
+
+        def __call__(function: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N807
+            result = original(function, *args, **kwargs)
+            if interceptor.graph_active and not monitor.in_fit and interceptor._eager():
+                # A graph step ran: the step boundary for stop, pause and commands.
+                if monitor.stop_requested.is_set():
+                    raise RunStopped()
+                # The full step boundary only when it has work: a per-call control step
+                # (learning-rate reads sync the device) cost ~5% of a small graph loop.
+                if (
+                    interceptor._per_step
+                    or not monitor.resume.is_set()
+                    or monitor.channel.has_commands()
+                ):
+                    interceptor._after_step(None)
+            return result
+
+        __call__.__wrapped__ = original  # type: ignore[attr-defined]
+        return __call__
+
+    # -- step derivation -----------------------------------------------
+    def _eager(self) -> bool:
+        tf = self._tf
+        return tf is not None and tf.executing_eagerly()
+
+    def _on_gradient(self, target: Any, sources: Any, grads: Any) -> None:
+        flat_sources = _flat(sources)
+        variables = [s for s in flat_sources if _is_variable(s)]
+        if not variables:
+            return  # a gradient of inputs (saliency), not a training step
+        key = frozenset(id(v) for v in variables)
+        small = None
+        if self._eager():
+            # the guide's W and b: the values this loss was computed with
+            small = {name: _scalar(v) for name, v in _small_names(variables)}
+            flat_grads = _flat(grads)
+            if len(flat_grads) == len(flat_sources):
+                applied = [
+                    g
+                    for g, s in zip(flat_grads, flat_sources, strict=True)
+                    if g is not None and _is_variable(s)
+                ]
+                if applied:
+                    small[GRAD_NORM] = float(self._tf.linalg.global_norm(applied))
+        self._pending = [p for p in self._pending if p[0] != key][-3:]
+        self._pending.append((key, target, variables, small))
+
+    def _on_update(self, variables: list[Any]) -> None:
+        ids = {id(v) for v in variables}
+        found = None
+        for i in range(len(self._pending) - 1, -1, -1):
+            if self._pending[i][0] & ids:
+                found = self._pending.pop(i)
+                break
+        if found is None:
+            return  # no tape step before this update (a counter, a metric)
+        key, target, tracked, small = found
+        eager = self._eager()
+        if eager and self.monitor.stop_requested.is_set():
+            raise RunStopped()
+        with self._lock:
+            series = self._series.get(key)
+            if series is None:
+                series = self._new_series(key, tracked)
+            loop = self._loop_of(series)
+        tf = self._tf
+        if eager:
+            loss = _scalar(target)
+            with self._lock:
+                series.add(loss, small)
+                self._drain(loop)
+            if series is loop.series[0]:
+                self._after_step(loss)
+        else:  # tracing a tf.function: record the loss on the device at run time
+            series.make_buffer(tf)
+            if target is not None:
+                value = tf.reduce_mean(tf.cast(target, tf.float32))
+            else:
+                value = tf.constant(float("nan"), tf.float32)
+            # Value first, then the count: a reader that sees the count sees the value.
+            index = series.counter.read_value()
+            written = series.buffer.scatter_nd_update(
+                tf.reshape(index % RING, [1, 1]), tf.reshape(value, [1])
+            )
+            with tf.control_dependencies([written]):
+                series.counter.assign_add(1)
+            self.graph_active = True
+            self._start_reader()
+
+    def _new_series(self, key: frozenset[int], variables: list[Any]) -> _Series:
+        watched = [self._watched[id(v)] for v in variables if id(v) in self._watched]
+        name = watched[0] if watched else _owner_name(variables)
+        series = _Series(key, name, variables)
+        self._series[key] = series
+        loop = self._loops[-1] if self._loops else None
+        if loop is None or loop.ended or loop.announced or self._primary_count(loop) > 1:
+            if loop is not None:
+                self._end_loop(loop)
+            mon = self.monitor
+            loop = _Loop(len(self._loops) + 1, mon.fits + len(self._loops))
+            mon.loops = len(self._loops) + 1
+            self._loops.append(loop)
+        loop.series.append(series)
+        series.loop = loop  # type: ignore[attr-defined]
+        return series
+
+    def _loop_of(self, series: _Series) -> _Loop:
+        return series.loop  # type: ignore[attr-defined]
+
+    def _primary_count(self, loop: _Loop) -> int:
+        if not loop.series:
+            return 0
+        return loop.series[0].snapshot()
+
+    def _begin_control(self) -> None:
+        if self._control_started:
+            return
+        self._control_started = True
+        from tfstudio.engine.control import TrainingController
+
+        mon = self.monitor
+        if mon.control is None:
+            mon.control = TrainingController(mon)
+        try:
+            mon.control.begin(None, self._optimizer, mon.request_stop)
+        except Exception as exc:  # noqa: BLE001
+            mon.report_error("controls (custom loop)", exc)
+
+    def _after_step(self, loss: float | None) -> None:
+        if not self._control_started:
+            self._begin_control()
+        control = self.monitor.control
+        if control is None:
+            return
+        try:
+            control.after_step(loss)
+        except RunStopped:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            self.monitor.report_error("controls (custom loop step)", exc)
+        if self.monitor.stop_requested.is_set():
+            raise RunStopped()
+
+    # -- events --------------------------------------------------------
+    def _announce(self, loop: _Loop) -> None:
+        mon = self.monitor
+        loop.announced = True
+        loop.start_step = mon.global_step
+        multi = len(loop.series) > 1
+        for s in loop.series:
+            s.loss_key = f"loss ({s.name})" if multi else "loss"
+            s.norm_key = f"gradient norm ({s.name})" if multi else "gradient norm"
+        name = " + ".join(s.name for s in loop.series)
+        params = sum(_size(v) for s in loop.series for v in s.variables)
+        summary = ModelSummary(name, "custom loop", (), params, params)
+        mon.channel.emit(
+            FitStarted(
+                fit_index=loop.fit_index,
+                model=summary,
+                epochs=0,
+                initial_epoch=0,
+                steps_per_epoch=None,
+                steps_per_execution=1,
+                global_step=mon.global_step,
+                time=mon.now(),
+                kind="loop",
+                loop_index=loop.number,
+            )
+        )
+
+    def _drain(self, loop: _Loop, final: bool = False) -> None:
+        """Report the loop's steps whose next primary step exists (all of them if final)."""
+        if not loop.series:
+            return
+        counts = [s.snapshot() for s in loop.series]
+        limit = counts[0] if final else counts[0] - 1
+        if limit <= loop.emitted:
+            return
+        if not loop.announced:
+            self._announce(loop)
+        mon = self.monitor
+        emit = mon.channel.emit
+        primary = loop.series[0]
+        for j in range(loop.emitted, limit):
+            values = {primary.loss_key: primary.value(j)}
+            for s, n in zip(loop.series[1:], counts[1:], strict=True):
+                if n > j:
+                    values[s.loss_key] = s.value(j)
+            for s in loop.series:
+                extra = s.extra(j)
+                if extra:
+                    values.update(extra)
+                    norm = values.pop(GRAD_NORM, None)
+                    if norm is not None:
+                        values[s.norm_key] = norm
+            mon.global_step += 1
+            step = mon.global_step - loop.start_step
+            emit(StepEnded(loop.fit_index, mon.global_step, 0, step, 1, values, {}, mon.now()))
+        loop.emitted = limit
+        for s in loop.series:
+            s.trim(limit)
+
+    def _end_loop(self, loop: _Loop) -> None:
+        if loop.ended:
+            return
+        self._drain(loop, final=True)
+        loop.ended = True
+        if loop.announced:
+            mon = self.monitor
+            mon.channel.emit(
+                FitEnded(loop.fit_index, mon.global_step, mon.stop_requested.is_set(), mon.now())
+            )
+
+    def _end_loops(self) -> None:
+        with self._lock:
+            for loop in self._loops:
+                self._end_loop(loop)
+
+    # -- the graph buffers' reader -------------------------------------
+    def _start_reader(self) -> None:
+        if self._reader is not None:
+            return
+        self._reader = threading.Thread(
+            target=self._read_loop, name="tfstudio-loop-reader", daemon=True
+        )
+        self._reader.start()
+
+    def _read_loop(self) -> None:
+        while not self._stop_reader.wait(READ_EVERY):
+            try:
+                with self._lock:
+                    for loop in self._loops:
+                        if not loop.ended and any(s.graph for s in loop.series):
+                            self._drain(loop)
+            except Exception as exc:  # noqa: BLE001
+                self.monitor.report_error("custom loop (reader)", exc)
+
+
+def _scalar(target: Any) -> float:
+    if target is None:
+        return float("nan")
+    try:
+        value = target.numpy() if hasattr(target, "numpy") else target
+        import numpy as np
+
+        arr = np.asarray(value, dtype=np.float64)
+        return float(arr.mean()) if arr.size != 1 else float(arr.reshape(()))
+    except Exception:  # noqa: BLE001 - a loss we cannot read
+        return float("nan")
+
+
+SMALL = 4  # series whose variables hold this many numbers at most are plotted as value lines
+
+
+def _small_names(variables: list[Any]) -> list[tuple[str, Any]]:
+    """``(name, variable)`` for scalar variables of a tiny model (the guide's W and b)."""
+    if sum(_size(v) for v in variables) > SMALL or any(_size(v) != 1 for v in variables):
+        return []
+    out = []
+    for v in variables:
+        name = str(getattr(v, "name", "") or "").split(":")[0].split("/")[-1] or "variable"
+        out.append((name, v))
+    return out
+
+
+def _size(variable: Any) -> int:
+    n = 1
+    for d in tuple(variable.shape):
+        n *= int(d or 1)
+    return n
+
+
+_AUTO_NAME = re.compile(r"^(sequential|functional|model|module)(_\d+)?$")
+
+
+def _owner_name(variables: list[Any]) -> str:
+    """Name of the model or module whose variables these are, found in the caller's frames."""
+    ids = {id(v) for v in variables}
+    best: tuple[int, str] | None = None
+    frame = sys._getframe(1)
+    seen: set[int] = set()
+    depth = 0
+    while frame is not None and depth < 40:
+        for scope in (frame.f_locals, frame.f_globals):
+            for binding, obj in list(scope.items()):
+                if id(obj) in seen or isinstance(obj, type | ModuleType):
+                    continue
+                seen.add(id(obj))
+                owned = _variables_of(obj)
+                if owned is None:
+                    continue
+                owned_ids = {id(v) for v in owned}
+                if not ids <= owned_ids:
+                    continue
+                name = str(getattr(obj, "name", "") or "")
+                if not name or _AUTO_NAME.match(name) or name == _snake(type(obj).__name__):
+                    name = binding if not binding.startswith("_") else (name or binding)
+                if best is None or len(owned_ids) < best[0]:
+                    best = (len(owned_ids), name)
+        frame = frame.f_back
+        depth += 1
+    if best is not None:
+        return best[1]
+    first = variables[0]
+    path = str(getattr(first, "path", "") or getattr(first, "name", "") or "variables")
+    return path.split("/")[0].split(":")[0]
+
+
+def _variables_of(obj: Any) -> list[Any] | None:
+    try:
+        if not (hasattr(obj, "trainable_variables") and hasattr(obj, "name")):
+            return None
+        owned = obj.trainable_variables
+        return list(owned) if owned else None
+    except Exception:  # noqa: BLE001 - properties of arbitrary objects
+        return None
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()

@@ -1,0 +1,38 @@
+"""The explicit API for custom training loops: ``from tfstudio import monitor``.
+
+``monitor.log(step, loss=..., accuracy=...)`` reports scalars at a step and
+``monitor.watch(model_or_module)`` names the loop after a model or module.
+Importing this module does not import TensorFlow. Outside a tfstudio run both
+calls do nothing (one ``None`` check); inside one, tfstudio's engine installs a
+sink here for the run's duration (``tfstudio.engine.loops.LoopInterceptor``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+__all__ = ["log", "watch"]
+
+
+class _Sink(Protocol):
+    def log(self, step: int, scalars: dict[str, float]) -> None: ...
+
+    def watch(self, obj: Any, name: str | None) -> None: ...
+
+
+_sink: _Sink | None = None  # set by the engine while a run lasts
+
+
+def log(step: int, **scalars: float) -> None:
+    """Report ``scalars`` (e.g. ``loss=0.3``) at training step ``step``; no-op outside tfstudio."""
+    sink = _sink
+    if sink is not None:
+        sink.log(int(step), {k: float(v) for k, v in scalars.items()})
+
+
+def watch(model_or_module: Any, name: str | None = None) -> Any:
+    """Name the custom loop that trains ``model_or_module``; returns it; no-op outside tfstudio."""
+    sink = _sink
+    if sink is not None:
+        sink.watch(model_or_module, name)
+    return model_or_module
