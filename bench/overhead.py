@@ -8,7 +8,9 @@ mostly see the same regime. The monitored fit goes the real way from a worker to
 its viewer: the interceptor and StudioCallback emit events, the worker's pump
 thread drains them every 20 ms, pickles them and sends them over a socket pair,
 and a viewer in another process (as the window or ``tfstudio run`` is) reads and
-unpickles every batch and counts the steps.
+unpickles every batch and counts the steps. The inspector is off here: its sampled
+probes have their own benchmark (``--inspector``); this one is the per-step path
+(callback, controls' step boundary) and the stream from worker to viewer.
 
     python bench/overhead.py [--rounds 40] [--steps 400]
 
@@ -90,6 +92,7 @@ def main() -> None:
     from bench_model import mlp_and_data
 
     from tfstudio.core.channel import Channel
+    from tfstudio.core.options import RunOptions
     from tfstudio.engine.instrument import FitInterceptor
     from tfstudio.engine.monitor import RunMonitor
     from tfstudio.worker import Pump
@@ -109,6 +112,9 @@ def main() -> None:
 
     viewer = Viewer()
     pump_time = [0.0]
+    # The per-step path and the worker-to-viewer stream; the inspector's sampled probes
+    # are measured on their own by --inspector (bench/inspector_overhead.py).
+    options = RunOptions(inspector=False)
 
     def monitored_rate() -> float:
         channel = Channel()
@@ -122,7 +128,7 @@ def main() -> None:
 
         pump.flush = timed_flush  # type: ignore[method-assign]
         pump.start()
-        with FitInterceptor(RunMonitor(channel)):
+        with FitInterceptor(RunMonitor(channel, options=options)):
             rate = fit_rate("monitored")
         pump.close()
         return rate
