@@ -3,27 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QSettings
 
 from tests.engine.test_controls import NAN_AT_STEP_7
-from tfstudio.core.channel import Channel
 from tfstudio.core.options import RunOptions
-from tfstudio.core.process import ProcessLauncher
-from tfstudio.ui.main_window import MainWindow
 
 pytestmark = pytest.mark.tf
-
-
-@pytest.fixture
-def window(qtbot, tmp_path):
-    channel = Channel()
-    launcher = ProcessLauncher(channel, script_cwd=True, keep_spare=False)
-    win = MainWindow(channel, launcher, QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat))
-    qtbot.addWidget(win)
-    win.show()
-    yield win
-    launcher.shutdown()
-    win.bridge.stop()
 
 
 def test_nan_pause_restore_from_the_dock_then_stop(qtbot, window, write_script, tmp_path):

@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QSettings
 
-from tfstudio.core.channel import Channel
-from tfstudio.core.process import ProcessLauncher
 from tfstudio.core.resources import default_example, examples
-from tfstudio.ui.main_window import MainWindow
 
 pytestmark = pytest.mark.tf
 
@@ -24,18 +20,6 @@ EXPECTED_STEPS = {
     "cnn_shapes.py": 8,
     "basic_training_loop.py": 300,
 }
-
-
-@pytest.fixture
-def window(qtbot, tmp_path):
-    channel = Channel()
-    launcher = ProcessLauncher(channel, script_cwd=True, keep_spare=False)
-    win = MainWindow(channel, launcher, QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat))
-    qtbot.addWidget(win)
-    win.show()
-    yield win
-    launcher.shutdown()
-    win.bridge.stop()
 
 
 def run_to_end(qtbot, win, args=(), timeout=120_000):

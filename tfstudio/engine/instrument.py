@@ -56,6 +56,33 @@ class _AfterImport(importlib.abc.MetaPathFinder):
         loader.exec_module = exec_module  # this loader instance serves this import only
         return spec
 
+    def remove(self) -> None:
+        """Stop watching (a no-op once removed or after the import happened)."""
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+
+
+def patch_on_import(
+    name: str,
+    ready: str,
+    now: Callable[[ModuleType], None],
+    later: Callable[[ModuleType], None],
+) -> _AfterImport | None:
+    """Call ``now(module)`` if ``name`` is imported already (it has ``ready``); otherwise
+    call ``later(module)`` right after the script's own import of it.
+
+    Returns the hook to remove when the run ends (None when ``now`` was called).
+    """
+    module = sys.modules.get(name)
+    if module is not None and hasattr(module, ready):
+        now(module)
+        return None
+    hook = _AfterImport(name, later)
+    sys.meta_path.insert(0, hook)
+    return hook
+
 
 class FitInterceptor:
     """Patches ``keras.Model.fit`` for one run; a context manager.
@@ -71,12 +98,7 @@ class FitInterceptor:
         self._hook: _AfterImport | None = None
 
     def __enter__(self) -> FitInterceptor:
-        keras = sys.modules.get("keras")
-        if keras is not None and hasattr(keras, "Model"):
-            self._patch(keras)
-        else:
-            self._hook = _AfterImport("keras", self._on_keras_imported)
-            sys.meta_path.insert(0, self._hook)
+        self._hook = patch_on_import("keras", "Model", self._patch, self._on_keras_imported)
         return self
 
     def _on_keras_imported(self, keras: ModuleType) -> None:
@@ -93,10 +115,7 @@ class FitInterceptor:
 
     def _remove_hook(self) -> None:
         if self._hook is not None:
-            try:
-                sys.meta_path.remove(self._hook)
-            except ValueError:
-                pass
+            self._hook.remove()
             self._hook = None
 
     def _patch(self, keras: Any) -> None:

@@ -181,14 +181,11 @@ class LoopInterceptor:
         import tfstudio.monitor as explicit
 
         explicit._sink = self
-        tf = sys.modules.get("tensorflow")
-        if tf is not None and hasattr(tf, "GradientTape"):
-            self._patch(tf)
-        else:
-            from tfstudio.engine.instrument import _AfterImport
+        from tfstudio.engine.instrument import patch_on_import
 
-            self._hook = _AfterImport("tensorflow", self._on_tf_imported)
-            sys.meta_path.insert(0, self._hook)
+        self._hook = patch_on_import(
+            "tensorflow", "GradientTape", self._patch, self._on_tf_imported
+        )
         return self
 
     def _on_tf_imported(self, tf: ModuleType) -> None:
@@ -200,10 +197,7 @@ class LoopInterceptor:
 
     def _remove_hook(self) -> None:
         if self._hook is not None:
-            try:
-                sys.meta_path.remove(self._hook)
-            except ValueError:
-                pass
+            self._hook.remove()
             self._hook = None
 
     def _replace(self, cls: type, name: str, make: Callable[[Any], Any]) -> None:
