@@ -294,6 +294,28 @@ def test_nan_pauses_at_that_step_and_names_the_layer(write_script, tmp_path):
     assert session.join(timeout=60).status == "stopped"
 
 
+def test_the_graph_guard_copies_a_batch_only_when_its_step_is_not_finite():
+    import tensorflow as tf
+
+    from tfstudio.engine.nan_guard import BatchKeeper
+
+    keeper = BatchKeeper()
+
+    @tf.function
+    def step(x: tf.Tensor, divisor: tf.Tensor) -> dict:
+        logs = {"loss": tf.reduce_mean(x) / divisor}
+        keeper.keep((x,), logs)
+        return logs
+
+    step(tf.fill([2, 3], 1.0), tf.constant(1.0))  # finite: nothing copied
+    assert keeper.last()[0].shape.num_elements() == 0
+    step(tf.fill([2, 3], 5.0), tf.constant(0.0))  # inf loss: this batch is kept
+    step(tf.fill([2, 3], 7.0), tf.constant(1.0))  # finite again: the bad batch stays
+    kept = keeper.last()[0].numpy()
+    assert kept.shape == (2, 3) and np.all(kept == 5.0)
+    assert not keeper.disabled
+
+
 def test_on_nan_stop_ends_the_run_with_its_own_exit_code(write_script):
     ended, events = run_script(write_script(NAN_AT_STEP_7), options=RunOptions(on_nan="stop"))
     assert ended.status == "stopped" and ended.exit_code == NAN_EXIT_CODE

@@ -60,13 +60,14 @@ def install_step_hook(model: Any, keeper: Any = None) -> StepHook:
     original = model.train_step  # bound: the class's or the user's own
 
     def train_step(data: Any) -> Any:
-        if hook.keeper is not None:
-            hook.keeper.keep(data)
         if not tf.executing_eagerly():
             hook.traces += 1
             if hook.on_trace is not None:
                 hook.on_trace(hook.traces)
-        return original(data)
+        logs = original(data)
+        if hook.keeper is not None:
+            hook.keeper.keep(data, logs)
+        return logs
 
     object.__setattr__(model, "train_step", train_step)
     object.__setattr__(model, "_tfstudio_step_hook", hook)
