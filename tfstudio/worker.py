@@ -114,16 +114,31 @@ class Pump(threading.Thread):
     def flush(self) -> None:
         """Send everything emitted so far as one message (any thread may call this)."""
         with self._lock:
-            events = self.channel.drain()
-            if not events:
-                return
+            self._flush_locked()
+
+    def add_sink(self, sink: EventSink) -> None:
+        """Also hand every batch to ``sink`` from now on (what was emitted before goes first)."""
+        with self._lock:
+            self._flush_locked()
+            self.sinks.append(sink)
+
+    def detach_sink(self, sink: EventSink) -> None:
+        """Send what is pending (``sink`` gets it too), then stop handing batches to ``sink``."""
+        with self._lock:
+            self._flush_locked()
+            if sink in self.sinks:
+                self.sinks.remove(sink)
+
+    def _flush_locked(self) -> None:
+        events = self.channel.drain()
+        if events:
             self._send_batch(events)
             self.batches += 1
-            for sink in self.sinks:
-                try:
-                    sink.write(events)
-                except Exception:  # noqa: BLE001 - a recorder must not stop the stream
-                    traceback.print_exc(file=sys.__stderr__)
+        for sink in self.sinks:  # also with nothing new: a recorder flushes on its clock
+            try:
+                sink.write(events)
+            except Exception:  # noqa: BLE001 - a recorder must not stop the stream
+                traceback.print_exc(file=sys.__stderr__)
 
     def _send_batch(self, events: list[object]) -> None:
         try:
@@ -266,6 +281,7 @@ def _serve(conn: Connection, spec: RunSpec, *, warm: bool) -> int:
     )
     stops = _StopSignals(session)
     pump = Pump(conn, channel, stops.request_stop, stops.interrupt)
+    session.pump = pump  # the recorder becomes one of its sinks: written on the pump thread
     signal.signal(signal.SIGINT, stops.on_sigint)
     real_exit = os._exit
     os._exit = _flushing_exit(pump, real_exit)

@@ -1,7 +1,8 @@
 """Recorder: a run's events -> a run folder (TensorBoard event files + ``run.json``).
 
 Runs off the training thread: whoever drains the run's channel (the worker's
-pump, or :class:`RecordingThread`) hands each batch to :meth:`Recorder.write`.
+pump, see :class:`PumpRecording`, or in-process a :class:`RecordingThread`)
+hands each batch to :meth:`Recorder.write`.
 
 Event records are TensorBoard ``Event`` protos written with TensorFlow's record
 writer (``tf.io.TFRecordWriter``, so TensorFlow's file systems apply), one
@@ -433,11 +434,32 @@ class RecordingThread:
         self.recorder.close(ended)
 
 
-def start_recording(session: Any, started: RunStarted) -> RecordingThread | None:
-    """Start recording an in-process :class:`TrainingSession` (None when not recording).
+class PumpRecording:
+    """Recording in the worker: the :class:`Recorder` is one of the pump's sinks.
 
-    The session's and monitor's channel become a :class:`TeeChannel` (same queues,
-    so the viewer sees no difference) and ``session.run_dir`` / ``monitor.run_dir``
+    The pump already drains the channel every 20 ms to send each batch to the
+    viewer; it hands the same batch to the recorder, on its own thread, so the
+    training thread does nothing more for recording.
+    """
+
+    def __init__(self, recorder: Recorder, pump: Any) -> None:
+        self.recorder = recorder
+        self.pump = pump
+        pump.add_sink(recorder)
+
+    def close(self, ended: RunEnded | None) -> None:
+        """Write what is pending, leave the pump and close the recorder."""
+        self.pump.detach_sink(self.recorder)
+        self.recorder.close(ended)
+
+
+def start_recording(session: Any, started: RunStarted) -> RecordingThread | PumpRecording | None:
+    """Start recording a :class:`TrainingSession` (None when not recording).
+
+    In the worker (``session.pump`` set) the recorder becomes a sink of the pump.
+    In-process, the session's and monitor's channel become a :class:`TeeChannel`
+    (same queues, so the viewer sees no difference) drained by a
+    :class:`RecordingThread`. Either way ``session.run_dir`` / ``monitor.run_dir``
     name the run folder (checkpoints go there).
     """
     monitor = session.monitor
@@ -450,8 +472,13 @@ def start_recording(session: Any, started: RunStarted) -> RecordingThread | None
     except Exception as exc:  # noqa: BLE001 - a run goes on unrecorded
         monitor.report_error("recorder", exc)
         return None
+    session.run_dir = monitor.run_dir = recorder.run_dir
+    pump = getattr(session, "pump", None)
+    if pump is not None:
+        recording: RecordingThread | PumpRecording = PumpRecording(recorder, pump)
+        session.channel.emit(RunRecording(str(recorder.run_dir)))
+        return recording
     tee = TeeChannel(session.channel)
     session.channel = monitor.channel = tee
-    session.run_dir = monitor.run_dir = recorder.run_dir
     tee.emit(RunRecording(str(recorder.run_dir)))
     return RecordingThread(recorder, tee.drain_copies)

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from pathlib import Path
+from typing import Any
 
 from tfstudio.core.channel import Channel
 from tfstudio.core.commands import Stop
@@ -25,7 +26,7 @@ from tfstudio.core.scripts import ScriptPathError, check_script
 from tfstudio.engine.advisor_live import advise
 from tfstudio.engine.capture import OutputCapture
 from tfstudio.engine.monitor import RunMonitor
-from tfstudio.engine.recorder import RecordingThread, start_recording
+from tfstudio.engine.recorder import PumpRecording, RecordingThread, start_recording
 from tfstudio.engine.script import (
     RunStopped,
     describe_error,
@@ -82,7 +83,10 @@ class TrainingSession:
         advise(self)  # live advice: every emitted event also passes the LiveAdvisor
         self.result: RunEnded | None = None
         self.run_dir: Path | None = None  # the run folder, once recording started
-        self._recording: RecordingThread | None = None
+        self._recording: RecordingThread | PumpRecording | None = None
+        # The worker's pump (tfstudio.worker.Pump), when there is one: the recorder is then
+        # one of its sinks instead of a thread of its own.
+        self.pump: Any = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._script_running = False
@@ -122,7 +126,7 @@ class TrainingSession:
         except BaseException as exc:  # noqa: BLE001 - a run must always end with RunEnded
             ended = self._ended("failed", 1, message=f"tfstudio internal error: {exc!r}")
         self.result = ended
-        if self._recording is not None:  # recording hook: the worker's pump will own this
+        if self._recording is not None:
             self._recording.close(ended)  # the run folder is complete before RunEnded is seen
         self.channel.emit(ended)
         self._done.set()
