@@ -174,7 +174,7 @@ def test_model_tree_summary_and_selection_drive_the_views(window, run, qtbot):
     assert len(window.inspector.weights.paths()) == 3
 
 
-def test_weights_view_small_variables_show_their_values(window, run):
+def test_weights_view_small_variables_show_their_values(qtbot, window, run):
     window.inspector.show_view("weights")
     _feed(run)
     view = window.inspector.weights
@@ -186,16 +186,20 @@ def test_weights_view_small_variables_show_their_values(window, run):
     assert kernel.heatmap.has_image and kernel.heatmap.image.image.shape[1] == 64
     conv = view.rows["seq/conv1/kernel"]
     assert set(conv.lines.curves) == {"L2 norm", "std"}  # big variables: statistics
+    qtbot.wait(50)  # let the scroll area lay its rows out before the screenshot
+    assert kernel.isVisible() and kernel.height() > 150
     window.grab().save("/tmp/tfstudio_inspector_weights.png")
 
 
-def test_gradients_view_global_norm_and_rows(window, run):
+def test_gradients_view_global_norm_and_rows(qtbot, window, run):
     window.inspector.show_view("gradients")
     _feed(run)
     view = window.inspector.gradients
     x, y = view.global_plot.curves["global norm"].getData()
     assert len(x) == 20 and y[0] > y[-1]
     assert list(view.rows) == ["seq/conv1/kernel"]
+    qtbot.wait(50)
+    assert view.rows["seq/conv1/kernel"].isVisible()
     window.grab().save("/tmp/tfstudio_inspector_gradients.png")
 
 
