@@ -329,9 +329,14 @@ def _edges(lo: float, hi: float, bins: int) -> list[float]:
 
 def _weight_stats(rec: Recorder, e: WeightStats) -> None:
     values: dict[str, float] = {}
+    shapes = rec.info.setdefault("variables", {})  # run.json: each variable's shape
     for v in e.variables:
         for name in ("mean", "std", "min", "max", "norm", "zero_fraction"):
             values[f"weights/{v.path}/{name}"] = getattr(v, name)
+        for j, value in enumerate(v.values):  # small variables (W, b): the values themselves
+            values[f"weights/{v.path}/values/{j}"] = value
+        if v.path not in shapes:
+            shapes[v.path] = list(v.shape)
         if v.hist:
             rec.histogram(f"weights/{v.path}", e.step, _edges(v.min, v.max, len(v.hist)), v.hist)
     rec.scalars(e.step, values)

@@ -205,6 +205,12 @@ class RunsPanel(QWidget):
         self.delete_btn.clicked.connect(self._on_delete_clicked)
         self.csv_btn = QPushButton("Scalars to CSV…")
         self.csv_btn.clicked.connect(self._on_csv_clicked)
+        self.inspect_btn = QPushButton("Inspector…")
+        self.inspect_btn.setToolTip(
+            "The run's recorded weights and gradients, as the inspector drew them"
+        )
+        self.inspect_btn.clicked.connect(self.open_inspector)
+        self.inspectors: list[QWidget] = []  # open recorded-inspector windows
         self.follow_box = QCheckBox("Follow")
         self.follow_box.setToolTip("Re-read the selected runs twice a second (live or remote runs)")
         self.follow_box.setChecked(True)
@@ -216,7 +222,13 @@ class RunsPanel(QWidget):
         self.smoothing.valueChanged.connect(self._on_smoothing_changed)
         self.smoothing_label = QLabel()
         buttons = QHBoxLayout()
-        for w in (self.rename_btn, self.delete_btn, self.csv_btn, self.follow_box):
+        for w in (
+            self.rename_btn,
+            self.delete_btn,
+            self.csv_btn,
+            self.inspect_btn,
+            self.follow_box,
+        ):
             buttons.addWidget(w)
         buttons.addStretch(1)
         buttons.addWidget(QLabel("Smoothing"))
@@ -499,6 +511,18 @@ class RunsPanel(QWidget):
         except (OSError, ValueError) as exc:
             QMessageBox.warning(self, "Delete runs", str(exc))
 
+    def open_inspector(self) -> QWidget | None:
+        """Open the selected run's recorded weights and gradients in a window of their own."""
+        from tfstudio.ui.panels.recorded_inspector import RecordedInspector
+
+        paths = self.selected_paths()
+        if len(paths) != 1:
+            return None
+        window = RecordedInspector(paths[0], self._reader(paths[0]), self)
+        self.inspectors = [w for w in self.inspectors if w.isVisible()] + [window]
+        window.show()
+        return window
+
     def _on_csv_clicked(self) -> None:
         paths = self.selected_paths()
         if len(paths) != 1:
@@ -547,6 +571,7 @@ class RunsPanel(QWidget):
         n = len(self.selected_paths())
         self.rename_btn.setEnabled(n == 1)
         self.csv_btn.setEnabled(n == 1)
+        self.inspect_btn.setEnabled(n == 1)
         self.delete_btn.setEnabled(n >= 1)
 
     def closeEvent(self, event: object) -> None:  # noqa: N802 (Qt API)

@@ -61,8 +61,13 @@ class WeightsView(VariableRowsView):
                 label = "value" if width == 1 else f"[{j}]"
                 row.lines.set_line(label, steps, ys)
         else:
-            row.lines.set_title("L2 norm and std")
-            row.lines.set_line("L2 norm", *history.series("norm"))
+            xs, norm = history.series("norm")
+            if len(norm) and np.isnan(norm).all():  # a foreign histogram: no norm recorded
+                row.lines.set_title("mean and std")
+                row.lines.set_line("mean", *history.series("mean"))
+            else:
+                row.lines.set_title("L2 norm and std")
+                row.lines.set_line("L2 norm", xs, norm)
             row.lines.set_line("std", *history.series("std"))
         row.lines.done()
 

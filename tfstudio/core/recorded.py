@@ -1,0 +1,143 @@
+"""A recorded run's inspector data, rebuilt as inspector events (no TensorFlow, no Qt).
+
+The recorder writes each sampled step's weight and gradient statistics as
+scalars (``weights/<path>/mean`` ...) and their distributions as histograms
+(``weights/<path>``, ``gradients/<path>``), and the variables' shapes into
+``run.json``. :func:`inspector_events` turns them back into the
+:class:`WeightStats` / :class:`GradientStats` events the live inspector views
+draw from, so a past run's weights and gradients are seen as they were.
+
+Histograms of a TensorBoard log folder tfstudio did not write (Keras's
+``TensorBoard(histogram_freq=1)``, ``tf.summary.histogram``) come back as
+weights named after their tags, so their distributions over steps can be seen
+in the same heat maps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tfstudio.core.events import GradientStats, GradientVariable, VariableStats, WeightStats
+from tfstudio.core.runs import Curve, Histogram
+
+WEIGHTS = "weights/"
+GRADIENTS = "gradients/"
+OUTPUTS = "outputs/"
+GLOBAL_NORM = "gradients/global_norm"
+
+
+def _at(curves: Mapping[str, Curve], tag: str) -> dict[int, float]:
+    curve = curves.get(tag)
+    if curve is None:
+        return {}
+    return dict(zip(curve.steps, curve.values, strict=True))
+
+
+def _values(curves: Mapping[str, Curve], path: str) -> dict[int, tuple[float, ...]]:
+    """The recorded values of a small variable per step (``weights/<path>/values/<j>``)."""
+    prefix = f"{WEIGHTS}{path}/values/"
+    columns = sorted(
+        (int(tag[len(prefix) :]), tag)
+        for tag in curves
+        if tag.startswith(prefix) and tag[len(prefix) :].isdigit()
+    )
+    out: dict[int, list[float]] = {}
+    for _, tag in columns:
+        for step, value in _at(curves, tag).items():
+            out.setdefault(step, []).append(value)
+    return {step: tuple(v) for step, v in out.items() if len(v) == len(columns)}
+
+
+def _counts(h: Histogram) -> tuple[int, ...]:
+    return tuple(int(round(c)) for c in h.counts)
+
+
+def _weight_path(tag: str) -> str | None:
+    """The variable a histogram tag is about (None for gradients and layer outputs)."""
+    if tag.startswith(WEIGHTS):
+        return tag[len(WEIGHTS) :]
+    if tag.startswith((GRADIENTS, OUTPUTS)):
+        return None
+    return tag.removesuffix("/histogram")  # a foreign log: the tag names the variable
+
+
+def inspector_events(
+    scalars: Mapping[str, Curve],
+    histograms: Mapping[str, list[Histogram]],
+    info: Mapping[str, Any] | None = None,
+) -> list[WeightStats | GradientStats]:
+    """Weight and gradient events of a recorded run, in step order.
+
+    Args:
+        scalars: the run's scalar series (``RunReader.scalars``).
+        histograms: its histograms (``RunReader.histograms``).
+        info: its ``run.json`` (for the variables' shapes), if any.
+    """
+    shapes = {p: tuple(s) for p, s in dict((info or {}).get("variables") or {}).items()}
+    weights: dict[int, list[VariableStats]] = {}
+    gradients: dict[int, list[GradientVariable]] = {}
+    for tag, hists in histograms.items():
+        path = _weight_path(tag)
+        if path is not None:
+            stats = {k: _at(scalars, f"{WEIGHTS}{path}/{k}") for k in ("mean", "std", "norm")}
+            zeros = _at(scalars, f"{WEIGHTS}{path}/zero_fraction")
+            values = _values(scalars, path)
+            for h in hists:
+                if not h.counts:
+                    continue
+                lo, hi = h.edges[0], h.edges[-1]
+                mean = stats["mean"].get(h.step)
+                if mean is None:  # a foreign histogram: its statistics from its buckets
+                    mean, std = _moments(h)
+                else:
+                    std = stats["std"].get(h.step, 0.0)
+                weights.setdefault(h.step, []).append(
+                    VariableStats(
+                        path,
+                        shapes.get(path, ()),
+                        mean,
+                        std,
+                        lo,
+                        hi,
+                        stats["norm"].get(h.step, float("nan")),
+                        zeros.get(h.step, float("nan")),
+                        _counts(h),
+                        values.get(h.step, ()),
+                    )
+                )
+        elif tag.startswith(GRADIENTS):
+            path = tag[len(GRADIENTS) :]
+            norms = _at(scalars, f"{GRADIENTS}{path}/norm")
+            for h in hists:
+                if not h.counts:
+                    continue
+                gradients.setdefault(h.step, []).append(
+                    GradientVariable(
+                        path,
+                        norms.get(h.step, float("nan")),
+                        h.edges[0],
+                        h.edges[-1],
+                        _counts(h),
+                    )
+                )
+    events: list[tuple[int, int, WeightStats | GradientStats]] = []
+    for step, variables in weights.items():
+        events.append((step, 0, WeightStats(0, step, tuple(variables))))
+    global_norm = _at(scalars, GLOBAL_NORM)
+    for step in sorted(set(gradients) | set(global_norm)):
+        norm = global_norm.get(step, float("nan"))
+        events.append((step, 1, GradientStats(0, step, norm, tuple(gradients.get(step, ())))))
+    events.sort(key=lambda e: (e[0], e[1]))
+    return [e for _, _, e in events]
+
+
+def _moments(h: Histogram) -> tuple[float, float]:
+    """Mean and standard deviation of a histogram (bucket centres weighted by counts)."""
+    total = sum(h.counts)
+    if total <= 0:
+        return float("nan"), float("nan")
+    centres = [(a + b) / 2 for a, b in zip(h.edges[:-1], h.edges[1:], strict=True)]
+    mean = sum(c * n for c, n in zip(centres, h.counts, strict=True)) / total
+    var = sum(n * (c - mean) ** 2 for c, n in zip(centres, h.counts, strict=True)) / total
+    return mean, var**0.5
