@@ -186,6 +186,8 @@ def test_weights_view_small_variables_show_their_values(qtbot, window, run):
     assert kernel.heatmap.has_image and kernel.heatmap.image.image.shape[1] == 64
     conv = view.rows["seq/conv1/kernel"]
     assert set(conv.lines.curves) == {"L2 norm", "std"}  # big variables: statistics
+    key = conv.lines.plot.titleLabel.text  # two lines: the title names each in its colour
+    assert "color:#1f77b4" in key and "L2 norm</span>" in key and "std</span>" in key
     qtbot.wait(50)  # let the scroll area lay its rows out before the screenshot
     assert kernel.isVisible() and kernel.height() > 150
     window.grab().save("/tmp/tfstudio_inspector_weights.png")

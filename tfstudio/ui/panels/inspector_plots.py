@@ -88,6 +88,7 @@ class LinePlot(PlotView):
         super().__init__(title, "step", y_label, paint_clock)
         self.widget.setMinimumHeight(LINES_HEIGHT)
         self.curves: dict[str, pg.PlotDataItem] = {}
+        self._keyed: str | None = None  # the title with its colour key, as last set
         if self.group is not None:
             self.group.finish()  # samples are sparse: let the data fill the width
 
@@ -116,6 +117,27 @@ class LinePlot(PlotView):
         """After the lines changed: follow the data and fit the y range."""
         self.follow()
         self.refresh_range()
+        self._show_key()
+
+    def set_title(self, text: str) -> None:
+        """Set the title (the colour key, if any, is added again at :meth:`done`)."""
+        if text != self.title():
+            self._keyed = None
+        super().set_title(text)
+
+    def _show_key(self) -> None:
+        """With two lines or more, the title becomes their names, each in its colour (a key)."""
+        if len(self.curves) < 2:
+            return
+        key = "&nbsp;&nbsp;".join(
+            f'<span style="color:{item.opts["pen"].color().name()}">'
+            f"&#9632;&nbsp;{html.escape(label)}</span>"
+            for label, item in self.curves.items()
+        )
+        text = f"&nbsp;&nbsp;{key}"
+        if text != self._keyed:
+            self._keyed = text
+            self.plot.setTitle(text, color=FOREGROUND, size="11pt", justify="left")
 
     def readout(self, x: float) -> str:
         """Each line's value at the sample nearest ``x``."""
