@@ -76,6 +76,7 @@ class LoopInspector:
         self.monitor = monitor
         self.probing = probing
         self.largest_message = 0
+        self.deferred: tuple[Any, _Sample] | None = None  # eager: emitted at the next gradient
         self._failed: set[str] = set()
 
     # -- model tree ----------------------------------------------------
@@ -124,6 +125,8 @@ class LoopInspector:
             sample = None
         if j < loop.sample_at:
             return
+        if self.deferred is not None and self.deferred[0] is loop:
+            return  # the previous sample is not out yet (its weights are read first)
         if sample is None:
             sample = loop.sample = _Sample(j)
         if j != sample.step or any(s is series for s in sample.series):
@@ -139,11 +142,24 @@ class LoopInspector:
             self.flush(loop)
 
     def flush(self, loop: Any) -> None:
-        """Emit the collected eager sample of ``loop`` (if any) and schedule the next."""
+        """The eager sample of ``loop`` is complete: emit it at the next gradient (:meth:`settle`).
+
+        An ``assign_sub`` loop updates its variables one after the other and its step
+        is found at the first: the weights are read when the next step's gradient
+        comes (or the loop ends), after every update of the sampled step.
+        """
         sample, loop.sample = loop.sample, None
         if sample is None:
             return
-        self._emit_sample(loop, sample.step, sample.grads, sample.cost)
+        self.settle()
+        self.deferred = (loop, sample)
+
+    def settle(self) -> None:
+        """Emit the completed eager sample, if one waits (the weights are read now)."""
+        deferred, self.deferred = self.deferred, None
+        if deferred is not None:
+            loop, sample = deferred
+            self._emit_sample(loop, sample.step, sample.grads, sample.cost)
 
     # -- graph steps ---------------------------------------------------
     def record_graph(self, series: Any, pairs: list[tuple[Any, Any]]) -> None:

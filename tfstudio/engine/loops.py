@@ -279,9 +279,13 @@ class LoopInterceptor:
     def _patch_keras(self, keras: Any) -> None:
         if self._tf is None:
             return
+        from keras.src.backend.common.variables import Variable
         from keras.src.optimizers.base_optimizer import BaseOptimizer
 
         self._replace(BaseOptimizer, "apply", self._wrap_apply)
+        # keras.Variable.assign_sub is assign(self - value): it never calls tf's assign_sub
+        for name in ("assign_sub", "assign_add"):
+            self._replace(Variable, name, self._wrap_assign)
 
     def __exit__(self, *exc: object) -> None:
         import tfstudio.monitor as explicit
@@ -535,23 +539,28 @@ class LoopInterceptor:
         small = None
         norm = math.nan
         if self._eager():
+            if self._inspect is not None and self._inspect.deferred is not None:
+                self._inspect.settle()  # the sampled step's updates are all done
             # the guide's W and b: the values this loss was computed with
             small = {name: _scalar(v) for name, v in _small_names(variables)}
             if pairs:
                 norm = float(self._tf.linalg.global_norm([g for _, g in pairs]))
+        # a Keras variable's assign_sub updates the tf.Variable it wraps: match both
+        inner = [getattr(v, "_value", None) for v in variables]
+        match = key | {id(i) for i in inner if i is not None and hasattr(i, "assign_sub")}
         self._pending = [p for p in self._pending if p[0] != key][-3:]
-        self._pending.append((key, target, variables, small, norm, pairs))
+        self._pending.append((key, match, target, variables, small, norm, pairs))
 
     def _on_update(self, variables: list[Any], optimizer: Any) -> None:
         ids = {id(v) for v in variables}
         found = None
         for i in range(len(self._pending) - 1, -1, -1):
-            if self._pending[i][0] & ids:
+            if self._pending[i][1] & ids:
                 found = self._pending.pop(i)
                 break
         if found is None:
             return  # no tape step before this update (a counter, a metric)
-        key, target, tracked, small, norm, pairs = found
+        key, _, target, tracked, small, norm, pairs = found
         eager = self._eager()
         if eager and self.monitor.stop_requested.is_set():
             raise RunStopped()
@@ -766,8 +775,9 @@ class LoopInterceptor:
         if loop.ended:
             return
         self._drain(loop, final=True)
-        if self._inspect is not None and loop.sample is not None:
+        if self._inspect is not None:
             self._inspect.flush(loop)
+            self._inspect.settle()
         loop.ended = True
         if loop.announced:
             mon = self.monitor
@@ -872,6 +882,8 @@ def _variables_of(obj: Any) -> list[Any] | None:
         if not (hasattr(obj, "trainable_variables") and hasattr(obj, "name")):
             return None
         owned = obj.trainable_variables
+        if not isinstance(owned, list | tuple):
+            return None  # e.g. autograph's Undefined, whose every attribute is itself
         return list(owned) if owned else None
     except Exception:  # noqa: BLE001 - properties of arbitrary objects
         return None

@@ -35,7 +35,8 @@ for _ in range(steps):
     loss, norm, each = train_step(x, y)
     losses.append(float(loss))
     norms.append(float(norm))
-    per_variable.append({v.path: float(n) for v, n in zip(model.trainable_variables, each)})
+    pairs = zip(model.trainable_variables, each, strict=True)
+    per_variable.append({v.path: float(n) for v, n in pairs})
 final = {v.path: v.numpy().tolist() for v in model.trainable_variables}
 json.dump(
     {"losses": losses, "norms": norms, "per_variable": per_variable, "final": final},
