@@ -8,7 +8,11 @@ The monitored rounds run under :class:`tfstudio.engine.loops.LoopInterceptor`
 with a thread draining the channel every 20 ms, as a worker's pump does; each
 monitored round counts the StepEnded events it produced (nothing may be lost).
 
-    python bench/overhead.py --loop [--rounds 20] [--steps 300]
+    python bench/overhead.py --loop [--rounds 20] [--steps 300] [--inspector]
+
+The inspector is off by default (this is the per-step path, as ``overhead.py``
+measures ``fit``); ``--inspector`` turns it on at its default 3% budget, so the
+monitored rounds also run the sampled steps (recording twin, weight/gradient stats).
 
 Ends with one line: ``overhead: monitored/bare = R`` (the ``@tf.function`` loop).
 """
@@ -34,6 +38,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=20, help="pairs of rounds to compare")
     parser.add_argument("--steps", type=int, default=300, help="steps per round")
     parser.add_argument("--eager-steps", type=int, default=60, help="steps per eager round")
+    parser.add_argument("--inspector", action="store_true", help="sample for the inspector too")
     args = parser.parse_args(argv)
 
     import keras
@@ -42,6 +47,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from tfstudio.core.channel import Channel
     from tfstudio.core.events import StepEnded
+    from tfstudio.core.options import RunOptions
     from tfstudio.engine.loops import LoopInterceptor
     from tfstudio.engine.monitor import RunMonitor
 
@@ -75,7 +81,7 @@ def main(argv: list[str] | None = None) -> None:
 
     def monitored(make, n: int) -> tuple[float, int]:
         channel = Channel()
-        monitor = RunMonitor(channel)
+        monitor = RunMonitor(channel, options=RunOptions(inspector=args.inspector))
         done = threading.Event()
         seen = [0]
 
@@ -121,6 +127,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{args.rounds} rounds x {n} steps"
         )
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared)")
+    print(f"inspector: {'on (3% budget)' if args.inspector else 'off'}")
     print(f"overhead (eager loop): monitored/bare = {results['eager']:.3f}")
     print(f"overhead: monitored/bare = {results['tf.function']:.3f}")
 
