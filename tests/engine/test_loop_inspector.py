@@ -83,8 +83,9 @@ def test_graph_loop_reports_gradient_norms_and_the_inspector_views(tmp_path: Pat
     assert len(of(events, InspectorStatus)) == 4
 
 
-def test_gan_graph_loop_reports_both_gradient_norms_and_one_sample_per_step(tmp_path) -> None:
-    _, events, own = _run("gan_norms.py", tmp_path, sample_every=5)
+@pytest.mark.parametrize("mode", ["graph", "eager"])
+def test_gan_loop_reports_both_gradient_norms_and_one_sample_per_step(tmp_path, mode) -> None:
+    _, events, own = _run("gan_norms.py", tmp_path, mode, sample_every=5)
     steps = of(events, StepEnded)
     assert len(steps) == 15
     _close([s.values["gradient norm (discriminator)"] for s in steps], own["d"])
@@ -224,3 +225,22 @@ def test_learning_rate_line_and_set_in_a_custom_loop(mode) -> None:
         seen.channel.send(Stop())
         ended = session.join(60)
     assert ended is not None and ended.status == "stopped"
+
+
+def test_checkpoint_every_and_restore_at_start_in_a_graph_loop(tmp_path: Path) -> None:
+    folder = tmp_path / "ck"
+    _, events, first = _run(
+        "graph_norms.py", tmp_path, checkpoint_every=4, checkpoint_dir=str(folder)
+    )
+    assert [c.step for c in of(events, CheckpointSaved)] == [4, 8, 12]
+    # a second run restores the latest (step 12) when its loop is found, and goes on from there
+    _, events, own = _run("graph_norms.py", tmp_path, "6", restore=str(folder))
+    (restored,) = of(events, CheckpointRestored)
+    assert (restored.step, restored.optimizer_iterations) == (12, 12)
+    steps = of(events, StepEnded)
+    # The loop is found at its first step, which ran with the fresh weights: the restore
+    # comes right after it and the run's steps go on from the restored step 12.
+    assert [s.global_step for s in steps] == list(range(13, 19))
+    _close([s.values["loss"] for s in steps], own["losses"])
+    # step 2 trains the restored weights: its loss follows on from the first run's last
+    assert abs(own["losses"][1] - first["losses"][-1]) < abs(own["losses"][1] - own["losses"][0])
