@@ -233,7 +233,16 @@ class LoopInspector:
         now = time.perf_counter()
         cost += now - started
         cadence = loop.cadence
-        gap = cadence.next_gap(cost, max(step, 1), now - loop.t0)
+        # The step time is measured from the end of the first sample on: before it, the
+        # loop's time holds its own trace (and the first sample traces the twin and the
+        # weight probe), which would make steps look slow and samples too frequent. The
+        # first sample's cost still counts in the overhead.
+        if loop.step0 is None:
+            gap = cadence.next_gap(cost, 1, cost + 1.0)  # the first sample: FIRST_GAP
+            loop.t0, loop.step0, loop.first_cost = now, step, cost
+        else:
+            elapsed = now - loop.t0 + loop.first_cost
+            gap = cadence.next_gap(cost, max(step - loop.step0, 1), elapsed)
         loop.sample_at = step + gap
         self._emit(
             InspectorStatus(
@@ -242,7 +251,7 @@ class LoopInspector:
                 cadence.mode,
                 gap,
                 cadence.budget,
-                cadence.overhead(now - loop.t0),
+                cadence.overhead(now - loop.t0 + loop.first_cost),
                 cost * 1000.0,
                 self.largest_message,
             )
