@@ -13,13 +13,18 @@ that appears before its loop's first series has done two steps joins that loop,
 a later one starts the next loop. Each loop is a segment of the run, announced
 with ``FitStarted(kind="loop")``.
 
-Eager steps carry their loss at once (a scalar ``.numpy()``). Inside a
-``tf.function`` the loss exists only when the graph runs: the wrapper, at trace
-time, adds a write of the loss into a device-side ring buffer (one ``tf.Variable``
-per series, made with ``tf.init_scope`` so retracing reuses it) and a counter; a
-background thread reads the buffers every 50 ms. A step is reported once the next
-step of the loop's first series exists (so a GAN's two losses share one event),
-and at the end of the loop.
+Eager steps carry their loss and global gradient norm at once. Inside a
+``tf.function`` they exist only when the graph runs: the wrapper, at trace time,
+adds a write of the row ``(loss, sum of l2_loss(grad))`` into a device-side ring
+buffer (one ``tf.Variable[RING, 2]`` per series, made with ``tf.init_scope`` so
+retracing reuses it) and a counter; a background thread reads the buffers every
+50 ms. A step is reported once the next step of the loop's first series exists
+(so a GAN's two losses share one event), at once for a loop of one series once it
+is announced, and at the end of the loop.
+
+The inspector's views (model tree, weight and gradient statistics) come from
+``engine/loop_inspect.py``; what checkpoints hold from ``engine/loop_state.py``
+(the controls get it as their "model").
 """
 
 from __future__ import annotations
@@ -604,7 +609,7 @@ class LoopInterceptor:
             grads = [g.values if isinstance(g, tf.IndexedSlices) else g for _, g in pairs]
             if grads:
                 # sum(g**2)/2 over the gradients (l2_loss: one op each); the reader takes sqrt(2x)
-                squares = tf.add_n([tf.cast(tf.nn.l2_loss(g), tf.float32) for g in grads])
+                squares = tf.add_n([tf.nn.l2_loss(tf.cast(g, tf.float32)) for g in grads])
             else:
                 squares = tf.constant(math.nan, tf.float32)
             if self._recording and self._inspect is not None:
