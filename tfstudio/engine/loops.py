@@ -525,7 +525,7 @@ class LoopInterceptor:
                         if not loop.announced:
                             self._announce(loop)
                 self._inspect.graph_sample(loops, time.perf_counter() - started)
-            gaps = [lp.sample_at - lp.series[0].snapshot() for lp in loops if lp.series]
+                gaps = [lp.sample_at - lp.series[0].snapshot() for lp in loops if lp.series]
             self._sample_call = self._calls + 1 + max(1, min(gaps) if gaps else 1)
         except Exception as exc:  # noqa: BLE001
             self._sample_call = NEVER
