@@ -244,3 +244,19 @@ def test_checkpoint_every_and_restore_at_start_in_a_graph_loop(tmp_path: Path) -
     _close([s.values["loss"] for s in steps], own["losses"])
     # step 2 trains the restored weights: its loss follows on from the first run's last
     assert abs(own["losses"][1] - first["losses"][-1]) < abs(own["losses"][1] - own["losses"][0])
+
+
+def test_ring_buffer_wraps_and_names_overwritten_steps(tmp_path: Path, monkeypatch) -> None:
+    import tfstudio.engine.loops as loops
+
+    # Read after the first call (the controls begin there) and at the end: of steps 2-12,
+    # a ring of 8 keeps the last 8, so steps 2-4 were overwritten before they were read.
+    monkeypatch.setattr(loops, "RING", 8)
+    monkeypatch.setattr(loops, "READ_EVERY", 1000.0)
+    _, events, own = _run("graph_norms.py", tmp_path, inspector=False)
+    steps = of(events, StepEnded)
+    assert [s.global_step for s in steps] == list(range(1, 13))  # no step is lost from the count
+    assert math.isclose(steps[0].values["loss"], own["losses"][0], rel_tol=1e-5)
+    assert all(math.isnan(s.values["loss"]) for s in steps[1:4])
+    _close([s.values["loss"] for s in steps[4:]], own["losses"][4:])
+    _close([s.values["gradient norm"] for s in steps[4:]], own["norms"][4:])
