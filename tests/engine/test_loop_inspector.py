@@ -83,7 +83,7 @@ def test_graph_loop_reports_gradient_norms_and_the_inspector_views(tmp_path: Pat
     assert len(of(events, InspectorStatus)) == 4
 
 
-@pytest.mark.parametrize("mode", ["graph", "eager"])
+@pytest.mark.parametrize("mode", ["graph", "eager", "two"])
 def test_gan_loop_reports_both_gradient_norms_and_one_sample_per_step(tmp_path, mode) -> None:
     _, events, own = _run("gan_norms.py", tmp_path, mode, sample_every=5)
     steps = of(events, StepEnded)

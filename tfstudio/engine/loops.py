@@ -239,6 +239,8 @@ class LoopInterceptor:
         self._recording = False  # the twin is being traced: add the gradient summaries
         self._calls = 0  # calls of step functions
         self._sample_call = FIRST_SAMPLE  # the call that runs the twin
+        self._round: set[int] = set()  # step functions whose twin ran for this sample
+        self._round_cost = 0.0
         self._twin_failed = False
 
     # -- install / restore ---------------------------------------------
@@ -491,10 +493,20 @@ class LoopInterceptor:
     def _sampled_call(
         self, function: Any, original: Callable[..., Any], args: Any, kwargs: Any
     ) -> Any:
-        """Run this step with the recording twin, then emit the inspector's sample."""
+        """Run this step with the recording twin; emit the sample once every step function ran.
+
+        A sample is a round: each step function (a GAN may train its two models in two
+        ``tf.function``s) runs its twin once, then the sample is read and emitted. The
+        round also ends when a function of the round is called again (a function of an
+        earlier loop may never be called again).
+        """
         fid = id(function)
         if self._inspect is None or self._twin_failed:
             self._sample_call = NEVER
+            self._tracing = fid
+            return original(function, *args, **kwargs)
+        if fid in self._round:
+            self._finish_sample()
             self._tracing = fid
             return original(function, *args, **kwargs)
         twin = self._twins.get(fid)
@@ -514,7 +526,20 @@ class LoopInterceptor:
             result = original(twin, *args, **kwargs)
         finally:
             self._recording = False
+            self._round_cost += time.perf_counter() - started
+        self._round.add(fid)
+        if self._round >= self._step_fns:
+            self._finish_sample()
+        return result
+
+    def _finish_sample(self) -> None:
+        """Read what the round's twins recorded, emit it, schedule the next sample."""
+        cost, self._round_cost = self._round_cost, 0.0
+        calls_per_step = max(1, len(self._round))  # e.g. a GAN's two step functions
+        self._round = set()
+        assert self._inspect is not None
         try:
+            started = time.perf_counter()
             with self._lock:
                 loops = [
                     lp for lp in self._loops if not lp.ended and any(s.graph for s in lp.series)
@@ -524,13 +549,13 @@ class LoopInterceptor:
                         self._drain(loop)
                         if not loop.announced:
                             self._announce(loop)
-                self._inspect.graph_sample(loops, time.perf_counter() - started)
+                self._inspect.graph_sample(loops, cost + time.perf_counter() - started)
                 gaps = [lp.sample_at - lp.series[0].snapshot() for lp in loops if lp.series]
-            self._sample_call = self._calls + 1 + max(1, min(gaps) if gaps else 1)
+            gap = max(1, min(gaps) if gaps else 1)
+            self._sample_call = self._calls + 1 + (gap - 1) * calls_per_step + 1
         except Exception as exc:  # noqa: BLE001
             self._sample_call = NEVER
             self.monitor.report_error("inspector: custom loop sample", exc)
-        return result
 
     # -- step derivation -----------------------------------------------
     def _eager(self) -> bool:
