@@ -8,7 +8,13 @@ The monitored rounds run under :class:`tfstudio.engine.loops.LoopInterceptor`
 with a thread draining the channel every 20 ms, as a worker's pump does; each
 monitored round counts the StepEnded events it produced (nothing may be lost).
 
-    python bench/overhead.py --loop [--rounds 20] [--steps 300]
+    python bench/overhead.py --loop [--rounds 20] [--steps 300] [--inspector]
+
+The inspector is off by default (this is the per-step path, as ``overhead.py``
+measures ``fit``); ``--inspector`` turns it on at its default 3% budget, so the
+monitored rounds also run the sampled steps (recording twin, weight/gradient stats);
+each monitored round first runs 13 untimed steps, past the two first samples that trace
+the twin and the weight probe (paid once per run).
 
 Ends with one line: ``overhead: monitored/bare = R`` (the ``@tf.function`` loop).
 """
@@ -34,6 +40,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=20, help="pairs of rounds to compare")
     parser.add_argument("--steps", type=int, default=300, help="steps per round")
     parser.add_argument("--eager-steps", type=int, default=60, help="steps per eager round")
+    parser.add_argument("--inspector", action="store_true", help="sample for the inspector too")
     args = parser.parse_args(argv)
 
     import keras
@@ -42,6 +49,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from tfstudio.core.channel import Channel
     from tfstudio.core.events import StepEnded
+    from tfstudio.core.options import RunOptions
     from tfstudio.engine.loops import LoopInterceptor
     from tfstudio.engine.monitor import RunMonitor
 
@@ -73,9 +81,14 @@ def main(argv: list[str] | None = None) -> None:
         fn(x, y).numpy()  # wait for the last step
         return (n + 1) / (time.perf_counter() - t)
 
+    # With the inspector, a loop's first two samples (steps 2 and 12) pay once per run for
+    # tracing the recording twin and the weight probe: run them before timing, so the
+    # timed steps show the steady cost of budget-spaced samples.
+    warm = 13 if args.inspector else 0
+
     def monitored(make, n: int) -> tuple[float, int]:
         channel = Channel()
-        monitor = RunMonitor(channel)
+        monitor = RunMonitor(channel, options=RunOptions(inspector=args.inspector))
         done = threading.Event()
         seen = [0]
 
@@ -88,11 +101,13 @@ def main(argv: list[str] | None = None) -> None:
         with LoopInterceptor(monitor):
             fn = make()
             fn(x, y).numpy()  # trace (not timed)
+            for _ in range(warm):  # the inspector's first samples trace its twin (not timed)
+                fn(x, y)
             rate = timed(fn, n)
         done.set()
         thread.join()
         seen[0] += sum(isinstance(e, StepEnded) for e in channel.drain())
-        return rate, seen[0] - (n + 2)
+        return rate, seen[0] - (n + 2 + warm)
 
     results = {}
     for kind, make, n in (
@@ -121,6 +136,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{args.rounds} rounds x {n} steps"
         )
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared)")
+    print(f"inspector: {'on (3% budget)' if args.inspector else 'off'}")
     print(f"overhead (eager loop): monitored/bare = {results['eager']:.3f}")
     print(f"overhead: monitored/bare = {results['tf.function']:.3f}")
 

@@ -13,31 +13,43 @@ that appears before its loop's first series has done two steps joins that loop,
 a later one starts the next loop. Each loop is a segment of the run, announced
 with ``FitStarted(kind="loop")``.
 
-Eager steps carry their loss at once (a scalar ``.numpy()``). Inside a
-``tf.function`` the loss exists only when the graph runs: the wrapper, at trace
-time, adds a write of the loss into a device-side ring buffer (one ``tf.Variable``
-per series, made with ``tf.init_scope`` so retracing reuses it) and a counter; a
-background thread reads the buffers every 50 ms. A step is reported once the next
-step of the loop's first series exists (so a GAN's two losses share one event),
-and at the end of the loop.
+Eager steps carry their loss and global gradient norm at once. Inside a
+``tf.function`` they exist only when the graph runs: the wrapper, at trace time,
+adds a write of the row ``(loss, sum of l2_loss(grad))`` into a device-side ring
+buffer (one ``tf.Variable[RING, 2]`` per series, made with ``tf.init_scope`` so
+retracing reuses it) and a counter; a background thread reads the buffers every
+50 ms. A step is reported once the next step of the loop's first series exists
+(so a GAN's two losses share one event), at once for a loop of one series once it
+is announced, and at the end of the loop.
+
+The inspector's views (model tree, weight and gradient statistics) come from
+``engine/loop_inspect.py``; what checkpoints hold from ``engine/loop_state.py``
+(the controls get it as their "model").
 """
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+
 from tfstudio.core.events import FitEnded, FitStarted, ModelSummary, StepEnded
+from tfstudio.engine.loop_inspect import FIRST_SAMPLE, LoopInspector, new_cadence
 from tfstudio.engine.monitor import RunMonitor
 from tfstudio.engine.script import RunStopped
 
 RING = 4096  # steps a graph series' buffer holds between two reads (50 ms)
 READ_EVERY = 0.05  # seconds between reads of the graph buffers
-GRAD_NORM = "\0gradient norm"  # placeholder key of an eager step's global gradient norm
+NEVER = 1 << 62
+_NO_RUNNING: dict[str, float] = {}  # StepEnded.running of a loop step (shared, never mutated)
 _MISSING = object()
 
 
@@ -62,21 +74,29 @@ def _flat(x: Any) -> list[Any]:
 class _Series:
     """The steps that update one set of variables.
 
-    Losses not yet reported are kept from step ``_base`` on (eager: appended as the
-    steps happen; graph: read from the device ring buffer); reported ones are dropped.
+    Losses and global gradient norms not yet reported are kept from step ``_base``
+    on (eager: appended as the steps happen; graph: read from the device ring
+    buffer); reported ones are dropped.
     """
 
     def __init__(self, key: frozenset[int], name: str, variables: list[Any]) -> None:
         self.key = key
         self.name = name
         self.variables = variables
+        self.owner: Any = None  # the model or module these variables belong to
+        self.optimizer: Any = None  # the Keras optimizer that updates them (if any)
+        self.loop: _Loop | None = None
         self.loss_key = "loss"
         self.norm_key = "gradient norm"
         self.graph = False
-        self.buffer: Any = None  # graph: tf.Variable[RING] of losses
+        # graph: tf.Variable[RING, 2] of (loss, sum of l2_loss(grad)) per step
+        self.buffer: Any = None
         self.counter: Any = None  # graph: tf.Variable int64, steps written
+        self.grads: Any = None  # graph: the inspector's device buffers (loop_inspect)
+        self.tree: Any = None  # the inspector's (ModelNode, summary text) of the owner
         self._count = 0  # steps seen so far
         self._losses: list[float] = []  # losses of steps _base.._count-1
+        self._norms: list[float] = []  # their global gradient norms
         self._extra: list[dict[str, float]] = []  # eager: values of tiny variables (W, b)
         self._base = 0
         self._tf: Any = None
@@ -86,33 +106,51 @@ class _Series:
         self._tf = tf
         if self.buffer is None:
             with tf.init_scope():
-                self.buffer = tf.Variable(tf.zeros([RING], tf.float32), trainable=False)
+                self.buffer = tf.Variable(tf.zeros([RING, 2], tf.float32), trainable=False)
                 self.counter = tf.Variable(0, dtype=tf.int64, trainable=False)
         self.graph = True
 
-    def add(self, loss: float, extra: dict[str, float] | None) -> None:
-        """An eager step's loss (and tiny variables' values)."""
+    def add(self, loss: float, norm: float, extra: dict[str, float] | None) -> None:
+        """An eager step's loss, global gradient norm (and tiny variables' values)."""
         self._losses.append(loss)
+        self._norms.append(norm)
         if extra:
             self._extra.extend([{}] * (len(self._losses) - 1 - len(self._extra)))
             self._extra.append(extra)
         self._count += 1
 
+    def step_count(self) -> int:
+        """Steps seen so far (eager; graph: as of the last read)."""
+        return self._count
+
     def snapshot(self) -> int:
         """How many steps exist now (graph: read from the device buffer)."""
         if not self.graph:
             return self._count
-        with self._tf.init_scope():
-            count = int(self.counter.numpy())
-            data = self.buffer.numpy() if count > self._count else None
-        if data is not None:
-            lost = max(0, count - self._count - RING)  # overwritten before this read
-            self._losses.extend([float("nan")] * lost)
-            first = self._count + lost
-            if first < count:
-                idx = [j % RING for j in range(first, count)]
-                self._losses.extend(data[idx].astype(float).tolist())
-            self._count = count
+        tf = self._tf
+        if tf.executing_eagerly():  # the reader thread: raw reads (~20 us, .numpy() ~110 us)
+            count = int(_read(self.counter.handle, tf.int64))
+            if count <= self._count:
+                return count
+            data = _read(self.buffer.handle, tf.float32)
+        else:  # while tracing (a new series asks how far the loop is)
+            with tf.init_scope():
+                count = int(self.counter.numpy())
+                if count <= self._count:
+                    return count
+                data = self.buffer.numpy()
+        lost = max(0, count - self._count - RING)  # overwritten before this read
+        if lost:
+            self._losses.extend([math.nan] * lost)
+            self._norms.extend([math.nan] * lost)
+        first = self._count + lost
+        if first < count:
+            lo, hi = first % RING, count % RING or RING
+            rows = data[lo:hi] if lo < hi else np.concatenate((data[lo:], data[:hi]))
+            self._losses.extend(rows[:, 0].tolist())
+            # column 1 holds sum(l2_loss(g)) = sum(g**2) / 2: the global norm is sqrt(2 x)
+            self._norms.extend(np.sqrt(2.0 * rows[:, 1].astype(np.float64)).tolist())
+        self._count = count
         return count
 
     def trim(self, emitted: int) -> None:
@@ -120,13 +158,19 @@ class _Series:
         if emitted > self._base:
             drop = emitted - self._base
             del self._losses[:drop]
+            del self._norms[:drop]
             del self._extra[:drop]
             self._base = emitted
 
-    def value(self, j: int) -> float:
-        """Loss of this series' step ``j`` (0-based); NaN when it was overwritten."""
-        i = j - self._base
-        return self._losses[i] if 0 <= i < len(self._losses) else float("nan")
+    def values(self, first: int, last: int) -> tuple[list[float], list[float]]:
+        """Losses and global gradient norms of steps ``first..last-1`` (NaN where unknown)."""
+        i, k = first - self._base, last - self._base
+        losses, norms = self._losses[i:k], self._norms[i:k]
+        missing = (last - first) - len(losses)
+        if missing > 0:
+            losses = losses + [math.nan] * missing
+            norms = norms + [math.nan] * missing
+        return losses, norms
 
     def extra(self, j: int) -> dict[str, float]:
         """Values of the tiny variables at step ``j`` (empty when not tracked)."""
@@ -137,7 +181,7 @@ class _Series:
 class _Loop:
     """One discovered custom loop: a segment of the run."""
 
-    def __init__(self, number: int, fit_index: int) -> None:
+    def __init__(self, number: int, fit_index: int, cadence: Any = None) -> None:
         self.number = number
         self.fit_index = fit_index
         self.series: list[_Series] = []
@@ -145,6 +189,14 @@ class _Loop:
         self.announced = False
         self.ended = False
         self.start_step = 0
+        # the inspector's sampling (engine/loop_inspect.py)
+        self.cadence = cadence
+        self.sample_at = FIRST_SAMPLE  # the loop's next sampled step (1-based)
+        self.sample: Any = None  # eager: the sampled step being collected
+        self.weights: Any = None  # its WeightProbe, made at the first sample
+        self.t0 = 0.0  # the cadence's clock: when the first sample ended
+        self.step0: int | None = None  # the step of the first sample
+        self.first_cost = 0.0  # what the first sample cost (traces included)
 
 
 class LoopInterceptor:
@@ -170,11 +222,26 @@ class LoopInterceptor:
         self._optimizer: Any = None
         self.graph_active = False
         opts = monitor.options
-        self._watched: dict[int, str] = {}  # variable id -> name given by monitor.watch
+        self._watched: dict[int, tuple[str, Any]] = {}  # variable id -> monitor.watch's name
         self._explicit: _Loop | None = None  # the segment monitor.log reports into
         self._per_step = bool(
             opts.stop_at_step is not None or opts.checkpoint_every or opts.checkpoint_minutes
         )
+        self._state: Any = None  # what checkpoints hold (engine/loop_state.py)
+        # the inspector (engine/loop_inspect.py): None when the run turned it off
+        self._inspect: LoopInspector | None = (
+            LoopInspector(monitor, self._probing_context) if opts.inspector else None
+        )
+        self._probing = 0  # >0 while the inspector's own tf.functions run
+        self._tracing: int | None = None  # id of the tf.function being called (traced)
+        self._step_fns: set[int] = set()  # ids of tf.functions whose graph holds a step
+        self._twins: dict[int, Any] = {}  # their recording twins
+        self._recording = False  # the twin is being traced: add the gradient summaries
+        self._calls = 0  # calls of step functions
+        self._sample_call = FIRST_SAMPLE  # the call that runs the twin
+        self._round: set[int] = set()  # step functions whose twin ran for this sample
+        self._round_cost = 0.0
+        self._twin_failed = False
 
     # -- install / restore ---------------------------------------------
     def __enter__(self) -> LoopInterceptor:
@@ -229,9 +296,13 @@ class LoopInterceptor:
     def _patch_keras(self, keras: Any) -> None:
         if self._tf is None:
             return
+        from keras.src.backend.common.variables import Variable
         from keras.src.optimizers.base_optimizer import BaseOptimizer
 
         self._replace(BaseOptimizer, "apply", self._wrap_apply)
+        # keras.Variable.assign_sub is assign(self - value): it never calls tf's assign_sub
+        for name in ("assign_sub", "assign_add"):
+            self._replace(Variable, name, self._wrap_assign)
 
     def __exit__(self, *exc: object) -> None:
         import tfstudio.monitor as explicit
@@ -260,7 +331,17 @@ class LoopInterceptor:
                 self.monitor.control.end()
             except Exception as exc:  # noqa: BLE001
                 self.monitor.report_error("controls (custom loop end)", exc)
+        self._twins.clear()
         self._tf = None
+
+    @contextmanager
+    def _probing_context(self) -> Iterator[None]:
+        """While entered, tf.function calls are the inspector's own: no steps."""
+        self._probing += 1
+        try:
+            yield
+        finally:
+            self._probing -= 1
 
     # -- the explicit API (tfstudio.monitor) -----------------------------
     def watch(self, obj: Any, name: str | None) -> None:
@@ -268,7 +349,7 @@ class LoopInterceptor:
         try:
             label = name or str(getattr(obj, "name", "") or type(obj).__name__)
             for v in _variables_of(obj) or []:
-                self._watched[id(v)] = label
+                self._watched[id(v)] = (label, obj)
         except Exception as exc:  # noqa: BLE001
             self.monitor.report_error("monitor.watch", exc)
 
@@ -346,7 +427,7 @@ class LoopInterceptor:
                 interceptor._updating -= 1
             try:
                 interceptor._optimizer = optimizer
-                interceptor._on_update(variables)
+                interceptor._on_update(variables, optimizer)
             except RunStopped:
                 raise
             except Exception as exc:  # noqa: BLE001
@@ -364,7 +445,7 @@ class LoopInterceptor:
             result = original(variable, *args, **kwargs)
             if interceptor._pending and not interceptor._updating and not monitor.in_fit:
                 try:
-                    interceptor._on_update([variable])
+                    interceptor._on_update([variable], None)
                 except RunStopped:
                     raise
                 except Exception as exc:  # noqa: BLE001
@@ -379,23 +460,102 @@ class LoopInterceptor:
         monitor = self.monitor
 
         def __call__(function: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N807
-            result = original(function, *args, **kwargs)
-            if interceptor.graph_active and not monitor.in_fit and interceptor._eager():
+            it = interceptor
+            if it._probing or monitor.in_fit or not it._eager():
+                return original(function, *args, **kwargs)  # probes, fit, nested calls
+            fid = id(function)
+            if it._calls + 1 >= it._sample_call and fid in it._step_fns:
+                result = it._sampled_call(function, original, args, kwargs)
+            else:
+                it._tracing = fid  # a trace that finds a step marks this function
+                result = original(function, *args, **kwargs)
+            if it.graph_active:
                 # A graph step ran: the step boundary for stop, pause and commands.
                 if monitor.stop_requested.is_set():
                     raise RunStopped()
+                if fid in it._step_fns:
+                    it._calls += 1
                 # The full step boundary only when it has work: a per-call control step
                 # (learning-rate reads sync the device) cost ~5% of a small graph loop.
                 if (
-                    interceptor._per_step
+                    it._per_step
+                    or not it._control_started
                     or not monitor.resume.is_set()
                     or monitor.channel.has_commands()
                 ):
-                    interceptor._after_step(None)
+                    it._sync()
+                    it._after_step(None)
             return result
 
         __call__.__wrapped__ = original  # type: ignore[attr-defined]
         return __call__
+
+    def _sampled_call(
+        self, function: Any, original: Callable[..., Any], args: Any, kwargs: Any
+    ) -> Any:
+        """Run this step with the recording twin; emit the sample once every step function ran.
+
+        A sample is a round: each step function (a GAN may train its two models in two
+        ``tf.function``s) runs its twin once, then the sample is read and emitted. The
+        round also ends when a function of the round is called again (a function of an
+        earlier loop may never be called again).
+        """
+        fid = id(function)
+        if self._inspect is None or self._twin_failed:
+            self._sample_call = NEVER
+            self._tracing = fid
+            return original(function, *args, **kwargs)
+        if fid in self._round:
+            self._finish_sample()
+            self._tracing = fid
+            return original(function, *args, **kwargs)
+        twin = self._twins.get(fid)
+        if twin is None:
+            try:
+                twin = function._clone(None)  # same Python function, traced again
+            except Exception as exc:  # noqa: BLE001
+                self._twin_failed = True
+                self.monitor.report_error("inspector: gradients (tf.function twin)", exc)
+                self._tracing = fid
+                return original(function, *args, **kwargs)
+            self._twins[fid] = twin
+        started = time.perf_counter()
+        self._recording = True
+        self._tracing = fid
+        try:
+            result = original(twin, *args, **kwargs)
+        finally:
+            self._recording = False
+            self._round_cost += time.perf_counter() - started
+        self._round.add(fid)
+        if self._round >= self._step_fns:
+            self._finish_sample()
+        return result
+
+    def _finish_sample(self) -> None:
+        """Read what the round's twins recorded, emit it, schedule the next sample."""
+        cost, self._round_cost = self._round_cost, 0.0
+        calls_per_step = max(1, len(self._round))  # e.g. a GAN's two step functions
+        self._round = set()
+        assert self._inspect is not None
+        try:
+            started = time.perf_counter()
+            with self._lock:
+                loops = [
+                    lp for lp in self._loops if not lp.ended and any(s.graph for s in lp.series)
+                ]
+                for loop in loops:
+                    if not loop.announced:
+                        self._drain(loop)
+                        if not loop.announced:
+                            self._announce(loop)
+                self._inspect.graph_sample(loops, cost + time.perf_counter() - started)
+                gaps = [lp.sample_at - lp.series[0].snapshot() for lp in loops if lp.series]
+            gap = max(1, min(gaps) if gaps else 1)
+            self._sample_call = self._calls + 1 + (gap - 1) * calls_per_step + 1
+        except Exception as exc:  # noqa: BLE001
+            self._sample_call = NEVER
+            self.monitor.report_error("inspector: custom loop sample", exc)
 
     # -- step derivation -----------------------------------------------
     def _eager(self) -> bool:
@@ -408,32 +568,39 @@ class LoopInterceptor:
         if not variables:
             return  # a gradient of inputs (saliency), not a training step
         key = frozenset(id(v) for v in variables)
+        flat_grads = _flat(grads)
+        pairs: list[tuple[Any, Any]] = []
+        if len(flat_grads) == len(flat_sources):
+            pairs = [
+                (s, g)
+                for g, s in zip(flat_grads, flat_sources, strict=True)
+                if g is not None and _is_variable(s)
+            ]
         small = None
+        norm = math.nan
         if self._eager():
+            if self._inspect is not None and self._inspect.deferred is not None:
+                self._inspect.settle()  # the sampled step's updates are all done
             # the guide's W and b: the values this loss was computed with
             small = {name: _scalar(v) for name, v in _small_names(variables)}
-            flat_grads = _flat(grads)
-            if len(flat_grads) == len(flat_sources):
-                applied = [
-                    g
-                    for g, s in zip(flat_grads, flat_sources, strict=True)
-                    if g is not None and _is_variable(s)
-                ]
-                if applied:
-                    small[GRAD_NORM] = float(self._tf.linalg.global_norm(applied))
+            if pairs:
+                norm = float(self._tf.linalg.global_norm([g for _, g in pairs]))
+        # a Keras variable's assign_sub updates the tf.Variable it wraps: match both
+        inner = [getattr(v, "_value", None) for v in variables]
+        match = key | {id(i) for i in inner if i is not None and hasattr(i, "assign_sub")}
         self._pending = [p for p in self._pending if p[0] != key][-3:]
-        self._pending.append((key, target, variables, small))
+        self._pending.append((key, match, target, variables, small, norm, pairs))
 
-    def _on_update(self, variables: list[Any]) -> None:
+    def _on_update(self, variables: list[Any], optimizer: Any) -> None:
         ids = {id(v) for v in variables}
         found = None
         for i in range(len(self._pending) - 1, -1, -1):
-            if self._pending[i][0] & ids:
+            if self._pending[i][1] & ids:
                 found = self._pending.pop(i)
                 break
         if found is None:
             return  # no tape step before this update (a counter, a metric)
-        key, target, tracked, small = found
+        key, _, target, tracked, small, norm, pairs = found
         eager = self._eager()
         if eager and self.monitor.stop_requested.is_set():
             raise RunStopped()
@@ -441,13 +608,21 @@ class LoopInterceptor:
             series = self._series.get(key)
             if series is None:
                 series = self._new_series(key, tracked)
-            loop = self._loop_of(series)
+            if optimizer is not None and series.optimizer is None:
+                series.optimizer = optimizer
+                self._track(
+                    optimizer.name if hasattr(optimizer, "name") else "optimizer", optimizer
+                )
+            loop = series.loop
+        assert loop is not None
         tf = self._tf
         if eager:
             loss = _scalar(target)
             with self._lock:
-                series.add(loss, small)
+                series.add(loss, norm, small)
                 self._drain(loop)
+            if self._inspect is not None:
+                self._inspect.eager_step(loop, series, pairs)
             if series is loop.series[0]:
                 self._after_step(loss)
         else:  # tracing a tf.function: record the loss on the device at run time
@@ -455,36 +630,66 @@ class LoopInterceptor:
             if target is not None:
                 value = tf.reduce_mean(tf.cast(target, tf.float32))
             else:
-                value = tf.constant(float("nan"), tf.float32)
-            # Value first, then the count: a reader that sees the count sees the value.
+                value = tf.constant(math.nan, tf.float32)
+            grads = [g.values if isinstance(g, tf.IndexedSlices) else g for _, g in pairs]
+            if grads:
+                # sum(g**2)/2 over the gradients (l2_loss: one op each); the reader takes sqrt(2x)
+                squares = tf.add_n([tf.nn.l2_loss(tf.cast(g, tf.float32)) for g in grads])
+            else:
+                squares = tf.constant(math.nan, tf.float32)
+            if self._recording and self._inspect is not None:
+                self._inspect.record_graph(series, pairs)
+            # Values first, then the count: a reader that sees the count sees the values.
             index = series.counter.read_value()
             written = series.buffer.scatter_nd_update(
-                tf.reshape(index % RING, [1, 1]), tf.reshape(value, [1])
+                tf.reshape(index % RING, [1, 1]), tf.reshape(tf.stack([value, squares]), [1, 2])
             )
             with tf.control_dependencies([written]):
                 series.counter.assign_add(1)
+            if self._tracing is not None:
+                self._step_fns.add(self._tracing)
             self.graph_active = True
             self._start_reader()
 
     def _new_series(self, key: frozenset[int], variables: list[Any]) -> _Series:
         watched = [self._watched[id(v)] for v in variables if id(v) in self._watched]
-        name = watched[0] if watched else _owner_name(variables)
+        if watched:
+            name, owner = watched[0]
+        else:
+            name, owner = _owner(variables)
         series = _Series(key, name, variables)
+        series.owner = owner
+        series.tree = self._inspect.tree_of(owner, name, variables) if self._inspect else None
         self._series[key] = series
+        if owner is not None:
+            self._track(name, owner, variables)
+        else:
+            for v in variables:
+                label = str(getattr(v, "name", "") or "variable").split(":")[0].split("/")[-1]
+                self._track(label, v, [v])
         loop = self._loops[-1] if self._loops else None
         if loop is None or loop.ended or loop.announced or self._primary_count(loop) > 1:
             if loop is not None:
                 self._end_loop(loop)
             mon = self.monitor
-            loop = _Loop(len(self._loops) + 1, mon.fits + len(self._loops))
+            cadence = new_cadence(mon) if self._inspect is not None else None
+            loop = _Loop(len(self._loops) + 1, mon.fits + len(self._loops), cadence)
             mon.loops = len(self._loops) + 1
             self._loops.append(loop)
         loop.series.append(series)
-        series.loop = loop  # type: ignore[attr-defined]
+        series.loop = loop
         return series
 
-    def _loop_of(self, series: _Series) -> _Loop:
-        return series.loop  # type: ignore[attr-defined]
+    def _track(self, name: str, obj: Any, variables: list[Any] = ()) -> None:
+        """Add ``obj`` to what the run's checkpoints hold."""
+        try:
+            if self._state is None:
+                from tfstudio.engine.loop_state import loop_state
+
+                self._state = loop_state()
+            self._state.track(name, obj, list(variables))
+        except Exception as exc:  # noqa: BLE001
+            self.monitor.report_error("custom loop (checkpoint objects)", exc)
 
     def _primary_count(self, loop: _Loop) -> int:
         if not loop.series:
@@ -500,8 +705,13 @@ class LoopInterceptor:
         mon = self.monitor
         if mon.control is None:
             mon.control = TrainingController(mon)
+        optimizer = self._optimizer
+        for s in self._loops[-1].series if self._loops else ():
+            if s.optimizer is not None:
+                optimizer = s.optimizer
+                break
         try:
-            mon.control.begin(None, self._optimizer, mon.request_stop)
+            mon.control.begin(self._state, optimizer, mon.request_stop)
         except Exception as exc:  # noqa: BLE001
             mon.report_error("controls (custom loop)", exc)
 
@@ -519,6 +729,13 @@ class LoopInterceptor:
             self.monitor.report_error("controls (custom loop step)", exc)
         if self.monitor.stop_requested.is_set():
             raise RunStopped()
+
+    def _sync(self) -> None:
+        """Report every graph step that ran (a device sync): the controls see the true step."""
+        with self._lock:
+            for loop in self._loops:
+                if not loop.ended and any(s.graph for s in loop.series):
+                    self._drain(loop)
 
     # -- events --------------------------------------------------------
     def _announce(self, loop: _Loop) -> None:
@@ -546,43 +763,69 @@ class LoopInterceptor:
                 loop_index=loop.number,
             )
         )
+        if self._inspect is not None:
+            self._inspect.announce(loop)
 
     def _drain(self, loop: _Loop, final: bool = False) -> None:
-        """Report the loop's steps whose next primary step exists (all of them if final)."""
+        """Report the loop's steps whose next primary step exists (all of them if final).
+
+        A loop of one series, once announced, reports every step at once: no other
+        series can join it any more.
+        """
         if not loop.series:
             return
-        counts = [s.snapshot() for s in loop.series]
-        limit = counts[0] if final else counts[0] - 1
-        if limit <= loop.emitted:
+        series = loop.series
+        counts = [s.snapshot() for s in series]
+        whole = final or (loop.announced and len(series) == 1)
+        limit = counts[0] if whole else counts[0] - 1
+        first = loop.emitted
+        if limit <= first:
             return
         if not loop.announced:
             self._announce(loop)
         mon = self.monitor
         emit = mon.channel.emit
-        primary = loop.series[0]
-        for j in range(loop.emitted, limit):
-            values = {primary.loss_key: primary.value(j)}
-            for s, n in zip(loop.series[1:], counts[1:], strict=True):
-                if n > j:
-                    values[s.loss_key] = s.value(j)
-            for s in loop.series:
-                extra = s.extra(j)
-                if extra:
-                    values.update(extra)
-                    norm = values.pop(GRAD_NORM, None)
-                    if norm is not None:
-                        values[s.norm_key] = norm
-            mon.global_step += 1
-            step = mon.global_step - loop.start_step
-            emit(StepEnded(loop.fit_index, mon.global_step, 0, step, 1, values, {}, mon.now()))
+        fit_index = loop.fit_index
+        columns = []
+        for s, n in zip(series, counts, strict=True):
+            upto = min(limit, n)
+            losses, norms = s.values(first, max(upto, first))
+            columns.append((s.loss_key, s.norm_key, losses, norms, upto - first, s))
+        extras = [s for s in series if s._extra]
+        now = mon.now()
+        g0 = mon.global_step
+        s0 = g0 - loop.start_step
+        if len(columns) == 1 and not extras and columns[0][4] == limit - first:
+            # The common case (one series, graph steps read in bulk): the least Python per
+            # step, since the reader thread competes with training for the GIL.
+            loss_key, norm_key, losses, norms, _, _ = columns[0]
+            for k, (loss, norm) in enumerate(zip(losses, norms, strict=True), 1):
+                values = {loss_key: loss, norm_key: norm} if norm == norm else {loss_key: loss}
+                emit(StepEnded(fit_index, g0 + k, 0, s0 + k, 1, values, _NO_RUNNING, now))
+            columns = []
+        for k in range(0 if columns else limit - first, limit - first):
+            values: dict[str, float] = {}
+            for loss_key, norm_key, losses, norms, n, _ in columns:
+                if k < n:
+                    values[loss_key] = losses[k]
+                    norm = norms[k]
+                    if norm == norm:  # not NaN: the step had gradients to measure
+                        values[norm_key] = norm
+            for s in extras:
+                values.update(s.extra(first + k))
+            emit(StepEnded(fit_index, g0 + k + 1, 0, s0 + k + 1, 1, values, {}, now))
+        mon.global_step = g0 + (limit - first)
         loop.emitted = limit
-        for s in loop.series:
+        for s in series:
             s.trim(limit)
 
     def _end_loop(self, loop: _Loop) -> None:
         if loop.ended:
             return
         self._drain(loop, final=True)
+        if self._inspect is not None:
+            self._inspect.flush(loop)
+            self._inspect.settle()
         loop.ended = True
         if loop.announced:
             mon = self.monitor
@@ -607,12 +850,16 @@ class LoopInterceptor:
     def _read_loop(self) -> None:
         while not self._stop_reader.wait(READ_EVERY):
             try:
-                with self._lock:
-                    for loop in self._loops:
-                        if not loop.ended and any(s.graph for s in loop.series):
-                            self._drain(loop)
+                self._sync()
             except Exception as exc:  # noqa: BLE001
                 self.monitor.report_error("custom loop (reader)", exc)
+
+
+def _read(handle: Any, dtype: Any) -> np.ndarray:
+    """A resource variable's value as numpy, with the least Python (the reader's hot path)."""
+    from tensorflow.python.ops import gen_resource_variable_ops
+
+    return gen_resource_variable_ops.read_variable_op(handle, dtype).numpy()
 
 
 def _scalar(target: Any) -> float:
@@ -652,10 +899,10 @@ def _size(variable: Any) -> int:
 _AUTO_NAME = re.compile(r"^(sequential|functional|model|module)(_\d+)?$")
 
 
-def _owner_name(variables: list[Any]) -> str:
-    """Name of the model or module whose variables these are, found in the caller's frames."""
+def _owner(variables: list[Any]) -> tuple[str, Any]:
+    """Name and object of the model or module whose variables these are (caller's frames)."""
     ids = {id(v) for v in variables}
-    best: tuple[int, str] | None = None
+    best: tuple[int, str, Any] | None = None
     frame = sys._getframe(1)
     seen: set[int] = set()
     depth = 0
@@ -675,14 +922,14 @@ def _owner_name(variables: list[Any]) -> str:
                 if not name or _AUTO_NAME.match(name) or name == _snake(type(obj).__name__):
                     name = binding if not binding.startswith("_") else (name or binding)
                 if best is None or len(owned_ids) < best[0]:
-                    best = (len(owned_ids), name)
+                    best = (len(owned_ids), name, obj)
         frame = frame.f_back
         depth += 1
     if best is not None:
-        return best[1]
+        return best[1], best[2]
     first = variables[0]
     path = str(getattr(first, "path", "") or getattr(first, "name", "") or "variables")
-    return path.split("/")[0].split(":")[0]
+    return path.split("/")[0].split(":")[0], None
 
 
 def _variables_of(obj: Any) -> list[Any] | None:
@@ -690,6 +937,8 @@ def _variables_of(obj: Any) -> list[Any] | None:
         if not (hasattr(obj, "trainable_variables") and hasattr(obj, "name")):
             return None
         owned = obj.trainable_variables
+        if not isinstance(owned, list | tuple):
+            return None  # e.g. autograph's Undefined, whose every attribute is itself
         return list(owned) if owned else None
     except Exception:  # noqa: BLE001 - properties of arbitrary objects
         return None

@@ -1,0 +1,262 @@
+"""Custom loops: gradient norms in graph loops, the inspector's views, checkpoints and LR."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import wait_for
+from tests.engine.helpers import of, run_script
+from tests.engine.test_stop_pause import Collector
+from tfstudio.core.channel import Channel
+from tfstudio.core.commands import (
+    Pause,
+    RestoreCheckpoint,
+    Resume,
+    SaveCheckpoint,
+    SetLearningRate,
+    Stop,
+)
+from tfstudio.core.events import (
+    CheckpointRestored,
+    CheckpointSaved,
+    FitStarted,
+    GradientStats,
+    InspectorStatus,
+    LearningRate,
+    ModelTree,
+    RunState,
+    StepEnded,
+    WeightStats,
+)
+from tfstudio.core.options import RunOptions
+from tfstudio.engine.session import TrainingSession
+
+pytestmark = pytest.mark.tf
+
+ROOT = Path(__file__).resolve().parents[2]
+LOOPS = ROOT / "tests" / "scripts" / "loops"
+
+
+def _close(a: list[float], b: list[float]) -> None:
+    assert len(a) == len(b)
+    for x, y in zip(a, b, strict=True):
+        assert math.isclose(x, y, rel_tol=1e-5, abs_tol=1e-6), (x, y)
+
+
+def _run(script: str, tmp_path: Path, *args: str, **options) -> tuple[object, list, dict]:
+    out = tmp_path / "own.json"
+    ended, events = run_script(
+        LOOPS / script, [str(out), *args], capture_output=False, options=RunOptions(**options)
+    )
+    assert ended.status == "finished", ended.summary()
+    return ended, events, json.loads(out.read_text())
+
+
+def test_graph_loop_reports_gradient_norms_and_the_inspector_views(tmp_path: Path) -> None:
+    _, events, own = _run("graph_norms.py", tmp_path, sample_every=3)
+    steps = of(events, StepEnded)
+    assert len(steps) == 12
+    _close([s.values["loss"] for s in steps], own["losses"])
+    _close([s.values["gradient norm"] for s in steps], own["norms"])
+    # the model tree of the Keras model the loop trains (the Model dock shows it)
+    (tree,) = of(events, ModelTree)
+    assert tree.root.name == "regressor"
+    assert [c.name for c in tree.root.children][-2:] == ["dense", "dense_1"]
+    # gradients of the sampled steps, per variable, equal the loop's own tf.norm
+    grads = of(events, GradientStats)
+    assert [g.step for g in grads] == [2, 5, 8, 11]
+    for g in grads:
+        mine = own["per_variable"][g.step - 1]
+        assert {v.path for v in g.variables} == set(mine)
+        for v in g.variables:
+            assert math.isclose(v.norm, mine[v.path], rel_tol=1e-5), (g.step, v.path)
+            assert sum(v.hist) == int(np.prod(np.shape(own["final"][v.path])))
+        assert math.isclose(g.global_norm, own["norms"][g.step - 1], rel_tol=1e-5)
+    weights = of(events, WeightStats)
+    assert [w.step for w in weights] == [2, 5, 8, 11]
+    assert {v.path for v in weights[-1].variables} == set(own["final"])
+    assert len(of(events, InspectorStatus)) == 4
+
+
+@pytest.mark.parametrize("mode", ["graph", "eager", "two"])
+def test_gan_loop_reports_both_gradient_norms_and_one_sample_per_step(tmp_path, mode) -> None:
+    _, events, own = _run("gan_norms.py", tmp_path, mode, sample_every=5)
+    steps = of(events, StepEnded)
+    assert len(steps) == 15
+    _close([s.values["gradient norm (discriminator)"] for s in steps], own["d"])
+    _close([s.values["gradient norm (generator)"] for s in steps], own["g"])
+    (tree,) = of(events, ModelTree)
+    assert [c.name for c in tree.root.children] == ["discriminator", "generator"]
+    grads = of(events, GradientStats)
+    assert [g.step for g in grads] == [2, 7, 12]
+    for g in grads:  # one event holds both models' gradients
+        prefixes = {v.path.split("/")[0] for v in g.variables}
+        assert prefixes == {"discriminator", "generator"}
+        total = math.hypot(own["d"][g.step - 1], own["g"][g.step - 1])
+        assert math.isclose(g.global_norm, total, rel_tol=1e-5)
+
+
+def test_eager_loop_samples_weights_and_gradients(tmp_path: Path) -> None:
+    ended, events = run_script(
+        ROOT / "resources/examples/basic_training_loop.py",
+        capture_output=False,
+        options=RunOptions(sample_every=100),
+    )
+    assert ended.status == "finished"
+    steps = of(events, StepEnded)
+    (tree,) = of(events, ModelTree)
+    assert tree.root.name == "linear" and {v.name for v in tree.root.variables} >= {"W:0", "b:0"}
+    weights = of(events, WeightStats)
+    assert [w.step for w in weights] == [2, 102, 202]
+    by_step = {s.global_step: s.values for s in steps}
+    for w in weights:
+        values = {v.path.split(":")[0]: v.values[0] for v in w.variables}
+        # sampled after the step's update: the values the next step's loss is computed with
+        assert math.isclose(values["W"], by_step[w.step + 1]["W"], rel_tol=1e-6)
+        assert math.isclose(values["b"], by_step[w.step + 1]["b"], rel_tol=1e-6)
+    grads = of(events, GradientStats)
+    assert [g.step for g in grads] == [2, 102, 202]
+    for g in grads:
+        assert math.isclose(g.global_norm, by_step[g.step]["gradient norm"], rel_tol=1e-5)
+
+
+def test_inspector_off_means_no_inspector_events(tmp_path: Path) -> None:
+    _, events, own = _run("graph_norms.py", tmp_path, inspector=False)
+    assert not of(events, GradientStats) and not of(events, WeightStats)
+    _close([s.values["gradient norm"] for s in of(events, StepEnded)], own["norms"])
+
+
+# -- checkpoints and learning rate ---------------------------------------------
+def _start(*args: str, **options) -> tuple[TrainingSession, Collector]:
+    options.setdefault("inspector", False)
+    channel = Channel()
+    session = TrainingSession(LOOPS / "long_loop.py", args, channel, options=RunOptions(**options))
+    session.start()
+    return session, Collector(channel)
+
+
+def _pause(seen: Collector) -> RunState:
+    before = len(of(seen.poll(), RunState))
+    seen.channel.send(Pause())
+    wait_for(lambda: len(of(seen.poll(), RunState)) > before)
+    state = of(seen.events, RunState)[-1]
+    assert state.state == "paused"
+    return state
+
+
+def _wait(seen: Collector, kind: type, count: int = 1):
+    wait_for(lambda: len(of(seen.poll(), kind)) >= count)
+    return of(seen.events, kind)[count - 1]
+
+
+def _state(control) -> dict[str, np.ndarray]:
+    out = {f"var/{i}": v.numpy().copy() for i, v in enumerate(control.model.trainable_variables)}
+    if control.optimizer is not None:
+        for i, v in enumerate(control.optimizer.variables):
+            out[f"opt/{i}/{v.path}"] = v.numpy().copy()
+    return out
+
+
+@pytest.mark.parametrize(
+    ("mode", "update"), [("eager", "adam"), ("graph", "adam"), ("graph", "assign")]
+)
+def test_save_now_and_restore_a_custom_loop_bit_exact(tmp_path, mode, update) -> None:
+    session, seen = _start(mode, update, checkpoint_dir=str(tmp_path / "ck"))
+    try:
+        wait_for(lambda: len(seen.steps()) >= 5)
+        held = _pause(seen)
+        control = session.monitor.control
+        assert seen.steps()[-1].global_step == held.global_step  # every step ran is reported
+        seen.channel.send(SaveCheckpoint())
+        saved = _wait(seen, CheckpointSaved)
+        assert saved.step == held.global_step
+        at_save = _state(control)
+        if update == "adam":
+            assert int(control.optimizer.iterations.numpy()) == saved.step
+        seen.channel.send(Resume())
+        wait_for(lambda: seen.steps()[-1].global_step >= saved.step + 5)
+        _pause(seen)
+        moved = _state(control)
+        assert any(not np.array_equal(moved[k], at_save[k]) for k in at_save)
+        seen.channel.send(RestoreCheckpoint(saved.path))
+        restored = _wait(seen, CheckpointRestored)
+        assert restored.step == saved.step
+        after = _state(control)
+        assert after.keys() == at_save.keys()
+        for key, value in at_save.items():
+            np.testing.assert_array_equal(after[key], value, err_msg=key)
+        if update == "adam":
+            assert restored.optimizer_iterations == saved.step
+        # the steps go on from the restored step
+        seen.channel.send(Resume())
+        wait_for(lambda: seen.steps()[-1].global_step > saved.step + 2)
+        after_restore = [s.global_step for s in seen.steps()]
+        assert saved.step + 1 in after_restore[after_restore.index(saved.step) + 1 :]
+    finally:
+        seen.channel.send(Stop())
+        ended = session.join(60)
+    assert ended is not None and ended.status == "stopped"
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph"])
+def test_learning_rate_line_and_set_in_a_custom_loop(mode) -> None:
+    session, seen = _start(mode, "adam")
+    try:
+        first = _wait(seen, LearningRate)
+        assert math.isclose(first.value, 0.01, rel_tol=1e-6)
+        _pause(seen)
+        seen.channel.send(SetLearningRate(0.002))
+        wait_for(
+            lambda: [
+                e
+                for e in of(seen.poll(), LearningRate)
+                if math.isclose(e.value, 0.002, rel_tol=1e-6)
+            ]
+        )
+        opt = session.monitor.control.optimizer
+        assert math.isclose(float(opt.learning_rate.numpy()), 0.002, rel_tol=1e-6)
+        assert of(seen.events, FitStarted)[0].kind == "loop"
+    finally:
+        seen.channel.send(Stop())
+        ended = session.join(60)
+    assert ended is not None and ended.status == "stopped"
+
+
+def test_checkpoint_every_and_restore_at_start_in_a_graph_loop(tmp_path: Path) -> None:
+    folder = tmp_path / "ck"
+    _, events, first = _run(
+        "graph_norms.py", tmp_path, checkpoint_every=4, checkpoint_dir=str(folder)
+    )
+    assert [c.step for c in of(events, CheckpointSaved)] == [4, 8, 12]
+    # a second run restores the latest (step 12) when its loop is found, and goes on from there
+    _, events, own = _run("graph_norms.py", tmp_path, "6", restore=str(folder))
+    (restored,) = of(events, CheckpointRestored)
+    assert (restored.step, restored.optimizer_iterations) == (12, 12)
+    steps = of(events, StepEnded)
+    # The loop is found at its first step, which ran with the fresh weights: the restore
+    # comes right after it and the run's steps go on from the restored step 12.
+    assert [s.global_step for s in steps] == list(range(13, 19))
+    _close([s.values["loss"] for s in steps], own["losses"])
+    # step 2 trains the restored weights: its loss follows on from the first run's last
+    assert abs(own["losses"][1] - first["losses"][-1]) < abs(own["losses"][1] - own["losses"][0])
+
+
+def test_ring_buffer_wraps_and_names_overwritten_steps(tmp_path: Path, monkeypatch) -> None:
+    import tfstudio.engine.loops as loops
+
+    # Read after the first call (the controls begin there) and at the end: of steps 2-12,
+    # a ring of 8 keeps the last 8, so steps 2-4 were overwritten before they were read.
+    monkeypatch.setattr(loops, "RING", 8)
+    monkeypatch.setattr(loops, "READ_EVERY", 1000.0)
+    _, events, own = _run("graph_norms.py", tmp_path, inspector=False)
+    steps = of(events, StepEnded)
+    assert [s.global_step for s in steps] == list(range(1, 13))  # no step is lost from the count
+    assert math.isclose(steps[0].values["loss"], own["losses"][0], rel_tol=1e-5)
+    assert all(math.isnan(s.values["loss"]) for s in steps[1:4])
+    _close([s.values["loss"] for s in steps[4:]], own["losses"][4:])
+    _close([s.values["gradient norm"] for s in steps[4:]], own["norms"][4:])
