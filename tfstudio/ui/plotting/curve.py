@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyqtgraph as pg
 
 from tfstudio.core.series import Series
+
+if TYPE_CHECKING:
+    from tfstudio.ui.plotting.smoothing import SmoothedLine
 
 MAX_SYMBOLS = 200  # point markers are dropped past this many points
 
@@ -22,9 +27,24 @@ class Curve:
         label: legend text.
         colour: line colour.
         series: decimated store; None keeps every point in ``xs``/``ys``.
+
+    A curve may carry a :class:`~tfstudio.ui.plotting.smoothing.SmoothedLine`
+    (``smooth``): its EMA, fed with every appended point and drawn with it.
     """
 
-    __slots__ = ("label", "series", "xs", "ys", "item", "dirty", "x", "y", "colour", "breaks")
+    __slots__ = (
+        "label",
+        "series",
+        "xs",
+        "ys",
+        "item",
+        "dirty",
+        "x",
+        "y",
+        "colour",
+        "breaks",
+        "smooth",
+    )
 
     def __init__(self, label: str, colour: str, series: Series | None = None) -> None:
         self.label = label
@@ -37,6 +57,7 @@ class Curve:
         self.dirty = False
         self.x = np.empty(0)  # the points last drawn (without the gap markers)
         self.y = np.empty(0)
+        self.smooth: SmoothedLine | None = None
 
     def count(self) -> int:
         """Points received so far."""
@@ -51,6 +72,8 @@ class Curve:
         else:
             self.xs.extend(xs)
             self.ys.extend(ys)
+        if self.smooth is not None:
+            self.smooth.extend(xs, ys, self.breaks)
         self.dirty = True
 
     def add_break(self, x: float) -> None:
@@ -76,6 +99,10 @@ class Curve:
         """
         self.x, self.y = self.points()
         self.dirty = False
+        smooth = self.smooth
+        if smooth is not None and smooth.on:
+            smooth.line.breaks = self.breaks
+            smooth.line.update_item(draw and smooth.line.item is not None)
         if not draw:
             return
         assert self.item is not None
@@ -83,6 +110,11 @@ class Curve:
             self.item.setSymbol(None)  # markers on thousands of points are a smear, and slow
         x, y = self.drawn()
         self.item.setData(x, y, connect="finite")
+
+    def smoothed(self) -> Curve | None:
+        """The smoothed line when smoothing is on, else None."""
+        smooth = self.smooth
+        return smooth.line if smooth is not None and smooth.on else None
 
     def nearest(
         self, x: float, lo: float = -np.inf, hi: float = np.inf
