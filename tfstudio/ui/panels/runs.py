@@ -32,7 +32,6 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QPushButton,
     QScrollArea,
-    QSlider,
     QSplitter,
     QTreeWidget,
     QTreeWidgetItem,
@@ -51,6 +50,7 @@ from tfstudio.core.runs import (
     rename_run,
 )
 from tfstudio.core.smoothing import Smoother
+from tfstudio.ui.plotting.smoothing import SmoothingSlider, faint
 
 POLL_MS = 500
 LIST_EVERY_S = 2.0  # re-list the runs this often while a run is live
@@ -93,9 +93,7 @@ class TagPlot:
         """Draw (or redraw) ``run``'s curve, raw faint and smoothed with ``weight``."""
         raw = self.raw.get(run)
         if raw is None:
-            faint = pg.mkColor(colour)
-            faint.setAlpha(70 if weight > 0 else 255)
-            raw = self.raw[run] = self.plot.plot(pen=pg.mkPen(faint, width=1))
+            raw = self.raw[run] = self.plot.plot(pen=pg.mkPen(faint(colour), width=1))
             smooth = self.smooth[run] = self.plot.plot(pen=pg.mkPen(colour, width=2))
         smooth = self.smooth[run]
         smooth.setPen(pg.mkPen(colour, width=2))  # colours follow the selection order
@@ -112,9 +110,7 @@ class TagPlot:
         smooth.setData(xs, np.asarray(smoother.update(y), dtype=float), **marker)
         raw.setData(xs, ys)
         raw.setVisible(weight > 0)
-        pen_colour = pg.mkColor(colour)
-        pen_colour.setAlpha(70)
-        raw.setPen(pg.mkPen(pen_colour, width=1))
+        raw.setPen(pg.mkPen(faint(colour), width=1))
 
     def set_histogram(
         self, run: str, colour: str, edges: Sequence[float], counts: Sequence[float]
@@ -209,19 +205,13 @@ class RunsPanel(QWidget):
         self.follow_box.setToolTip("Re-read the selected runs twice a second (live or remote runs)")
         self.follow_box.setChecked(True)
         self.follow_box.toggled.connect(self._on_follow_toggled)
-        self.smoothing = QSlider(Qt.Orientation.Horizontal)
-        self.smoothing.setRange(0, 99)
-        self.smoothing.setValue(60)
-        self.smoothing.setMaximumWidth(160)
-        self.smoothing.valueChanged.connect(self._on_smoothing_changed)
-        self.smoothing_label = QLabel()
+        self.smoothing = SmoothingSlider()
+        self.smoothing.changed.connect(self._on_smoothing_changed)
         buttons = QHBoxLayout()
         for w in (self.rename_btn, self.delete_btn, self.csv_btn, self.follow_box):
             buttons.addWidget(w)
         buttons.addStretch(1)
-        buttons.addWidget(QLabel("Smoothing"))
         buttons.addWidget(self.smoothing)
-        buttons.addWidget(self.smoothing_label)
 
         left = QWidget()
         lv = QVBoxLayout(left)
@@ -262,7 +252,7 @@ class RunsPanel(QWidget):
         self.timer = QTimer(self)
         self.timer.setInterval(POLL_MS)
         self.timer.timeout.connect(self.poll)
-        self._on_smoothing_changed(self.smoothing.value())
+        self._on_smoothing_changed(self.smoothing.weight())
         self.logdir: Path | None = None
         if logdir:
             self.set_logdir(logdir)
@@ -341,7 +331,7 @@ class RunsPanel(QWidget):
     # -- plots ----------------------------------------------------------------
     def smoothing_weight(self) -> float:
         """The EMA weight the slider sets (0 = raw)."""
-        return self.smoothing.value() / 100.0
+        return self.smoothing.weight()
 
     def _reader(self, path: Path) -> RunReader:
         reader = self.readers.get(path)
@@ -538,8 +528,7 @@ class RunsPanel(QWidget):
         else:
             self.timer.stop()
 
-    def _on_smoothing_changed(self, value: int) -> None:
-        self.smoothing_label.setText(f"{value / 100:.2f}")
+    def _on_smoothing_changed(self, weight: float) -> None:
         if hasattr(self, "plots") and self.plots:
             self.redraw()
 
