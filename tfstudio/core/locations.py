@@ -158,7 +158,7 @@ class GFileFS:
     Args:
         gfile: the module; its errors for an unknown scheme become
             :class:`UnsupportedLocation`.
-        who: which side reads or writes, for error messages ("the window", "the worker").
+        who: which file layer this is, for error messages.
     """
 
     def __init__(self, gfile: Any, who: str) -> None:
@@ -168,7 +168,9 @@ class GFileFS:
     def _call(self, what: str, p: UrlPath, fn: Any, *args: Any) -> Any:
         try:
             return fn(*args)
-        except (ValueError, NotImplementedError) as exc:
+        except (ValueError, NotImplementedError, ImportError) as exc:
+            # TensorBoard: "No recognized filesystem"; fsspec: "Protocol not known",
+            # or ImportError "Install gcsfs to access Google Storage"
             raise self.unsupported(p, exc) from exc
         except Exception as exc:
             # tf.errors.UnimplementedError ("File system scheme 'x' not implemented")
@@ -180,16 +182,15 @@ class GFileFS:
 
     def unsupported(self, p: UrlPath, exc: BaseException) -> UnsupportedLocation:
         """The error for a scheme this side cannot reach, saying what would help."""
-        hint = (
-            "TensorFlow's file systems (tf.io.gfile) have no such scheme here"
-            if "tf" in self.who or "worker" in self.who
-            else "the window reads through TensorBoard's file layer: local paths, s3:// "
-            "(boto3), other schemes through fsspec and its plugin (e.g. "
-            "`pip install fsspec gcsfs` for gs://)"
-        )
-        return UnsupportedLocation(
-            f"{p}: {self.who} cannot reach '{p.scheme}://' locations ({hint}): {exc}"
-        )
+        if self.who == READER:
+            hint = (
+                "tfstudio reads runs without TensorFlow, through TensorBoard's file layer: "
+                "local paths, s3:// (with boto3), and other schemes through fsspec and the "
+                "scheme's plugin (gs://: pip install fsspec gcsfs)"
+            )
+        else:
+            hint = f"{self.who} has no file system for it"
+        return UnsupportedLocation(f"{p}: cannot reach '{p.scheme}://' here ({exc}); {hint}")
 
     def exists(self, p: UrlPath) -> bool:
         """Whether ``p`` exists."""
@@ -231,6 +232,9 @@ class GFileFS:
         """Replace file ``p`` (object stores replace a whole object at once)."""
 
         def write() -> None:
+            if p.scheme == "ram" and self.gfile.exists(str(p)):
+                # TensorFlow's in-memory file system appends on "wb" (TF 2.21, measured)
+                self.gfile.remove(str(p))
             with self.gfile.GFile(str(p), "wb") as f:
                 f.write(data)
 
@@ -256,6 +260,7 @@ class GFileFS:
 
 
 LOCAL = LocalFS()
+READER = "TensorBoard's file layer"
 _reader_fs: GFileFS | None = None
 
 
@@ -265,7 +270,7 @@ def reader_fs() -> GFileFS:
     if _reader_fs is None:
         from tensorboard.compat.tensorflow_stub.io import gfile
 
-        _reader_fs = GFileFS(gfile, "the window")
+        _reader_fs = GFileFS(gfile, READER)
     return _reader_fs
 
 

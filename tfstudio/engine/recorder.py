@@ -61,7 +61,7 @@ def tf_fs() -> GFileFS:
     """URL access for the worker: ``tf.io.gfile``, TensorFlow's file systems (gs://, ram://...)."""
     import tensorflow as tf
 
-    return GFileFS(tf.io.gfile, "the worker (tf.io.gfile)")
+    return GFileFS(tf.io.gfile, "TensorFlow's tf.io.gfile")
 
 
 class Recorder:
