@@ -13,7 +13,7 @@ import json
 import pytest
 
 from tests.engine.helpers import of, run_script
-from tfstudio.core.events import RunEnded, RunStarted, StepEnded
+from tfstudio.core.events import CheckpointSaved, RunEnded, RunStarted, StepEnded
 from tfstudio.core.locations import UnsupportedLocation, UrlPath
 from tfstudio.core.options import RunOptions
 from tfstudio.core.runs import RunReader, list_runs, read_run_json
@@ -40,8 +40,11 @@ def _steps(n, start=1):
 def test_a_run_recorded_to_a_url_lists_and_reads_back_through_that_url(write_script, tmp_path):
     pytest.importorskip("fsspec", reason="the reader reaches file:// through fsspec")
     url = f"file://{tmp_path}/runs"
-    ended, events = run_script(write_script(TRAIN), options=RunOptions(logdir=url))
-    assert ended.status == "finished"
+    options = RunOptions(logdir=url, checkpoint_every=3)
+    ended, events = run_script(write_script(TRAIN), options=options)
+    assert ended.status == "finished", ended.message
+    # checkpoints of a URL run go to the default local folder, not into the URL
+    assert [e.step for e in of(events, CheckpointSaved)] == [3, 6]
     steps = of(events, StepEnded)
     assert len(steps) == 8
     [local] = (tmp_path / "runs").iterdir()  # TensorFlow's file:// wrote the files
