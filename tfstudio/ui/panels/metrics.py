@@ -558,13 +558,16 @@ class MetricsPanel(QWidget):
         return self._placeholder.text()
 
     def series_nbytes(self) -> int:
-        """Bytes held by all per-step series stores."""
-        return sum(
-            c.series.nbytes()
-            for plot in self.plots.values()
-            for c in plot.curves()
-            if c.series is not None
-        )
+        """Bytes held by all per-step series stores (smoothed curves' stores included)."""
+        total = 0
+        for plot in self.plots.values():
+            for c in plot.curves():
+                if c.series is not None:
+                    total += c.series.nbytes()
+                smoothed = c.smoothed()
+                if smoothed is not None and smoothed.series is not None:
+                    total += smoothed.series.nbytes()
+        return total
 
     def _plot_for(self, family: str) -> MetricPlot:
         plot = self.plots.get(family)

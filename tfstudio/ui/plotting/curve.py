@@ -44,6 +44,7 @@ class Curve:
         "colour",
         "breaks",
         "smooth",
+        "envelope",
     )
 
     def __init__(self, label: str, colour: str, series: Series | None = None) -> None:
@@ -58,6 +59,7 @@ class Curve:
         self.x = np.empty(0)  # the points last drawn (without the gap markers)
         self.y = np.empty(0)
         self.smooth: SmoothedLine | None = None
+        self.envelope = True  # a decimated series draws each bucket's min and max
 
     def count(self) -> int:
         """Points received so far."""
@@ -67,13 +69,17 @@ class Curve:
         self, xs: list[float] | tuple[float, ...], ys: list[float] | tuple[float, ...]
     ) -> None:
         """Add points (ascending x) and mark the curve for redrawing."""
+        smooth = self.smooth
+        if smooth is not None and smooth.on:  # convert once for both stores
+            xs = np.asarray(xs, dtype=np.float64)  # type: ignore[assignment]
+            ys = np.asarray(ys, dtype=np.float64)  # type: ignore[assignment]
         if self.series is not None:
             self.series.extend(xs, ys)
         else:
             self.xs.extend(xs)
             self.ys.extend(ys)
-        if self.smooth is not None:
-            self.smooth.extend(xs, ys, self.breaks)
+        if smooth is not None:
+            smooth.extend(xs, ys, self.breaks)
         self.dirty = True
 
     def add_break(self, x: float) -> None:
@@ -83,8 +89,12 @@ class Curve:
             self.dirty = True
 
     def points(self) -> tuple[np.ndarray, np.ndarray]:
-        """All points as arrays (a decimated series gives each bucket's min then max)."""
+        """All points as arrays (a decimated series gives each bucket's min then max, or
+        its mean when ``envelope`` is False)."""
         if self.series is not None:
+            if not self.envelope and self.series.width > 1:
+                x, y, _ = self.series.means()
+                return x, y
             return self.series.view()
         return np.asarray(self.xs, dtype=np.float64), np.asarray(self.ys, dtype=np.float64)
 

@@ -111,6 +111,7 @@ class SmoothedLine:
     def __init__(self, colour: str, capacity: int, weight: float = 0.0) -> None:
         self.capacity = capacity
         self.line = Curve("", colour, Series(capacity))
+        self.line.envelope = False  # one point per bucket: a smoothed curve has no spikes
         self.smoother = Smoother(weight)
         self.last_x = -math.inf
 
@@ -135,6 +136,11 @@ class SmoothedLine:
             return
         x = np.asarray(xs, dtype=np.float64)
         y = np.asarray(ys, dtype=np.float64)
+        if not len(breaks) or breaks[-1] < self.last_x:  # the usual frame: no new break
+            self.line.series.extend(x, self.smoother.extend(y))  # type: ignore[union-attr]
+            self.line.dirty = True
+            self.last_x = float(x[-1])
+            return
         self._smooth_into(x, y, np.ones(len(x), dtype=np.int64), breaks)
 
     def rebuild(self, weight: float, raw: Curve) -> None:
