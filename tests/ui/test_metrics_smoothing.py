@@ -146,3 +146,21 @@ def test_smoothing_is_remembered_by_the_next_window(qtbot, channel, launcher, se
     assert again.metrics.smoothing == pytest.approx(0.33)
     assert again.metrics.smoothing_slider.weight() == pytest.approx(0.33)
     again.bridge.stop()
+
+
+def test_a_hidden_plot_smooths_nothing_until_shown_then_catches_up(window, run):
+    window.metrics.set_smoothing(0.7)
+    run.started().fit(epochs=1, steps_per_epoch=100).steps(40, values=noisy).frame()
+    panel = window.metrics
+    panel.set_family_shown("accuracy", False)
+    run.steps(30, values=noisy).frame()
+    acc = panel.plots["accuracy"].steps["accuracy"]
+    assert acc.smooth.suspended and not acc.smooth.line.series.count  # no work while hidden
+    panel.set_smoothing(0.9)  # moved while hidden: applied when shown
+    run.steps(30, values=noisy).frame()
+    panel.set_family_shown("accuracy", True)
+    raw = [noisy(g)["accuracy"] for g in range(1, 101)]
+    np.testing.assert_allclose(data(acc.smooth.line.item)[1], ema(raw, 0.9), rtol=1e-12)
+    run.steps(5, values=noisy).frame()  # and goes on point by point
+    raw += [noisy(g)["accuracy"] for g in range(101, 106)]
+    np.testing.assert_allclose(data(acc.smooth.line.item)[1], ema(raw, 0.9), rtol=1e-12)

@@ -157,6 +157,8 @@ class MetricPlot(PlotView):
         curve.breaks = list(self.breaks)
         if smooth:
             curve.smooth = SmoothedLine(colour, self.capacity, self.smoothing)
+            if not self.shown:
+                curve.smooth.suspend()  # smoothed when the plot is first shown
 
         def make() -> pg.PlotDataItem:
             smooth = curve.smooth
@@ -189,7 +191,10 @@ class MetricPlot(PlotView):
         for curve in self.steps.values():
             if curve.smooth is None:
                 continue
-            curve.smooth.rebuild(weight, curve)
+            if self.shown:
+                curve.smooth.rebuild(weight, curve)
+            else:
+                curve.smooth.suspend(weight)  # re-smoothed when shown
             self._style_smoothing(curve)
             curve.dirty = True
         self._stale_from(0)
@@ -498,7 +503,19 @@ class MetricPlot(PlotView):
             self.refresh_range()
 
     def set_shown(self, shown: bool) -> None:
-        """Show or hide the plot; a hidden plot costs nothing until shown again."""
+        """Show or hide the plot; a hidden plot costs nothing until shown again.
+
+        Its smoothed curves stop too, and are re-smoothed from the stores when shown.
+        """
+        for curve in self.steps.values():
+            smooth = curve.smooth
+            if smooth is None:
+                continue
+            if not shown:
+                smooth.suspend()
+            elif smooth.suspended:
+                smooth.rebuild(self.smoothing, curve)
+                curve.dirty = True
         super().set_shown(shown)
         if shown:
             if self._markers_stale:

@@ -98,7 +98,8 @@ class SmoothedLine:
 
     ``line`` is the drawn curve (its own decimated store and graphics item). The
     EMA restarts after every break of the raw curve, so one fit's curve does not
-    bleed into the next. With weight 0 the line is off and costs nothing.
+    bleed into the next. With weight 0 the line is off and costs nothing; so does a
+    suspended line (its plot is hidden) until :meth:`rebuild` catches it up.
 
     Args:
         colour: the smoothed line's colour (the raw curve's, at full strength).
@@ -106,7 +107,7 @@ class SmoothedLine:
         weight: EMA weight, 0 (off) to <1.
     """
 
-    __slots__ = ("capacity", "line", "smoother", "last_x")
+    __slots__ = ("capacity", "line", "smoother", "last_x", "suspended")
 
     def __init__(self, colour: str, capacity: int, weight: float = 0.0) -> None:
         self.capacity = capacity
@@ -114,6 +115,7 @@ class SmoothedLine:
         self.line.envelope = False  # one point per bucket: a smoothed curve has no spikes
         self.smoother = Smoother(weight)
         self.last_x = -math.inf
+        self.suspended = False
 
     @property
     def weight(self) -> float:
@@ -132,7 +134,7 @@ class SmoothedLine:
         breaks: Sequence[float],
     ) -> None:
         """Smooth points appended to the raw curve (ascending x) and store them."""
-        if not self.on or not len(xs):
+        if self.suspended or not self.on or not len(xs):
             return
         x = np.asarray(xs, dtype=np.float64)
         y = np.asarray(ys, dtype=np.float64)
@@ -143,8 +145,16 @@ class SmoothedLine:
             return
         self._smooth_into(x, y, np.ones(len(x), dtype=np.int64), breaks)
 
+    def suspend(self, weight: float | None = None) -> None:
+        """Stop smoothing new points (the plot is hidden); :meth:`rebuild` resumes."""
+        self.suspended = True
+        if weight is not None:
+            self.smoother = Smoother(weight)
+        self.line.series = Series(self.capacity) if self.line.series.count else self.line.series  # type: ignore[union-attr]
+
     def rebuild(self, weight: float, raw: Curve) -> None:
         """Start over with ``weight`` from what ``raw`` holds (its store's bucket means)."""
+        self.suspended = False
         self.smoother = Smoother(weight)
         self.line.series = Series(self.capacity)
         self.line.dirty = True
