@@ -240,6 +240,12 @@ def main() -> int:
     parser.add_argument(
         "--x-axis", choices=("global", "fit"), default="global", help="x axis of the plots"
     )
+    parser.add_argument(
+        "--smoothing",
+        type=float,
+        default=None,
+        help="EMA weight of the per-step curves (default: the app's, 0.6; 0 = off)",
+    )
     opts = parser.parse_args()
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
@@ -254,12 +260,15 @@ def main() -> int:
     rss_start = proc.memory_info().rss
 
     window.metrics.set_x_mode(opts.x_axis)
+    if opts.smoothing is not None:
+        window.metrics.set_smoothing(opts.smoothing)
     channel.emit(RunStarted("/bench/train.py", ("train.py",), "/bench", time.time()))
     window.bridge.tick()
 
     print(
         f"bridge: {1000 / window.bridge.interval_ms():.0f} Hz timer; window 1200x800 offscreen; "
-        f"{opts.fits} fits per phase, {opts.families} metric families, x axis {opts.x_axis}"
+        f"{opts.fits} fits per phase, {opts.families} metric families, x axis {opts.x_axis}, "
+        f"smoothing {window.metrics.smoothing:g}"
     )
     header = (
         f"{'steps/s':>8} {'achieved':>9} {'produced':>9} {'consumed':>9} {'dropped':>7} "

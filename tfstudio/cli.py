@@ -130,7 +130,11 @@ def _runs_command(argv: list[str]) -> int:
 
     ns = runs_parser().parse_args(argv)
     logdir = resolve_logdir(ns.logdir, os.getcwd())
-    runs = list_runs(logdir)
+    try:
+        runs = list_runs(logdir)
+    except OSError as exc:  # an unsupported or unreachable URL
+        print(f"tfstudio runs: {exc}", file=sys.stderr)
+        return 2
     if not runs:
         print(f"no runs in {logdir}", file=sys.stderr)
         return 1
@@ -140,9 +144,17 @@ def _runs_command(argv: list[str]) -> int:
 
 
 def _export_command(argv: list[str]) -> int:
+    ns = export_parser().parse_args(argv)
+    try:
+        return _export(ns)
+    except OSError as exc:  # an unsupported or unreachable URL, an unwritable CSV
+        print(f"tfstudio export: {exc}", file=sys.stderr)
+        return 2
+
+
+def _export(ns: argparse.Namespace) -> int:
     from tfstudio.core.runs import export_scalars_csv, is_run_dir
 
-    ns = export_parser().parse_args(argv)
     if not is_run_dir(ns.run):
         print(
             f"tfstudio export: {ns.run} is not a run folder (expected run.json or "

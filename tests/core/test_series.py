@@ -28,7 +28,7 @@ def test_decimation_keeps_min_and_max_and_bounds_memory():
     x, y = s.view()
     assert len(s) == n
     assert len(x) <= 2 * 1000 + s.width  # bounded, whatever n is
-    assert s.nbytes() == 3 * 8 * 1000
+    assert s.nbytes() == 4 * 8 * 1000  # x, min, max, mean
     assert y.max() == 50.0 and y.min() == -40.0  # spikes survive
     assert np.all(np.diff(x) >= 0)
     assert x[0] == 0 and x[-1] <= n - 1

@@ -121,3 +121,16 @@ def test_a_run_without_histograms_says_so(panel, tmp_path):
     window = panel.open_inspector()
     assert window.events == []
     assert not window.store.weights
+
+
+def test_a_run_folder_named_by_a_url_opens_too(qtbot, tmp_path):
+    from tfstudio.ui.panels.recorded_inspector import RecordedInspector
+
+    url = f"file://{tmp_path}/fit-20260101-000000"
+    rec = Recorder(url)  # written through tf.io.gfile, read through TensorBoard's layer
+    rec.write([_weights(10), _gradients(10), _weights(20), _gradients(20)])
+    rec.close(RunEnded("finished", 0, 1, 20, 1.0))
+    window = RecordedInspector(url)
+    qtbot.addWidget(window)
+    assert window.store.weights["m/dense/kernel"].steps == [10, 20]
+    assert window.store.shapes["m/dense/kernel"] == (3, 2)

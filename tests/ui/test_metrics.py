@@ -145,7 +145,9 @@ def test_long_run_is_decimated_with_bounded_memory(qtbot):
     x, y = curve_data(curve)
     assert len(x) <= 2 * 1000 + 16
     assert y.max() == 96 and y.min() == 0  # the min/max envelope keeps every extreme
-    assert panel.series_nbytes() == curve.series.nbytes()
+    smoothed = curve.smoothed()  # smoothing is on by default: its store counts too
+    assert smoothed is not None and smoothed.series.count
+    assert panel.series_nbytes() == curve.series.nbytes() + smoothed.series.nbytes()
 
 
 def test_epoch_lines_are_thinned_for_thousands_of_epochs(qtbot):

@@ -70,7 +70,7 @@ def test_lists_opens_and_overlays_runs(panel, tmp_path):
     for run in plot.runs():
         assert run in legend and plot.smooth[run].opts["pen"].color().name() in legend
     # smoothing off: the smoothed curve is the raw one and the faint copy is hidden
-    panel.smoothing.setValue(0)
+    panel.smoothing.set_weight(0)
     _, y = plot.smooth["cnn-20260102-000000"].getData()
     assert list(y) == [3.0, 2.5, 1.0]
     assert not plot.raw["cnn-20260102-000000"].isVisible()

@@ -5,6 +5,9 @@ A run folder holds TensorBoard event files (``events.out.tfevents.*``) and
 protobuf classes and its TensorFlow-free record reader), so the window can list,
 open and follow runs without importing TensorFlow. It reads any TensorBoard log
 directory, e.g. one written by Keras's ``TensorBoard`` callback or ``tf.summary``.
+
+A runs directory or run folder may be a URL (``gs://bucket/runs``): see
+:mod:`tfstudio.core.locations`. Local paths are handled by ``os`` as always.
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import shutil
 import socket
 import struct
 import time
@@ -21,6 +23,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from tfstudio.core.locations import (
+    GFileFS,
+    Location,
+    UnsupportedLocation,
+    UrlPath,
+    fs_for,
+    location,
+)
 
 RUN_JSON = "run.json"
 DEFAULT_DIRNAME = "tfstudio-runs"
@@ -34,45 +45,56 @@ LOGDIR_ENV = "TFSTUDIO_LOGDIR"
 
 
 # -- where runs go -----------------------------------------------------------
-def resolve_logdir(logdir: str | os.PathLike[str] | None, run_cwd: str | os.PathLike[str]) -> Path:
+PathLike = str | os.PathLike[str] | UrlPath
+
+
+def resolve_logdir(logdir: PathLike | None, run_cwd: str | os.PathLike[str]) -> Location:
     """The runs directory of a run: ``logdir`` if given, else ``<run_cwd>/tfstudio-runs``.
 
     ``$TFSTUDIO_LOGDIR``, when set, replaces the default. The window runs scripts
     in their own folder and the headless runner in the working directory, so the
-    default lands beside the script or in the cwd.
+    default lands beside the script or in the cwd. A URL (``gs://...``) stays a URL.
     """
     chosen = logdir or os.environ.get(LOGDIR_ENV)
     if chosen:
-        return Path(chosen).expanduser().resolve()
+        return location(chosen, resolve=True)
     return Path(run_cwd).resolve() / DEFAULT_DIRNAME
 
 
-def new_run_dir(logdir: str | os.PathLike[str], script: str, when: float | None = None) -> Path:
-    """Create and return a fresh ``<script-stem>-<YYYYmmdd-HHMMSS>`` folder in ``logdir``."""
+def new_run_dir(
+    logdir: PathLike, script: str, when: float | None = None, fs: GFileFS | None = None
+) -> Location:
+    """Create and return a fresh ``<script-stem>-<YYYYmmdd-HHMMSS>`` folder in ``logdir``.
+
+    ``fs``: how to reach a URL ``logdir`` (the worker passes TensorFlow's gfile).
+    """
     stamp = datetime.fromtimestamp(time.time() if when is None else when).strftime("%Y%m%d-%H%M%S")
-    base = Path(logdir) / f"{Path(script).stem}-{stamp}"
+    base = location(logdir) / f"{Path(script).stem}-{stamp}"
+    files = fs_for(base, fs)
     path, n = base, 1
     while True:
         try:
-            path.mkdir(parents=True, exist_ok=False)
+            files.mkdir_new(path)  # type: ignore[arg-type]
             return path
         except FileExistsError:
             n += 1
             path = base.with_name(f"{base.name}-{n}")
 
 
-def write_run_json(run_dir: str | os.PathLike[str], info: dict[str, Any]) -> None:
+def write_run_json(run_dir: PathLike, info: dict[str, Any], fs: GFileFS | None = None) -> None:
     """Replace ``run.json`` atomically (a reader never sees half a file)."""
-    path = Path(run_dir) / RUN_JSON
-    tmp = path.with_name(f".{RUN_JSON}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(info, indent=1, default=str), encoding="utf-8")
-    os.replace(tmp, path)
+    path = location(run_dir) / RUN_JSON
+    data = json.dumps(info, indent=1, default=str).encode("utf-8")
+    fs_for(path, fs).write_bytes(path, data)  # type: ignore[arg-type]
 
 
-def read_run_json(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+def read_run_json(run_dir: PathLike) -> dict[str, Any]:
     """``run.json`` of a run folder as a dict; empty when missing or unreadable."""
+    path = location(run_dir) / RUN_JSON
     try:
-        data = json.loads((Path(run_dir) / RUN_JSON).read_text(encoding="utf-8"))
+        data = json.loads(fs_for(path).read_bytes(path).decode("utf-8"))  # type: ignore[arg-type]
+    except UnsupportedLocation:
+        raise
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -83,7 +105,7 @@ def read_run_json(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
 class RunInfo:
     """One run folder as listed: what the runs panel and ``tfstudio runs`` show."""
 
-    path: Path
+    path: Location
     name: str
     script: str
     started: float | None
@@ -132,34 +154,59 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
-def is_run_dir(path: str | os.PathLike[str]) -> bool:
+def _subdirs(p: Location) -> list[Location]:
+    """Sub-folders of ``p``, in name order (empty when it cannot be listed)."""
+    files = fs_for(p)
+    try:
+        names = sorted(files.listdir(p))  # type: ignore[arg-type]
+    except UnsupportedLocation:
+        raise
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        sub = p / name
+        try:
+            if files.isdir(sub):  # type: ignore[arg-type]
+                out.append(sub)
+        except OSError:
+            continue
+    return out
+
+
+def is_run_dir(path: PathLike) -> bool:
     """True for a tfstudio run folder or a TensorBoard log folder.
 
     A log folder holds event files itself or in its sub-folders (Keras's
     ``TensorBoard`` callback writes ``train/`` and ``validation/``).
     """
-    p = Path(path)
-    if (p / RUN_JSON).is_file() or any(event_files(p)):
-        return True
+    p = location(path)
     try:
-        return any(sub.is_dir() and any(event_files(sub)) for sub in p.iterdir())
+        if fs_for(p).isfile(p / RUN_JSON) or any(event_files(p)):  # type: ignore[arg-type]
+            return True
+    except UnsupportedLocation:
+        raise
     except OSError:
         return False
+    return any(any(event_files(sub)) for sub in _subdirs(p))
 
 
-def list_runs(logdir: str | os.PathLike[str]) -> list[RunInfo]:
-    """The runs in a runs directory, oldest first (folders with run.json or event files)."""
-    root = Path(logdir)
-    if not root.is_dir():
+def list_runs(logdir: PathLike) -> list[RunInfo]:
+    """The runs in a runs directory, oldest first (folders with run.json or event files).
+
+    Raises :class:`UnsupportedLocation` for a URL no file system here can read.
+    """
+    root = location(logdir)
+    if not fs_for(root).isdir(root):  # type: ignore[arg-type]
         return []
-    runs = [describe_run(p) for p in root.iterdir() if p.is_dir() and is_run_dir(p)]
+    runs = [describe_run(p) for p in _subdirs(root) if is_run_dir(p)]
     runs.sort(key=lambda r: (r.started or 0.0, r.name))
     return runs
 
 
-def describe_run(run_dir: str | os.PathLike[str]) -> RunInfo:
+def describe_run(run_dir: PathLike) -> RunInfo:
     """Summary of one run folder from its run.json (event files when there is none)."""
-    p = Path(run_dir)
+    p = location(run_dir)
     info = read_run_json(p)
     steps = info.get("steps")
     final_loss = info.get("final_loss")
@@ -200,25 +247,26 @@ def format_run_line(run: RunInfo) -> str:
     return f"{run.name:<36} {run.status:<12} {steps:>8} steps  loss {loss:<10} {run.date()}"
 
 
-def rename_run(run_dir: str | os.PathLike[str], new_name: str) -> Path:
+def rename_run(run_dir: PathLike, new_name: str) -> Location:
     """Rename a run folder in place; returns the new path."""
     name = new_name.strip()
     if not name or "/" in name or "\\" in name or name in (".", ".."):
         raise ValueError(f"not a valid folder name for a run: {new_name!r}")
-    src = Path(run_dir)
+    src = location(run_dir)
     dst = src.with_name(name)
-    if dst.exists():
+    files = fs_for(src)
+    if files.exists(dst):  # type: ignore[arg-type]
         raise FileExistsError(f"a run named {name!r} already exists in {src.parent}")
-    src.rename(dst)
+    files.rename(src, dst)  # type: ignore[arg-type]
     return dst
 
 
-def delete_run(run_dir: str | os.PathLike[str]) -> None:
+def delete_run(run_dir: PathLike) -> None:
     """Delete a run folder and everything in it (only a folder that looks like a run)."""
-    p = Path(run_dir)
+    p = location(run_dir)
     if not is_run_dir(p):
         raise ValueError(f"{p} is not a run folder (no run.json, no event files); not deleting it")
-    shutil.rmtree(p)
+    fs_for(p).rmtree(p)  # type: ignore[arg-type]
 
 
 # -- reading event files ---------------------------------------------------------
@@ -241,15 +289,17 @@ class Histogram:
     counts: tuple[float, ...]
 
 
-def event_files(folder: str | os.PathLike[str]) -> Iterator[Path]:
+def event_files(folder: PathLike) -> Iterator[Location]:
     """The TensorBoard event files directly in ``folder``, in name (time) order."""
+    p = location(folder)
+    files = fs_for(p)
     try:
-        names = sorted(os.listdir(folder))
+        names = sorted(files.listdir(p))  # type: ignore[arg-type]
+    except UnsupportedLocation:
+        raise
     except OSError:
         return iter(())
-    return (
-        Path(folder) / n for n in names if EVENT_FILE_MARK in n and (Path(folder) / n).is_file()
-    )
+    return (p / n for n in names if EVENT_FILE_MARK in n and files.isfile(p / n))  # type: ignore[arg-type]
 
 
 class _RecordFile:
@@ -259,8 +309,9 @@ class _RecordFile:
     written (truncated at the end) is read again, whole, by a later call.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Location) -> None:
         self.path = path
+        self._fs = fs_for(path)
         self._reader: Any = None
         self._size = -1
 
@@ -268,7 +319,7 @@ class _RecordFile:
         from tensorboard.compat.tensorflow_stub import errors, pywrap_tensorflow
 
         try:
-            size = self.path.stat().st_size
+            size = self._fs.size(self.path)  # type: ignore[arg-type]
         except OSError:
             return
         if size == self._size:
@@ -296,11 +347,11 @@ class RunReader:
     :meth:`update` reads only what was appended since the last one.
     """
 
-    def __init__(self, run_dir: str | os.PathLike[str]) -> None:
-        self.path = Path(run_dir)
+    def __init__(self, run_dir: PathLike) -> None:
+        self.path = location(run_dir)
         self.scalars: dict[str, Curve] = {}
         self.histograms: dict[str, list[Histogram]] = {}
-        self._files: dict[Path, _RecordFile] = {}
+        self._files: dict[Location, _RecordFile] = {}
         self._kinds: dict[str, str] = {}  # tag -> plugin name, from the first metadata seen
 
     def update(self) -> int:
@@ -319,13 +370,9 @@ class RunReader:
                         new += self._add(event, prefix)
         return new
 
-    def _folders(self) -> Iterable[tuple[Path, str]]:
+    def _folders(self) -> Iterable[tuple[Location, str]]:
         yield self.path, ""
-        try:
-            subs = sorted(p for p in self.path.iterdir() if p.is_dir())
-        except OSError:
-            return
-        for sub in subs:
+        for sub in _subdirs(self.path):
             if any(event_files(sub)):
                 yield sub, sub.name + "/"
 
@@ -405,14 +452,14 @@ def tensor_values(tensor: Any) -> tuple[list[float], tuple[int, ...]] | None:
     return None
 
 
-def read_scalars(run_dir: str | os.PathLike[str]) -> dict[str, Curve]:
+def read_scalars(run_dir: PathLike) -> dict[str, Curve]:
     """Every scalar series in a run folder (or any TensorBoard log folder)."""
     reader = RunReader(run_dir)
     reader.update()
     return reader.scalars
 
 
-def export_scalars_csv(run_dir: str | os.PathLike[str], out: str | os.PathLike[str]) -> int:
+def export_scalars_csv(run_dir: PathLike, out: str | os.PathLike[str]) -> int:
     """Write a run's scalars as CSV rows ``tag,step,value,wall_time``; returns the row count."""
     scalars = read_scalars(run_dir)
     rows = 0

@@ -19,7 +19,7 @@ class Series:
 
     Args:
         capacity: most buckets kept (even number); memory is about
-            ``capacity * 24`` bytes whatever the number of points.
+            ``capacity * 32`` bytes whatever the number of points.
     """
 
     def __init__(self, capacity: int = 100_000) -> None:
@@ -32,6 +32,7 @@ class Series:
         self._x = np.empty(capacity, dtype=np.float64)
         self._lo = np.empty(capacity, dtype=np.float64)
         self._hi = np.empty(capacity, dtype=np.float64)
+        self._mean = np.empty(capacity, dtype=np.float64)  # what re-smoothing reads
         self._pending_x: list[float] = []
         self._pending_y: list[float] = []
 
@@ -79,6 +80,7 @@ class Series:
             self._x[s] = px
             self._lo[s] = py
             self._hi[s] = py
+            self._mean[s] = py
         else:
             grid = py.reshape(k, w)
             self._x[s] = px[::w]
@@ -86,6 +88,7 @@ class Series:
             # draws as a gap instead of hiding the divergence.
             self._lo[s] = grid.min(axis=1)
             self._hi[s] = grid.max(axis=1)
+            self._mean[s] = grid.mean(axis=1)
         self._n += k
 
     def _halve(self) -> None:
@@ -94,6 +97,7 @@ class Series:
         self._x[:half] = self._x[0:n:2]
         self._lo[:half] = np.minimum(self._lo[0:n:2], self._lo[1:n:2])
         self._hi[:half] = np.maximum(self._hi[0:n:2], self._hi[1:n:2])
+        self._mean[:half] = (self._mean[0:n:2] + self._mean[1:n:2]) * 0.5
         self._n = half
         self.width *= 2
 
@@ -117,6 +121,23 @@ class Series:
             y = np.concatenate([y, np.asarray(self._pending_y)])
         return x.copy(), y.copy()
 
+    def means(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each bucket's start x, mean y and width in raw points, then the pending raw points.
+
+        What a curve can be re-smoothed from once its raw points are merged (exact
+        while ``width`` is 1).
+        """
+        n = self._n
+        x = self._x[:n]
+        y = self._mean[:n]
+        w = np.full(n, self.width, dtype=np.int64)
+        if self._pending_x:
+            k = len(self._pending_x)
+            x = np.concatenate([x, np.asarray(self._pending_x)])
+            y = np.concatenate([y, np.asarray(self._pending_y)])
+            w = np.concatenate([w, np.ones(k, dtype=np.int64)])
+        return x.copy(), y.copy(), w
+
     def nbytes(self) -> int:
         """Bytes held by the store (bounded by ``capacity``)."""
-        return self._x.nbytes + self._lo.nbytes + self._hi.nbytes
+        return self._x.nbytes + self._lo.nbytes + self._hi.nbytes + self._mean.nbytes

@@ -5,6 +5,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
+MAX_WEIGHT = 0.999
+MAX_BLOCK = 1024  # points smoothed per vectorised block (see Smoother.extend)
+
 
 def ema(values: Sequence[float], weight: float) -> list[float]:
     """Debiased EMA (TensorBoard's): early points are not pulled toward zero.
@@ -16,7 +21,7 @@ def ema(values: Sequence[float], weight: float) -> list[float]:
     """
     if weight <= 0.0:
         return [float(v) for v in values]
-    weight = min(weight, 0.999)
+    weight = min(weight, MAX_WEIGHT)
     out: list[float] = []
     last = 0.0
     n = 0
@@ -34,34 +39,86 @@ def ema(values: Sequence[float], weight: float) -> list[float]:
 class Smoother:
     """EMA of a growing curve, computing only the points appended since the last call.
 
-    A followed run grows by a few points per poll; re-smoothing the whole curve
-    each time would cost O(length) per poll.
+    Two ways to feed it: :meth:`update` with the whole curve each time (a followed
+    run re-read from disk; the smoothed curve is kept in ``out``), or :meth:`extend`
+    with only the new points (a live stream; nothing is kept but the EMA state).
+    Either way each point is smoothed once: re-smoothing the whole curve on every
+    poll or frame would cost O(length) each time.
     """
 
-    __slots__ = ("weight", "out", "_last", "_n")
+    __slots__ = ("weight", "out", "_last", "_n", "_block")
 
     def __init__(self, weight: float) -> None:
-        self.weight = min(max(weight, 0.0), 0.999)
+        self.weight = min(max(float(weight), 0.0), MAX_WEIGHT)
         self.out: list[float] = []
         self._last = 0.0
         self._n = 0
+        # w**-k stays below 1e200 within a block (see _extend_finite): room for huge values.
+        w = self.weight
+        self._block = MAX_BLOCK if w <= 0.0 else max(1, min(MAX_BLOCK, int(200 / -math.log10(w))))
+
+    def reset(self) -> None:
+        """Start over: the next point is the first of a new curve (e.g. after a break)."""
+        self.out, self._last, self._n = [], 0.0, 0
 
     def update(self, values: Sequence[float]) -> list[float]:
         """The smoothed curve of ``values`` (whose first ``len(self.out)`` are unchanged)."""
-        w = self.weight
         if len(values) < len(self.out):  # not the same curve: start over
-            self.out, self._last, self._n = [], 0.0, 0
-        if w <= 0.0:
+            self.reset()
+        if self.weight <= 0.0:
             self.out = [float(v) for v in values]
             return self.out
-        out, last, n = self.out, self._last, self._n
-        for v in values[len(out) :]:
-            v = float(v)
-            if not math.isfinite(v):
-                out.append(v)
-                continue
-            last = last * w + (1.0 - w) * v
-            n += 1
-            out.append(last / (1.0 - w**n))
+        new = values[len(self.out) :]
+        if len(new):
+            self.out.extend(self.extend(new).tolist())
+        return self.out
+
+    def extend(self, values: Sequence[float] | np.ndarray) -> np.ndarray:
+        """The smoothed values of points appended after all those seen so far.
+
+        Vectorised (numpy, in blocks), equal to :func:`ema` over the whole curve up
+        to float rounding; non-finite values pass through and do not count.
+        """
+        v = np.asarray(values, dtype=np.float64)
+        if self.weight <= 0.0 or not len(v):
+            return v.copy()
+        finite = np.isfinite(v)
+        if finite.all():
+            return self._extend_finite(v)
+        out = v.copy()
+        if finite.any():
+            out[finite] = self._extend_finite(v[finite])
+        return out
+
+    def extend_buckets(self, means: Sequence[float] | np.ndarray, width: int) -> np.ndarray:
+        """Like :meth:`extend` for bucket means that each stand for ``width`` raw points.
+
+        A decimated store keeps bucket means, not the raw points: an EMA with weight
+        ``w**width`` over the means approximates the EMA of the raw points (exact for
+        ``width`` 1), and the state carries on with raw points afterwards.
+        """
+        if width <= 1 or self.weight <= 0.0:
+            return self.extend(means)
+        inner = Smoother(self.weight**width)
+        inner._last, inner._n = self._last, self._n // width
+        out = inner.extend(means)
+        self._last, self._n = inner._last, inner._n * width
+        return out
+
+    def _extend_finite(self, v: np.ndarray) -> np.ndarray:
+        # Within a block of k points: last_j = w^j * (last_0 + (1-w) * sum_{i<=j} v_i w^-i),
+        # then debiased by 1 - w^(n+j) as TensorBoard does.
+        w = self.weight
+        out = np.empty_like(v)
+        last, n = self._last, self._n
+        powers = w ** np.arange(1, min(len(v), self._block) + 1, dtype=np.float64)
+        for start in range(0, len(v), self._block):
+            block = v[start : start + self._block]
+            k = len(block)
+            wp = powers[:k]
+            lasts = wp * (last + (1.0 - w) * np.cumsum(block / wp))
+            out[start : start + k] = lasts / (1.0 - (w**n) * wp)
+            last = float(lasts[-1])
+            n += k
         self._last, self._n = last, n
         return out

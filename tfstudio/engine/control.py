@@ -22,6 +22,7 @@ at step and the NaN guard's pause need only the step boundary.
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -247,7 +248,9 @@ class TrainingController:
             chosen = self.options.checkpoint_dir
             if chosen:
                 self._directory = Path(chosen).expanduser().resolve()
-            elif self.monitor.run_dir is not None:  # a recorded run keeps them in its folder
+            elif isinstance(self.monitor.run_dir, os.PathLike):
+                # a run recorded locally keeps them in its folder (one recorded to a URL,
+                # gs://..., in the default local folder: the store works on local paths)
                 self._directory = Path(self.monitor.run_dir) / "checkpoints"
             else:
                 self._directory = default_directory(sys.argv[0] or "script", self._started_at)

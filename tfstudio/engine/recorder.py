@@ -12,6 +12,10 @@ record per step holding all of that step's values. We do not call
 ~30 us per step for a proto + record write; the files are the same format.
 
 Adding a new kind of event is one function registered in :data:`WRITERS`.
+
+A run folder may be a URL (``gs://bucket/runs/...``): the event file, the folder and
+``run.json`` are then written through ``tf.io.gfile`` (TensorFlow's file systems);
+a local path is written with ``os`` as always.
 """
 
 from __future__ import annotations
@@ -25,7 +29,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 from tfstudio.core.channel import Channel
@@ -43,6 +46,7 @@ from tfstudio.core.events import (
     StepEnded,
     WeightStats,
 )
+from tfstudio.core.locations import GFileFS, UrlPath, fs_for, location
 from tfstudio.core.runs import (
     EPOCH_PREFIX,
     STEP_PREFIX,
@@ -54,18 +58,26 @@ from tfstudio.core.runs import (
 FLUSH_EVERY_S = 0.5  # a follower sees new points within ~1 s (flush + its poll)
 
 
+def tf_fs() -> GFileFS:
+    """URL access for the worker: ``tf.io.gfile``, TensorFlow's file systems (gs://, ram://...)."""
+    import tensorflow as tf
+
+    return GFileFS(tf.io.gfile, "TensorFlow's tf.io.gfile")
+
+
 class Recorder:
     """Writes one run folder.
 
     Args:
-        run_dir: the folder (created if missing).
+        run_dir: the folder (created if missing); a local path or a URL that
+            TensorFlow's file systems write (``gs://...``).
         flush_every: seconds between flushes of the event file and ``run.json``.
         info: extra ``run.json`` fields known at start (script, argv, ...).
     """
 
     def __init__(
         self,
-        run_dir: str | os.PathLike[str],
+        run_dir: str | os.PathLike[str] | UrlPath,
         *,
         flush_every: float = FLUSH_EVERY_S,
         info: Mapping[str, Any] | None = None,
@@ -73,8 +85,9 @@ class Recorder:
         import tensorflow as tf
         from tensorboard.compat.proto import event_pb2, summary_pb2
 
-        self.run_dir = Path(run_dir)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.run_dir = location(run_dir)
+        self._fs = tf_fs() if isinstance(self.run_dir, UrlPath) else None
+        fs_for(self.run_dir, self._fs).makedirs(self.run_dir)  # type: ignore[arg-type]
         self.flush_every = flush_every
         self.errors: list[str] = []
         self._event_pb2 = event_pb2
@@ -106,12 +119,15 @@ class Recorder:
         }
         self.info.update(info or {})
         self._t0_wall = now
-        write_run_json(self.run_dir, self.info)
+        write_run_json(self.run_dir, self.info, self._fs)
 
     @classmethod
-    def for_script(cls, logdir: str | os.PathLike[str], script: str, **kwargs: Any) -> Recorder:
+    def for_script(
+        cls, logdir: str | os.PathLike[str] | UrlPath, script: str, **kwargs: Any
+    ) -> Recorder:
         """A recorder in a new ``<script-stem>-<YYYYmmdd-HHMMSS>`` folder of ``logdir``."""
-        return cls(new_run_dir(logdir, script), **kwargs)
+        fs = tf_fs() if isinstance(location(logdir), UrlPath) else None
+        return cls(new_run_dir(logdir, script, fs=fs), **kwargs)
 
     # -- writing ---------------------------------------------------------
     def write(self, events: Iterable[object]) -> None:
@@ -134,7 +150,7 @@ class Recorder:
         try:
             self._writer.flush()
             self.info["updated"] = time.time()
-            write_run_json(self.run_dir, self.info)
+            write_run_json(self.run_dir, self.info, self._fs)
         except Exception as exc:  # noqa: BLE001
             self._error(f"flush: {exc!r}")
         self._last_flush = time.monotonic()

@@ -25,13 +25,16 @@ from tfstudio.ui.plotting import (
     VerticalLines,
     XLinkGroup,
 )
+from tfstudio.ui.plotting.smoothing import RAW_ALPHA, SmoothedLine, faint
 
-SERIES_CAPACITY = 10_000  # buckets per curve: 240 KB; at most 20k points (min+max) to draw
+SERIES_CAPACITY = 10_000  # buckets per curve: 320 KB; at most 20k points (min+max) to draw
 EPOCH_LINE_GAP_PX = 6  # epoch boundaries closer than this are thinned (every 2^k-th drawn)
 MAX_NAMED_FITS = 6  # more fits than this: the legend names them by number only
 MAX_LEGEND_FITS = 12  # more than this: no legend (the fit list shows the colours)
 MAX_READOUT_ROWS = 12
 
+STEP_ALPHA = 150  # raw per-step line when not smoothed
+SMOOTH_WIDTH = 1.6
 TRAIN = "#1f77b4"
 TRAIN_DARK = "#0d3f73"
 VAL = "#e8590c"
@@ -67,6 +70,8 @@ class MetricPlot(PlotView):
         capacity: buckets per per-step series.
         paint_clock: shared paint-time accumulator.
         group: x-range group shared with the other metric plots.
+        smoothing: EMA weight of the per-step curves (0: raw only); see
+            :meth:`set_smoothing`.
     """
 
     def __init__(
@@ -75,10 +80,12 @@ class MetricPlot(PlotView):
         capacity: int = SERIES_CAPACITY,
         paint_clock: list[float] | None = None,
         group: XLinkGroup | None = None,
+        smoothing: float = 0.0,
     ) -> None:
         super().__init__(family, X_LABELS[GLOBAL], family, paint_clock, group)
         self.family = family
         self.capacity = capacity
+        self.smoothing = smoothing
         self.steps: dict[str, Curve] = {}
         self.running: dict[str, Curve] = {}
         self.epochs: dict[str, Curve] = {}
@@ -109,7 +116,7 @@ class MetricPlot(PlotView):
         """Per-step curve of ``key`` (created on first use)."""
         curve = self.steps.get(key)
         if curve is None:
-            curve = self._series_curve(key, "per step", width=1, alpha=150)
+            curve = self._series_curve(key, "per step", width=1, alpha=STEP_ALPHA, smooth=True)
             self.steps[key] = curve
             old = self.running.pop(key, None)
             if old is not None:  # per-step values beat the running mean
@@ -137,13 +144,76 @@ class MetricPlot(PlotView):
             self._legend_stale = True
         return curve
 
-    def _series_curve(self, key: str, kind: str, width: float, alpha: int) -> Curve:
-        """A decimated per-step line for ``key``, labelled ``<key> (<kind>)``."""
+    def _series_curve(
+        self, key: str, kind: str, width: float, alpha: int, smooth: bool = False
+    ) -> Curve:
+        """A decimated per-step line for ``key``, labelled ``<key> (<kind>)``.
+
+        With ``smooth``, the curve also carries its EMA (drawn on top when the
+        plot's smoothing is on, the raw line then faint).
+        """
         colour = VAL if key.startswith("val_") else TRAIN
         curve = Curve(f"{key} ({kind})", colour, Series(self.capacity))
         curve.breaks = list(self.breaks)
-        self._make_item(curve, lambda: self._line(curve, width=width, alpha=alpha, z=1))
+        if smooth:
+            curve.smooth = SmoothedLine(colour, self.capacity, self.smoothing)
+            if not self.shown:
+                curve.smooth.suspend()  # smoothed when the plot is first shown
+
+        def make() -> pg.PlotDataItem:
+            smooth = curve.smooth
+            raw_alpha = RAW_ALPHA if smooth is not None and smooth.on else alpha
+            item = self._line(curve, width=width, alpha=raw_alpha, z=1)
+            if smooth is not None:
+                line = pg.PlotDataItem(pen=pg.mkPen(colour, width=SMOOTH_WIDTH))
+                line.setClipToView(True)
+                line.setDownsampling(auto=True, method="peak")
+                line.setVisible(smooth.on and self.x_mode == GLOBAL)
+                smooth.line.item = self.add_item(line, z=1.5, ranged=False)
+                smooth.line.dirty = True
+            return item
+
+        self._make_item(curve, make)
         return curve
+
+    # -- smoothing -----------------------------------------------------------
+    def set_smoothing(self, weight: float) -> None:
+        """EMA weight of the per-step curves: 0 draws them raw; above 0 the smoothed
+        curve is drawn on top and the raw one stays, faint, behind it.
+
+        Re-smooths each curve once from its store (exact up to the store's capacity,
+        then from bucket means); new points are then smoothed as they come.
+        """
+        weight = max(0.0, float(weight))
+        if weight == self.smoothing:
+            return
+        self.smoothing = weight
+        for curve in self.steps.values():
+            if curve.smooth is None:
+                continue
+            if self.shown:
+                curve.smooth.rebuild(weight, curve)
+            else:
+                curve.smooth.suspend(weight)  # re-smoothed when shown
+            self._style_smoothing(curve)
+            curve.dirty = True
+        self._stale_from(0)
+        self._legend_stale = True
+
+    def _style_smoothing(self, curve: Curve) -> None:
+        """Raw pen faint (smoothing on) or as usual; the smoothed item shown or not."""
+        smooth = curve.smooth
+        if smooth is None:
+            return
+        on = smooth.on
+        if curve.item is not None:
+            colour = faint(curve.colour) if on else faint(curve.colour, STEP_ALPHA)
+            curve.item.setPen(pg.mkPen(colour, width=1))
+        item = smooth.line.item
+        if item is not None:
+            item.setVisible(on and self.x_mode == GLOBAL)
+            if not on:
+                item.setData([], [])
 
     def epoch_curve(self, key: str) -> Curve:
         """Per-epoch curve: ``<key> (epoch mean)``, or ``val_<key>`` as it is."""
@@ -213,6 +283,9 @@ class MetricPlot(PlotView):
         if curve.item is not None:
             self.remove_item(curve.item)
             curve.item = None
+        if curve.smooth is not None and curve.smooth.line.item is not None:
+            self.remove_item(curve.smooth.line.item)
+            curve.smooth.line.item = None
         for (label, index), item in list(self.overlays.items()):
             if label == curve.label:
                 self.remove_item(item)
@@ -227,14 +300,15 @@ class MetricPlot(PlotView):
         if self.x_mode == GLOBAL:
             shown = [c for c in self.curves() if c.item is not None]
             shown.sort(key=lambda c: c.label.startswith("val_"))
-            key = (GLOBAL, *((id(c.item), c.label) for c in shown))
+            items = [_legend_item(c) for c in shown]
+            key = (GLOBAL, *((id(i), c.label) for i, c in zip(items, shown, strict=True)))
             if key == self._legend_key:
                 return
             self._legend_key = key
             self.legend.clear()
             self.legend.setVisible(True)
-            for curve in shown:
-                self.legend.addItem(curve.item, curve.label)
+            for item, curve in zip(items, shown, strict=True):
+                self.legend.addItem(item, curve.label)
             self.legend.setColumnCount(max(1, len(shown)))
             return
         primary = self._primary_label()
@@ -329,6 +403,9 @@ class MetricPlot(PlotView):
             if curve.item is not None:
                 curve.item.setVisible(is_global)
                 curve.dirty = True
+            smoothed = curve.smoothed()
+            if smoothed is not None and smoothed.item is not None:
+                smoothed.item.setVisible(is_global)
         self.epoch_lines.setVisible(is_global)
         self.markers.set_visible(is_global)
         for _text, line in self.marks:
@@ -365,8 +442,9 @@ class MetricPlot(PlotView):
             is_val_epoch = curve.series is None and curve.label.startswith("val_")
             if curve.series is None and not is_val_epoch:
                 continue  # train epoch means: the per-step line says it already
+            source = curve.smoothed() or curve  # fits overlaid: the smoothed curve when on
             for span in spans:
-                x, y = curve.window(span.start, span.end)
+                x, y = source.window(span.start, span.end)
                 key = (curve.label, span.index)
                 item = self.overlays.get(key)
                 if item is None:
@@ -425,7 +503,19 @@ class MetricPlot(PlotView):
             self.refresh_range()
 
     def set_shown(self, shown: bool) -> None:
-        """Show or hide the plot; a hidden plot costs nothing until shown again."""
+        """Show or hide the plot; a hidden plot costs nothing until shown again.
+
+        Its smoothed curves stop too, and are re-smoothed from the stores when shown.
+        """
+        for curve in self.steps.values():
+            smooth = curve.smooth
+            if smooth is None:
+                continue
+            if not shown:
+                smooth.suspend()
+            elif smooth.suspended:
+                smooth.rebuild(self.smoothing, curve)
+                curve.dirty = True
         super().set_shown(shown)
         if shown:
             if self._markers_stale:
@@ -455,6 +545,11 @@ class MetricPlot(PlotView):
                 continue
             cx, y0, y1 = hit
             where = "" if curve.series is not None else f" <i>(step {cx:,.0f})</i>"
+            smoothed = curve.smoothed()
+            if smoothed is not None:
+                near = smoothed.nearest(x, lo, hi)
+                if near is not None:
+                    where += f", smoothed <b>{_fmt(near[1])}</b>"
             rows.append(_row(curve.colour, curve.label, y0, y1, where))
         if not rows:
             return ""
@@ -482,6 +577,14 @@ class MetricPlot(PlotView):
         more = len(rows) - MAX_READOUT_ROWS
         rows = rows[:MAX_READOUT_ROWS] + ([f"<i>… {more} more</i>"] if more > 0 else [])
         return _box(f"<b>step {max(x, 0):,.0f} of each fit</b>", rows)
+
+
+def _legend_item(curve: Curve) -> pg.PlotDataItem:
+    """The item a curve's legend entry shows: the smoothed line when smoothing is on."""
+    smoothed = curve.smoothed()
+    if smoothed is not None and smoothed.item is not None:
+        return smoothed.item
+    return curve.item
 
 
 def _row(colour: str, label: str, lo: float, hi: float, where: str) -> str:

@@ -51,6 +51,7 @@ from tfstudio.ui.panels.metric_plot import (
 )
 from tfstudio.ui.panels.metrics_sidebar import SIDEBAR_WIDTH, MetricsSidebar
 from tfstudio.ui.plotting import BACKGROUND, Curve, Segment, XLinkGroup, segment_colour
+from tfstudio.ui.plotting.smoothing import DEFAULT_WEIGHT, SmoothingSlider
 
 __all__ = ["GLOBAL", "PER_FIT", "MetricPlot", "MetricsPanel", "family_of"]
 
@@ -88,6 +89,7 @@ class MetricsPanel(QWidget):
         self.settings = settings
         self.x_mode = GLOBAL
         self.linked = bool(_setting(settings, "link_x", True))
+        self.smoothing = _weight_setting(settings)
         self._prefs: dict[str, tuple[bool, bool]] = {}  # family -> (show all, log), this session
         self._script = ""
 
@@ -139,6 +141,10 @@ class MetricsPanel(QWidget):
         self.link_box.setChecked(self.linked)
         self.link_box.toggled.connect(self.set_linked)
         bar.addWidget(self.link_box)
+        bar.addSpacing(12)
+        self.smoothing_slider = SmoothingSlider(self.smoothing)
+        self.smoothing_slider.changed.connect(self.set_smoothing)
+        bar.addWidget(self.smoothing_slider)
         bar.addStretch(1)
         self.sidebar_button = QToolButton()
         self.sidebar_button.setText("Plots && fits")
@@ -418,6 +424,21 @@ class MetricsPanel(QWidget):
         for group in self._groups():
             group.reset()
 
+    def set_smoothing(self, weight: float) -> None:
+        """EMA weight of every per-step curve (0: raw only); remembered in the settings."""
+        weight = max(0.0, float(weight))
+        if abs(self.smoothing_slider.weight() - weight) > 0.005:
+            self.smoothing_slider.set_weight(weight)  # calls back here with the slider's value
+            return
+        if self.settings is not None:
+            self.settings.setValue(f"{SETTINGS_GROUP}/smoothing", weight)
+        if weight == self.smoothing:
+            return
+        self.smoothing = weight
+        for plot in self.plots.values():
+            plot.set_smoothing(weight)
+            plot.refresh()
+
     def _groups(self) -> list[XLinkGroup]:
         groups = [self.xgroup]
         for plot in self.plots.values():
@@ -537,19 +558,22 @@ class MetricsPanel(QWidget):
         return self._placeholder.text()
 
     def series_nbytes(self) -> int:
-        """Bytes held by all per-step series stores."""
-        return sum(
-            c.series.nbytes()
-            for plot in self.plots.values()
-            for c in plot.curves()
-            if c.series is not None
-        )
+        """Bytes held by all per-step series stores (smoothed curves' stores included)."""
+        total = 0
+        for plot in self.plots.values():
+            for c in plot.curves():
+                if c.series is not None:
+                    total += c.series.nbytes()
+                smoothed = c.smoothed()
+                if smoothed is not None and smoothed.series is not None:
+                    total += smoothed.series.nbytes()
+        return total
 
     def _plot_for(self, family: str) -> MetricPlot:
         plot = self.plots.get(family)
         if plot is None:
             group = self.xgroup if self.linked else XLinkGroup()
-            plot = MetricPlot(family, self.capacity, self.paint_clock, group)
+            plot = MetricPlot(family, self.capacity, self.paint_clock, group, self.smoothing)
             self.plots[family] = plot
             self._placeholder.hide()
             # loss first (users look there first), the rest in the order they came
@@ -610,6 +634,18 @@ def _setting(settings: QSettings | None, name: str, default: object) -> object:
     if isinstance(value, str):
         return value.lower() in ("true", "1", "yes")
     return value
+
+
+def _weight_setting(settings: QSettings | None) -> float:
+    """The smoothing weight kept in ``settings`` (the default when absent or unreadable)."""
+    if settings is None:
+        return DEFAULT_WEIGHT
+    value = settings.value(f"{SETTINGS_GROUP}/smoothing", DEFAULT_WEIGHT)
+    try:
+        weight = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return DEFAULT_WEIGHT
+    return min(max(weight, 0.0), 0.99) if math.isfinite(weight) else DEFAULT_WEIGHT
 
 
 def _as_set(value: object) -> set[str]:

@@ -8,10 +8,9 @@ weights and gradients views as a live run.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from PySide6.QtWidgets import QDialog, QLabel, QTabWidget, QVBoxLayout, QWidget
 
+from tfstudio.core.locations import Location, location
 from tfstudio.core.recorded import inspector_events
 from tfstudio.core.runs import RunReader, read_run_json
 from tfstudio.ui.panels.gradients import GradientsView
@@ -36,15 +35,18 @@ class RecordedInspector(QDialog):
     """Weights and gradients tabs for one recorded run.
 
     Args:
-        run_dir: the run folder (or any TensorBoard log folder with histograms).
+        run_dir: the run folder, a path or URL (or any TensorBoard log folder with histograms).
         reader: an up-to-date reader of that folder (read again if None).
     """
 
     def __init__(
-        self, run_dir: str | Path, reader: RunReader | None = None, parent: QWidget | None = None
+        self,
+        run_dir: str | Location,
+        reader: RunReader | None = None,
+        parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
-        path = Path(run_dir)
+        path = location(run_dir)
         if reader is None:
             reader = RunReader(path)
             reader.update()

@@ -32,7 +32,6 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QPushButton,
     QScrollArea,
-    QSlider,
     QSplitter,
     QTreeWidget,
     QTreeWidgetItem,
@@ -41,7 +40,9 @@ from PySide6.QtWidgets import (
 )
 
 from tfstudio.core.events import RunEnded, RunStarted, StepEnded
+from tfstudio.core.locations import fs_for, location
 from tfstudio.core.runs import (
+    Location,
     RunInfo,
     RunReader,
     delete_run,
@@ -51,6 +52,7 @@ from tfstudio.core.runs import (
     rename_run,
 )
 from tfstudio.core.smoothing import Smoother
+from tfstudio.ui.plotting.smoothing import SmoothingSlider, faint
 
 POLL_MS = 500
 LIST_EVERY_S = 2.0  # re-list the runs this often while a run is live
@@ -93,9 +95,7 @@ class TagPlot:
         """Draw (or redraw) ``run``'s curve, raw faint and smoothed with ``weight``."""
         raw = self.raw.get(run)
         if raw is None:
-            faint = pg.mkColor(colour)
-            faint.setAlpha(70 if weight > 0 else 255)
-            raw = self.raw[run] = self.plot.plot(pen=pg.mkPen(faint, width=1))
+            raw = self.raw[run] = self.plot.plot(pen=pg.mkPen(faint(colour), width=1))
             smooth = self.smooth[run] = self.plot.plot(pen=pg.mkPen(colour, width=2))
         smooth = self.smooth[run]
         smooth.setPen(pg.mkPen(colour, width=2))  # colours follow the selection order
@@ -112,9 +112,7 @@ class TagPlot:
         smooth.setData(xs, np.asarray(smoother.update(y), dtype=float), **marker)
         raw.setData(xs, ys)
         raw.setVisible(weight > 0)
-        pen_colour = pg.mkColor(colour)
-        pen_colour.setAlpha(70)
-        raw.setPen(pg.mkPen(pen_colour, width=1))
+        raw.setPen(pg.mkPen(faint(colour), width=1))
 
     def set_histogram(
         self, run: str, colour: str, edges: Sequence[float], counts: Sequence[float]
@@ -171,8 +169,8 @@ class RunsPanel(QWidget):
 
     def __init__(self, logdir: str | Path | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.readers: dict[Path, RunReader] = {}
-        self.extra: list[Path] = []  # folders opened by hand (any TensorBoard log dir)
+        self.readers: dict[Location, RunReader] = {}
+        self.extra: list[Location] = []  # folders opened by hand (any TensorBoard log dir)
         self.plots: dict[str, TagPlot] = {}
         self._live_run = False
         self._relist_at: float | None = None  # when to re-list the runs next
@@ -215,12 +213,8 @@ class RunsPanel(QWidget):
         self.follow_box.setToolTip("Re-read the selected runs twice a second (live or remote runs)")
         self.follow_box.setChecked(True)
         self.follow_box.toggled.connect(self._on_follow_toggled)
-        self.smoothing = QSlider(Qt.Orientation.Horizontal)
-        self.smoothing.setRange(0, 99)
-        self.smoothing.setValue(60)
-        self.smoothing.setMaximumWidth(160)
-        self.smoothing.valueChanged.connect(self._on_smoothing_changed)
-        self.smoothing_label = QLabel()
+        self.smoothing = SmoothingSlider()
+        self.smoothing.changed.connect(self._on_smoothing_changed)
         buttons = QHBoxLayout()
         for w in (
             self.rename_btn,
@@ -231,15 +225,19 @@ class RunsPanel(QWidget):
         ):
             buttons.addWidget(w)
         buttons.addStretch(1)
-        buttons.addWidget(QLabel("Smoothing"))
         buttons.addWidget(self.smoothing)
-        buttons.addWidget(self.smoothing_label)
 
         left = QWidget()
         lv = QVBoxLayout(left)
         lv.setContentsMargins(0, 0, 0, 0)
         lv.addLayout(top)
         lv.addWidget(self.tree, 1)
+        self.error_label = QLabel()
+        self.error_label.setWordWrap(True)
+        self.error_label.setStyleSheet("color: #c92a2a;")
+        self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error_label.hide()
+        lv.addWidget(self.error_label)
         lv.addLayout(buttons)
 
         self._grid_host = QWidget()
@@ -274,31 +272,55 @@ class RunsPanel(QWidget):
         self.timer = QTimer(self)
         self.timer.setInterval(POLL_MS)
         self.timer.timeout.connect(self.poll)
-        self._on_smoothing_changed(self.smoothing.value())
-        self.logdir: Path | None = None
+        self._on_smoothing_changed(self.smoothing.weight())
+        self.logdir: Location | None = None
         if logdir:
             self.set_logdir(logdir)
         self._update_buttons()
 
     # -- runs directory and list --------------------------------------------
-    def set_logdir(self, logdir: str | Path, by_user: bool = False) -> None:
-        """List the runs in ``logdir`` (it need not exist yet).
+    def set_logdir(self, logdir: str | Location, by_user: bool = False) -> None:
+        """List the runs in ``logdir`` (it need not exist yet; a URL such as ``gs://...``
+        is read through TensorBoard's file layer).
 
         ``by_user``: the user chose it, so runs record there from now on
         (:attr:`logdir_changed` is emitted).
         """
-        self.logdir = Path(logdir)
+        self.logdir = location(logdir)
         self.logdir_edit.setText(str(self.logdir))
         self.refresh_list()
         if by_user:
             self.logdir_changed.emit(str(self.logdir))
 
     def runs(self) -> list[RunInfo]:
-        """The listed runs: those in the runs directory, then folders opened by hand."""
-        runs = list_runs(self.logdir) if self.logdir is not None else []
+        """The listed runs: those in the runs directory, then folders opened by hand.
+
+        A folder that cannot be read (an unsupported URL scheme, a network error) is
+        left out and said in :attr:`error_label`; the panel goes on.
+        """
+        errors: list[str] = []
+        runs: list[RunInfo] = []
+        if self.logdir is not None:
+            try:
+                runs = list_runs(self.logdir)
+            except OSError as exc:
+                errors.append(f"cannot list {self.logdir}: {exc}")
         seen = {r.path for r in runs}
-        runs += [describe_run(p) for p in self.extra if p not in seen and p.exists()]
+        for p in self.extra:
+            if p in seen:
+                continue
+            try:
+                if fs_for(p).exists(p):  # type: ignore[arg-type]
+                    runs.append(describe_run(p))
+            except OSError as exc:
+                errors.append(f"cannot open {p}: {exc}")
+        self.show_error("\n".join(errors))
         return runs
+
+    def show_error(self, text: str) -> None:
+        """Say what could not be read (empty: clear it)."""
+        self.error_label.setText(text)
+        self.error_label.setVisible(bool(text))
 
     def refresh_list(self) -> None:
         """Re-list runs, keeping the selection."""
@@ -322,14 +344,14 @@ class RunsPanel(QWidget):
         if set(self.selected_paths()) != selected:
             self._on_selection_changed()
 
-    def selected_paths(self) -> list[Path]:
-        """Paths of the selected runs, in list order."""
+    def selected_paths(self) -> list[Location]:
+        """Paths (or URLs) of the selected runs, in list order."""
         items = [
             self.tree.topLevelItem(i)
             for i in range(self.tree.topLevelItemCount())
             if self.tree.topLevelItem(i).isSelected()
         ]
-        return [Path(i.data(0, PATH_ROLE)) for i in items]
+        return [location(i.data(0, PATH_ROLE)) for i in items]
 
     def select(self, names: Sequence[str]) -> None:
         """Select runs by folder name (replacing the selection)."""
@@ -342,9 +364,10 @@ class RunsPanel(QWidget):
         self.tree.blockSignals(False)
         self._on_selection_changed()
 
-    def open_folder(self, path: str | Path) -> None:
-        """Open (and select) any run or TensorBoard log folder, e.g. one written elsewhere."""
-        p = Path(path).resolve()
+    def open_folder(self, path: str | Location) -> None:
+        """Open (and select) any run or TensorBoard log folder, e.g. one written elsewhere
+        (a local path, or a URL TensorBoard's file layer reads)."""
+        p = location(path, resolve=True)
         if p not in self.extra:
             self.extra.append(p)
         self.refresh_list()
@@ -353,16 +376,19 @@ class RunsPanel(QWidget):
     # -- plots ----------------------------------------------------------------
     def smoothing_weight(self) -> float:
         """The EMA weight the slider sets (0 = raw)."""
-        return self.smoothing.value() / 100.0
+        return self.smoothing.weight()
 
-    def _reader(self, path: Path) -> RunReader:
+    def _reader(self, path: Location) -> RunReader:
         reader = self.readers.get(path)
         if reader is None:
             reader = self.readers[path] = RunReader(path)
-            reader.update()
+            try:
+                reader.update()
+            except OSError as exc:  # unreachable or unsupported URL: say it, show nothing
+                self.show_error(f"cannot read {path}: {exc}")
         return reader
 
-    def colour_of(self, path: Path) -> str:
+    def colour_of(self, path: Location) -> str:
         """A run's colour: by its place among the selected runs (first blue, then orange...)."""
         paths = self.selected_paths()
         i = paths.index(path) if path in paths else len(paths)
@@ -373,7 +399,7 @@ class RunsPanel(QWidget):
         selected = self.selected_paths()
         for i in range(self.tree.topLevelItemCount()):
             item = self.tree.topLevelItem(i)
-            path = Path(item.data(0, PATH_ROLE))
+            path = location(item.data(0, PATH_ROLE))
             if path in selected:
                 swatch = QPixmap(10, 10)
                 swatch.fill(QColor(self.colour_of(path)))
@@ -432,7 +458,10 @@ class RunsPanel(QWidget):
         for p in self.selected_paths():
             reader = self.readers.get(p)
             if reader is not None:
-                new += reader.update()
+                try:
+                    new += reader.update()
+                except OSError as exc:  # a remote folder gone or unreachable: say it, go on
+                    self.show_error(f"cannot read {p}: {exc}")
         if new:
             self.redraw()
         return new
@@ -458,7 +487,7 @@ class RunsPanel(QWidget):
             self.refresh_list()
 
     # -- actions ---------------------------------------------------------------------
-    def rename_selected(self, new_name: str) -> Path:
+    def rename_selected(self, new_name: str) -> Location:
         """Rename the (one) selected run."""
         [path] = self.selected_paths()
         new = rename_run(path, new_name)
@@ -469,7 +498,7 @@ class RunsPanel(QWidget):
         self.select([new.name])
         return new
 
-    def delete_selected(self, confirm: bool = True) -> list[Path]:
+    def delete_selected(self, confirm: bool = True) -> list[Location]:
         """Delete the selected runs (asking first unless ``confirm`` is False)."""
         paths = self.selected_paths()
         if not paths:
@@ -546,7 +575,7 @@ class RunsPanel(QWidget):
 
     def _on_logdir_edited(self) -> None:
         text = self.logdir_edit.text().strip()
-        if text and (self.logdir is None or Path(text) != self.logdir):
+        if text and (self.logdir is None or location(text) != self.logdir):
             self.set_logdir(text, by_user=True)
 
     def _on_selection_changed(self) -> None:
@@ -562,8 +591,7 @@ class RunsPanel(QWidget):
         else:
             self.timer.stop()
 
-    def _on_smoothing_changed(self, value: int) -> None:
-        self.smoothing_label.setText(f"{value / 100:.2f}")
+    def _on_smoothing_changed(self, weight: float) -> None:
         if hasattr(self, "plots") and self.plots:
             self.redraw()
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyqtgraph as pg
 
 from tfstudio.core.series import Series
+
+if TYPE_CHECKING:
+    from tfstudio.ui.plotting.smoothing import SmoothedLine
 
 MAX_SYMBOLS = 200  # point markers are dropped past this many points
 
@@ -22,9 +27,25 @@ class Curve:
         label: legend text.
         colour: line colour.
         series: decimated store; None keeps every point in ``xs``/``ys``.
+
+    A curve may carry a :class:`~tfstudio.ui.plotting.smoothing.SmoothedLine`
+    (``smooth``): its EMA, fed with every appended point and drawn with it.
     """
 
-    __slots__ = ("label", "series", "xs", "ys", "item", "dirty", "x", "y", "colour", "breaks")
+    __slots__ = (
+        "label",
+        "series",
+        "xs",
+        "ys",
+        "item",
+        "dirty",
+        "x",
+        "y",
+        "colour",
+        "breaks",
+        "smooth",
+        "envelope",
+    )
 
     def __init__(self, label: str, colour: str, series: Series | None = None) -> None:
         self.label = label
@@ -37,6 +58,8 @@ class Curve:
         self.dirty = False
         self.x = np.empty(0)  # the points last drawn (without the gap markers)
         self.y = np.empty(0)
+        self.smooth: SmoothedLine | None = None
+        self.envelope = True  # a decimated series draws each bucket's min and max
 
     def count(self) -> int:
         """Points received so far."""
@@ -46,11 +69,17 @@ class Curve:
         self, xs: list[float] | tuple[float, ...], ys: list[float] | tuple[float, ...]
     ) -> None:
         """Add points (ascending x) and mark the curve for redrawing."""
+        smooth = self.smooth
+        if smooth is not None and smooth.on:  # convert once for both stores
+            xs = np.asarray(xs, dtype=np.float64)  # type: ignore[assignment]
+            ys = np.asarray(ys, dtype=np.float64)  # type: ignore[assignment]
         if self.series is not None:
             self.series.extend(xs, ys)
         else:
             self.xs.extend(xs)
             self.ys.extend(ys)
+        if smooth is not None:
+            smooth.extend(xs, ys, self.breaks)
         self.dirty = True
 
     def add_break(self, x: float) -> None:
@@ -60,8 +89,12 @@ class Curve:
             self.dirty = True
 
     def points(self) -> tuple[np.ndarray, np.ndarray]:
-        """All points as arrays (a decimated series gives each bucket's min then max)."""
+        """All points as arrays (a decimated series gives each bucket's min then max, or
+        its mean when ``envelope`` is False)."""
         if self.series is not None:
+            if not self.envelope and self.series.width > 1:
+                x, y, _ = self.series.means()
+                return x, y
             return self.series.view()
         return np.asarray(self.xs, dtype=np.float64), np.asarray(self.ys, dtype=np.float64)
 
@@ -76,6 +109,10 @@ class Curve:
         """
         self.x, self.y = self.points()
         self.dirty = False
+        smooth = self.smooth
+        if smooth is not None and smooth.on:
+            smooth.line.breaks = self.breaks
+            smooth.line.update_item(draw and smooth.line.item is not None)
         if not draw:
             return
         assert self.item is not None
@@ -83,6 +120,11 @@ class Curve:
             self.item.setSymbol(None)  # markers on thousands of points are a smear, and slow
         x, y = self.drawn()
         self.item.setData(x, y, connect="finite")
+
+    def smoothed(self) -> Curve | None:
+        """The smoothed line when smoothing is on, else None."""
+        smooth = self.smooth
+        return smooth.line if smooth is not None and smooth.on else None
 
     def nearest(
         self, x: float, lo: float = -np.inf, hi: float = np.inf

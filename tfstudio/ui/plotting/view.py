@@ -202,6 +202,7 @@ class PlotView:
         self.set_title(title)
 
         self.items: list[pg.PlotDataItem] = []
+        self.unranged: list[pg.PlotDataItem] = []  # drawn, but not counted for the y range
         self.show_all = False
         self.log = False
         self.shown = True
@@ -248,19 +249,24 @@ class PlotView:
         (group if group is not None else XLinkGroup()).add(self)
 
     # -- items ---------------------------------------------------------------
-    def add_item(self, item: pg.PlotDataItem, z: float = 0) -> pg.PlotDataItem:
-        """Add a data item: it counts for the y range and follows log scale."""
+    def add_item(self, item: pg.PlotDataItem, z: float = 0, ranged: bool = True) -> pg.PlotDataItem:
+        """Add a data item: it follows log scale and (``ranged``) counts for the y range.
+
+        A smoothed curve is not ranged: it lies within its raw curve's envelope, and
+        the tail it draws after a spike must not widen the bulk the range follows.
+        """
         item.setZValue(z)
         item.setLogMode(False, self.log)
         self.vb.addItem(item)
-        self.items.append(item)
+        (self.items if ranged else self.unranged).append(item)
         return item
 
     def remove_item(self, item: pg.PlotDataItem) -> None:
         """Remove a data item added with :meth:`add_item`."""
-        if item in self.items:
-            self.items.remove(item)
-            self.vb.removeItem(item)
+        for items in (self.items, self.unranged):
+            if item in items:
+                items.remove(item)
+                self.vb.removeItem(item)
 
     def visible_items(self) -> Iterator[pg.PlotDataItem]:
         """Data items shown now."""
@@ -388,7 +394,7 @@ class PlotView:
         x_range = self.vb.viewRange()[0]
         self.plot.setLogMode(y=log)  # axis ticks; re-enables pyqtgraph's auto range
         self.vb.enableAutoRange(x=False, y=False)
-        for item in self.items:
+        for item in (*self.items, *self.unranged):
             item.setLogMode(False, log)
         self.vb.setXRange(*x_range, padding=0)
         self.refresh_range()
