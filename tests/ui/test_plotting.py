@@ -52,3 +52,21 @@ def test_plot_view_follows_data_and_group_shares_the_range(qtbot):
     assert not group.following
     views[0].log_button.click()
     assert views[0].log and not views[1].log
+
+
+def test_a_narrow_plot_gives_the_title_row_to_the_legend(qtbot):
+    view = PlotView("accuracy")
+    qtbot.addWidget(view.widget)
+    for name in ("accuracy (per step)", "accuracy (epoch mean)", "val_accuracy"):
+        item = view.add_item(pg.PlotDataItem([0, 1], [0, 1], name=name))
+        view.legend.addItem(item, name)
+    view.legend.setColumnCount(3)  # one row, as the metric plots lay it out
+    view.widget.resize(1200, 300)
+    view.widget.show()
+    qtbot.waitUntil(lambda: view.plot.geometry().width() > 1000)
+    assert view.title_shown()  # room for both
+    view.widget.resize(520, 300)
+    qtbot.waitUntil(lambda: not view.title_shown())
+    assert view.legend_labels()[0] == "accuracy (per step)"  # the legend still names it
+    view.widget.resize(1200, 300)
+    qtbot.waitUntil(view.title_shown)

@@ -200,6 +200,9 @@ class PlotView:
         self.plot.layout.setRowMinimumHeight(0, 36)  # title row tall enough for the legend
         self._title = ""
         self.set_title(title)
+        # A narrow plot: the legend (which names the metric too) wins over the title.
+        self.plot.geometryChanged.connect(self._fit_title)
+        self.legend.geometryChanged.connect(self._fit_title)
 
         self.items: list[pg.PlotDataItem] = []
         self.unranged: list[pg.PlotDataItem] = []  # drawn, but not counted for the y range
@@ -284,6 +287,21 @@ class PlotView:
     def title(self) -> str:
         """The title text."""
         return self._title
+
+    def title_shown(self) -> bool:
+        """False while the legend needs the title's room (a narrow plot)."""
+        return self.plot.titleLabel.item.isVisible()
+
+    def _fit_title(self) -> None:
+        label = self.plot.titleLabel
+        text = label.item
+        title_right = label.geometry().x() + text.pos().x() + text.boundingRect().width()
+        legend_left = (
+            self.plot.geometry().width() - self.legend.geometry().width() - 12 - 2 * BUTTON_W
+        )
+        fits = not self.legend.items or title_right + 6 <= legend_left
+        if fits != text.isVisible():
+            text.setVisible(fits)
 
     def set_x_label(self, text: str) -> None:
         """Set the bottom axis label."""
