@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import textwrap
 import threading
@@ -58,6 +59,21 @@ def _alive(proc: psutil.Process) -> bool:
 
 def _our_threads() -> set[str]:
     return {t.name for t in threading.enumerate() if t.name.startswith("tfstudio-worker")}
+
+
+@pytest.fixture(autouse=True)
+def _qt_garbage_is_collected_on_the_main_thread(request):
+    """After a Qt test, collect its garbage here, on the main thread.
+
+    Otherwise a later in-process training thread's garbage collection may destroy
+    leftover PySide objects off the main thread, and that deadlocks against the main
+    thread's own deferred Qt deletions (seen as a hung training thread inside TF, with
+    ``QObject::~QObject`` waiting for the GIL). The window process never trains, and
+    the worker never imports Qt, so this only concerns tests that mix both in one process.
+    """
+    yield
+    if "qtbot" in request.fixturenames or "qapp" in request.fixturenames:
+        gc.collect()
 
 
 @pytest.fixture(autouse=True)

@@ -12,10 +12,10 @@ pytestmark = pytest.mark.tf
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "loops" / "graph_norms.py"
 PATHS = {
-    "regressor/dense/kernel",
-    "regressor/dense/bias",
-    "regressor/dense_1/kernel",
-    "regressor/dense_1/bias",
+    "regressor/hidden/kernel",
+    "regressor/hidden/bias",
+    "regressor/out/kernel",
+    "regressor/out/bias",
 }
 
 

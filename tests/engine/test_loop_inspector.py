@@ -66,7 +66,7 @@ def test_graph_loop_reports_gradient_norms_and_the_inspector_views(tmp_path: Pat
     # the model tree of the Keras model the loop trains (the Model dock shows it)
     (tree,) = of(events, ModelTree)
     assert tree.root.name == "regressor"
-    assert [c.name for c in tree.root.children][-2:] == ["dense", "dense_1"]
+    assert [c.name for c in tree.root.children][-2:] == ["hidden", "out"]
     # gradients of the sampled steps, per variable, equal the loop's own tf.norm
     grads = of(events, GradientStats)
     assert [g.step for g in grads] == [2, 5, 8, 11]

@@ -12,7 +12,11 @@ import numpy as np
 import tensorflow as tf
 
 model = keras.Sequential(
-    [keras.Input((4,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(1)],
+    [
+        keras.Input((4,)),
+        keras.layers.Dense(8, activation="relu", name="hidden"),
+        keras.layers.Dense(1, name="out"),
+    ],
     name="regressor",
 )
 opt = keras.optimizers.Adam(0.01)
