@@ -95,3 +95,18 @@ def no_leaked_workers():
         except psutil.Error:
             pass
     pytest.fail(f"the test left child processes {sorted(left)} / threads {sorted(threads)}")
+
+
+@pytest.fixture
+def runs_panel(qtbot):
+    """A shown RunsPanel (with nothing listed), stopped and its windows closed afterwards."""
+    from tfstudio.ui.panels.runs import RunsPanel
+
+    panel = RunsPanel()
+    qtbot.addWidget(panel)
+    panel.resize(1100, 500)
+    panel.show()
+    yield panel
+    panel.timer.stop()
+    for window in panel.inspectors:
+        window.close()

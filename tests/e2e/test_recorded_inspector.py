@@ -14,7 +14,6 @@ from tfstudio.core.events import (
     WeightStats,
 )
 from tfstudio.engine.recorder import Recorder
-from tfstudio.ui.panels.runs import RunsPanel
 
 
 def _weights(step: int) -> WeightStats:
@@ -42,15 +41,8 @@ def _gradients(step: int) -> GradientStats:
 
 
 @pytest.fixture
-def panel(qtbot):
-    p = RunsPanel()
-    qtbot.addWidget(p)
-    p.resize(1100, 500)
-    p.show()
-    yield p
-    p.timer.stop()
-    for w in p.inspectors:
-        w.close()
+def panel(runs_panel):
+    return runs_panel
 
 
 def test_a_recorded_run_opens_in_the_inspector_as_it_was(panel, qtbot, tmp_path):

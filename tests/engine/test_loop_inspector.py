@@ -11,10 +11,10 @@ import pytest
 
 from tests.conftest import wait_for
 from tests.engine.helpers import of, run_script
+from tests.engine.test_controls import pause, wait_event
 from tests.engine.test_stop_pause import Collector
 from tfstudio.core.channel import Channel
 from tfstudio.core.commands import (
-    Pause,
     RestoreCheckpoint,
     Resume,
     SaveCheckpoint,
@@ -29,7 +29,6 @@ from tfstudio.core.events import (
     InspectorStatus,
     LearningRate,
     ModelTree,
-    RunState,
     StepEnded,
     WeightStats,
 )
@@ -140,20 +139,6 @@ def _start(*args: str, **options) -> tuple[TrainingSession, Collector]:
     return session, Collector(channel)
 
 
-def _pause(seen: Collector) -> RunState:
-    before = len(of(seen.poll(), RunState))
-    seen.channel.send(Pause())
-    wait_for(lambda: len(of(seen.poll(), RunState)) > before)
-    state = of(seen.events, RunState)[-1]
-    assert state.state == "paused"
-    return state
-
-
-def _wait(seen: Collector, kind: type, count: int = 1):
-    wait_for(lambda: len(of(seen.poll(), kind)) >= count)
-    return of(seen.events, kind)[count - 1]
-
-
 def _state(control) -> dict[str, np.ndarray]:
     out = {f"var/{i}": v.numpy().copy() for i, v in enumerate(control.model.trainable_variables)}
     if control.optimizer is not None:
@@ -169,22 +154,22 @@ def test_save_now_and_restore_a_custom_loop_bit_exact(tmp_path, mode, update) ->
     session, seen = _start(mode, update, checkpoint_dir=str(tmp_path / "ck"))
     try:
         wait_for(lambda: len(seen.steps()) >= 5)
-        held = _pause(seen)
+        held = pause(seen)
         control = session.monitor.control
         assert seen.steps()[-1].global_step == held.global_step  # every step ran is reported
         seen.channel.send(SaveCheckpoint())
-        saved = _wait(seen, CheckpointSaved)
+        saved = wait_event(seen, CheckpointSaved)
         assert saved.step == held.global_step
         at_save = _state(control)
         if update == "adam":
             assert int(control.optimizer.iterations.numpy()) == saved.step
         seen.channel.send(Resume())
         wait_for(lambda: seen.steps()[-1].global_step >= saved.step + 5)
-        _pause(seen)
+        pause(seen)
         moved = _state(control)
         assert any(not np.array_equal(moved[k], at_save[k]) for k in at_save)
         seen.channel.send(RestoreCheckpoint(saved.path))
-        restored = _wait(seen, CheckpointRestored)
+        restored = wait_event(seen, CheckpointRestored)
         assert restored.step == saved.step
         after = _state(control)
         assert after.keys() == at_save.keys()
@@ -207,9 +192,9 @@ def test_save_now_and_restore_a_custom_loop_bit_exact(tmp_path, mode, update) ->
 def test_learning_rate_line_and_set_in_a_custom_loop(mode) -> None:
     session, seen = _start(mode, "adam")
     try:
-        first = _wait(seen, LearningRate)
+        first = wait_event(seen, LearningRate)
         assert math.isclose(first.value, 0.01, rel_tol=1e-6)
-        _pause(seen)
+        pause(seen)
         seen.channel.send(SetLearningRate(0.002))
         wait_for(
             lambda: [

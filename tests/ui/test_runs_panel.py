@@ -16,7 +16,6 @@ from PySide6.QtWidgets import QMessageBox
 
 from tests.core.tfevents import write_events
 from tfstudio.core.smoothing import ema
-from tfstudio.ui.panels.runs import RunsPanel
 
 
 def make_run(logdir: Path, name: str, losses: list[float], status: str = "finished") -> Path:
@@ -34,13 +33,8 @@ def make_run(logdir: Path, name: str, losses: list[float], status: str = "finish
 
 
 @pytest.fixture
-def panel(qtbot):
-    p = RunsPanel()
-    qtbot.addWidget(p)
-    p.resize(1100, 500)
-    p.show()
-    yield p
-    p.timer.stop()
+def panel(runs_panel):
+    return runs_panel
 
 
 def test_lists_opens_and_overlays_runs(panel, tmp_path):

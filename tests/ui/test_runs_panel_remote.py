@@ -8,19 +8,13 @@ from PySide6.QtWidgets import QMessageBox
 from tests.core.tfevents import write_events
 from tests.ui.test_runs_panel import make_run
 from tfstudio.core.locations import UrlPath
-from tfstudio.ui.panels.runs import RunsPanel
 
 pytest.importorskip("fsspec", reason="TensorBoard's layer reaches file:// through fsspec")
 
 
 @pytest.fixture
-def panel(qtbot):
-    p = RunsPanel()
-    qtbot.addWidget(p)
-    p.resize(1100, 500)
-    p.show()
-    yield p
-    p.timer.stop()
+def panel(runs_panel):
+    return runs_panel
 
 
 def test_a_url_runs_directory_lists_opens_and_follows(panel, tmp_path):
