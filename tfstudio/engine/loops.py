@@ -627,7 +627,9 @@ class LoopInterceptor:
                 self._after_step(loss)
         else:  # tracing a tf.function: record the loss on the device at run time
             series.make_buffer(tf)
-            if target is not None:
+            if target is not None and target.dtype == tf.float32 and target.shape.rank == 0:
+                value = target  # the usual scalar float32 loss: no op needed
+            elif target is not None:
                 value = tf.reduce_mean(tf.cast(target, tf.float32))
             else:
                 value = tf.constant(math.nan, tf.float32)
@@ -641,8 +643,11 @@ class LoopInterceptor:
                 self._inspect.record_graph(series, pairs)
             # Values first, then the count: a reader that sees the count sees the values.
             index = series.counter.read_value()
-            written = series.buffer.scatter_nd_update(
-                tf.reshape(index % RING, [1, 1]), tf.reshape(tf.stack([value, squares]), [1, 2])
+            # One row at a scalar index (no reshapes): buffer[index % RING] = (loss, squares).
+            written = tf.raw_ops.ResourceScatterUpdate(
+                resource=series.buffer.handle,
+                indices=index % RING,
+                updates=tf.stack([value, squares]),
             )
             with tf.control_dependencies([written]):
                 series.counter.assign_add(1)
