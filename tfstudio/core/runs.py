@@ -154,15 +154,20 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
-def _subdirs(p: Location) -> list[Location]:
-    """Sub-folders of ``p``, in name order (empty when it cannot be listed)."""
+def _listing(p: Location) -> tuple[Any, list[str]]:
+    """``p``'s file system and its entries' names, sorted (none when it cannot be listed)."""
     files = fs_for(p)
     try:
-        names = sorted(files.listdir(p))  # type: ignore[arg-type]
+        return files, sorted(files.listdir(p))  # type: ignore[arg-type]
     except UnsupportedLocation:
         raise
     except OSError:
-        return []
+        return files, []
+
+
+def _subdirs(p: Location) -> list[Location]:
+    """Sub-folders of ``p``, in name order (empty when it cannot be listed)."""
+    files, names = _listing(p)
     out = []
     for name in names:
         sub = p / name
@@ -292,13 +297,7 @@ class Histogram:
 def event_files(folder: PathLike) -> Iterator[Location]:
     """The TensorBoard event files directly in ``folder``, in name (time) order."""
     p = location(folder)
-    files = fs_for(p)
-    try:
-        names = sorted(files.listdir(p))  # type: ignore[arg-type]
-    except UnsupportedLocation:
-        raise
-    except OSError:
-        return iter(())
+    files, names = _listing(p)
     return (p / n for n in names if EVENT_FILE_MARK in n and files.isfile(p / n))  # type: ignore[arg-type]
 
 
