@@ -27,7 +27,8 @@ from tfstudio.ui.plotting.curve import Curve
 
 DEFAULT_WEIGHT = 0.6  # TensorBoard's default
 MAX_SLIDER_WEIGHT = 0.99
-RAW_ALPHA = 60  # the raw curve under a smoothed one: same colour, this faint
+RAW_ALPHA = 35  # the raw curve under a smoothed one: same colour, this faint (dense noisy
+# curves pile their segments up: at 60 a 3,000-step loss hid its smoothed line in a small plot)
 
 
 def faint(colour: str | QColor, alpha: int = RAW_ALPHA) -> QColor:
