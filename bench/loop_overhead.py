@@ -1,22 +1,41 @@
 """Cost of monitoring a custom training loop: bare vs monitored steps/s, side by side.
 
-A small MLP trained by a custom loop (``tf.GradientTape`` + a Keras optimizer),
-as a ``@tf.function`` train step and as an eager step. Rounds alternate bare and
-monitored in this one process, on the same model, data and thread; R is the
-median of the adjacent pairs' ratios (a shared VM's speed jumps between regimes).
-The monitored rounds run under :class:`tfstudio.engine.loops.LoopInterceptor`
-with a thread draining the channel every 20 ms, as a worker's pump does; each
-monitored round counts the StepEnded events it produced (nothing may be lost).
+A small MLP (32-64-64-10, batch 64, Adam) trained by a custom loop
+(``tf.GradientTape`` + a Keras optimizer), as a ``@tf.function`` train step and as an
+eager step, in this one process, on the same model, data and thread.
 
-    python bench/overhead.py --loop [--rounds 20] [--steps 300] [--inspector]
+``tf.function``: step by step, interleaved. Several bare traces of the step (made
+before monitoring starts) and several monitored traces (made under
+:class:`tfstudio.engine.loops.LoopInterceptor`, so their graphs record the loss and
+gradient norm) are called in a fresh random order every round, one step each, and
+every call is timed. A bare call goes through the unpatched ``Function.__call__`` (what
+an unmonitored script runs); a monitored call goes the monitored way (the wrapper, the
+recording ops). A shared VM's speed jumps between regimes for seconds at a time; steps
+a millisecond apart see the same regime, so the comparison resolves a few percent where
+rounds of hundreds of steps could not. The monitored side is also charged, on top of
+its own step times, the CPU time of the threads that work for it (the reader of the
+graph buffers, and the channel's drain thread standing in for the worker's pump) per
+step, measured afterwards over a stretch of monitored steps alone (as a monitored run
+is): on 2 cores their time is taken from training's. A control ratio compares half the
+bare traces with the other half, the same way: how far from 1.000 two identical sides
+land (the method's resolution).
+
+Eager: the same, one model, bare and monitored steps in random order; the patches are
+global while a loop is monitored, so a bare eager step runs with the run's ``in_fit``
+flag set and the wrappers pass straight through (as inside a ``fit``; ~1 us a step).
+
+Every monitored step must reach the channel as a ``StepEnded`` (``steps lost 0``).
+
+    python bench/overhead.py --loop [--steps 2500] [--traces 4] [--eager-steps 300] [--inspector]
 
 The inspector is off by default (this is the per-step path, as ``overhead.py``
 measures ``fit``); ``--inspector`` turns it on at its default 3% budget, so the
-monitored rounds also run the sampled steps (recording twin, weight/gradient stats);
-each monitored round first runs 13 untimed steps, past the two first samples that trace
-the twin and the weight probe (paid once per run).
+monitored side also runs the sampled steps (recording twin, weight/gradient stats);
+13 untimed steps first run past the two first samples that trace the twin and the
+weight probe (paid once per run).
 
-Ends with one line: ``overhead: monitored/bare = R`` (the ``@tf.function`` loop).
+Ends with one line: ``overhead: monitored/bare = R`` (the ``@tf.function`` loop: the
+ratio of steps/s, i.e. of mean step times, reader and pump CPU charged).
 """
 
 from __future__ import annotations
@@ -24,34 +43,23 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import random
 import statistics
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's tfstudio
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Run the comparison and print one line per loop kind, then the overhead line."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=20, help="pairs of rounds to compare")
-    parser.add_argument("--steps", type=int, default=300, help="steps per round")
-    parser.add_argument("--eager-steps", type=int, default=60, help="steps per eager round")
-    parser.add_argument("--inspector", action="store_true", help="sample for the inspector too")
-    args = parser.parse_args(argv)
-
+def mlp() -> tuple[Any, Any, Any, Any, Any]:
+    """The benchmark's data and model: ``(x, y, model, optimizer, loss function)``."""
     import keras
     import numpy as np
     import tensorflow as tf
-
-    from tfstudio.core.channel import Channel
-    from tfstudio.core.events import StepEnded
-    from tfstudio.core.options import RunOptions
-    from tfstudio.engine.loops import LoopInterceptor
-    from tfstudio.engine.monitor import RunMonitor
 
     rng = np.random.default_rng(0)
     x = tf.constant(rng.normal(size=(64, 32)).astype("float32"))
@@ -66,6 +74,14 @@ def main(argv: list[str] | None = None) -> None:
     )
     opt = keras.optimizers.Adam(1e-3)
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    return x, y, model, opt, loss_fn
+
+
+def mlp_step() -> tuple[Any, Any, Any]:
+    """The benchmark's data and its train step (a plain Python function): ``(x, y, step)``."""
+    import tensorflow as tf
+
+    x, y, model, opt, loss_fn = mlp()
 
     def step(x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
         with tf.GradientTape() as tape:
@@ -74,71 +90,188 @@ def main(argv: list[str] | None = None) -> None:
         opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
         return loss
 
-    def timed(fn, n: int) -> float:
-        t = time.perf_counter()
-        for _ in range(n):
-            fn(x, y)
-        fn(x, y).numpy()  # wait for the last step
-        return (n + 1) / (time.perf_counter() - t)
+    return x, y, step
 
-    # With the inspector, a loop's first two samples (steps 2 and 12) pay once per run for
-    # tracing the recording twin and the weight probe: run them before timing, so the
-    # timed steps show the steady cost of budget-spaced samples.
+
+class _Drain:
+    """The worker's pump, reduced to what costs: drain the channel every 20 ms, count steps."""
+
+    def __init__(self, channel: Any) -> None:
+        from tfstudio.core.events import StepEnded
+
+        self._channel = channel
+        self._kind = StepEnded
+        self.steps = 0
+        self._done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self._done.wait(0.02):
+            self.drain()
+
+    def drain(self) -> None:
+        """Count the step events waiting in the channel."""
+        self.steps += sum(isinstance(e, self._kind) for e in self._channel.drain())
+
+    def close(self) -> int:
+        """Stop the thread; the step events seen in all."""
+        self._done.set()
+        self.thread.join()
+        self.drain()
+        return self.steps
+
+
+def _cpu(thread: threading.Thread | None) -> float:
+    """CPU seconds a live thread has used (0 for none)."""
+    if thread is None or thread.ident is None or not thread.is_alive():
+        return 0.0
+    return time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+
+
+def graph_interleaved(args: argparse.Namespace) -> tuple[float, str]:
+    """The ``tf.function`` loop, step by step in random order: ``(R, summary line)``."""
+    import tensorflow as tf
+    from tensorflow.python.eager.polymorphic_function import polymorphic_function
+
+    from tfstudio.core.channel import Channel
+    from tfstudio.core.options import RunOptions
+    from tfstudio.engine.loops import LoopInterceptor
+    from tfstudio.engine.monitor import RunMonitor
+
+    x, y, step = mlp_step()
+    original = polymorphic_function.Function.__call__  # unpatched: the bare call
+    bare = [tf.function(step) for _ in range(args.traces)]
+    for fn in bare:
+        fn(x, y).numpy()  # trace (not timed)
+    channel = Channel()
+    monitor = RunMonitor(channel, options=RunOptions(inspector=args.inspector))
+    drain = _Drain(channel)
     warm = 13 if args.inspector else 0
-
-    def monitored(make, n: int) -> tuple[float, int]:
-        channel = Channel()
-        monitor = RunMonitor(channel, options=RunOptions(inspector=args.inspector))
-        done = threading.Event()
-        seen = [0]
-
-        def pump() -> None:
-            while not done.wait(0.02):
-                seen[0] += sum(isinstance(e, StepEnded) for e in channel.drain())
-
-        thread = threading.Thread(target=pump, daemon=True)
-        thread.start()
-        with LoopInterceptor(monitor):
-            fn = make()
+    with LoopInterceptor(monitor) as interceptor:
+        mons = [tf.function(step) for _ in range(args.traces)]
+        for fn in mons:
             fn(x, y).numpy()  # trace (not timed)
-            for _ in range(warm):  # the inspector's first samples trace its twin (not timed)
-                fn(x, y)
-            rate = timed(fn, n)
-        done.set()
-        thread.join()
-        seen[0] += sum(isinstance(e, StepEnded) for e in channel.drain())
-        return rate, seen[0] - (n + 2 + warm)
+        for _ in range(warm):  # the inspector's first samples trace its twin (not timed)
+            mons[0](x, y)
+        calls = [(i, True, fn) for i, fn in enumerate(mons)]
+        calls += [(i, False, fn) for i, fn in enumerate(bare)]
+        times: dict[tuple[int, bool], list[float]] = {(i, m): [] for i, m, _ in calls}
+        order = random.Random(0)
+        clock = time.perf_counter
+        for _ in range(args.steps):
+            order.shuffle(calls)
+            for i, monitored, fn in calls:
+                if monitored:
+                    t = clock()
+                    fn(x, y)
+                    times[i, True].append(clock() - t)
+                else:
+                    t = clock()
+                    original(fn, x, y)
+                    times[i, False].append(clock() - t)
+        # What the reader and the pump cost per step of a run that is all monitored: a
+        # stretch of monitored steps alone, their threads' CPU time over its steps.
+        reader, alone = interceptor._reader, args.steps
+        read0, pump0 = _cpu(reader), _cpu(drain.thread)
+        for k in range(alone):
+            mons[k % len(mons)](x, y)
+        mons[0](x, y).numpy()
+        read_cost = (_cpu(reader) - read0) / (alone + 1)
+        pump_cost = (_cpu(drain.thread) - pump0) / (alone + 1)
+        charge = read_cost + pump_cost
+    seen = drain.close()
+    made = args.traces * (args.steps + 1) + warm + alone + 1
+    pool = [t for (_, m), ts in times.items() if m for t in ts]
+    bare_pool = [t for (_, m), ts in times.items() if not m for t in ts]
+    mean_b, mean_m = statistics.fmean(bare_pool), statistics.fmean(pool) + charge
+    med_b, med_m = statistics.median(bare_pool), statistics.median(pool) + charge
+    half = args.traces // 2
+    a = [t for i in range(half) for t in times[i, False]]
+    b = [t for i in range(half, args.traces) for t in times[i, False]]
+    control = statistics.fmean(b) / statistics.fmean(a)
+    ratio = mean_b / mean_m
+    line = (
+        f"tf.function: bare {1 / mean_b:,.0f} steps/s, monitored {1 / mean_m:,.0f} steps/s, "
+        f"ratio {ratio:.3f} (median steps {med_b / med_m:.3f}; uncharged "
+        f"{mean_b / (mean_m - charge):.3f}; charged: reader {read_cost * 1e6:.1f} + pump "
+        f"{pump_cost * 1e6:.1f} us/step), control bare/bare {control:.3f}, "
+        f"steps lost {made - seen}, {args.traces}+{args.traces} traces x {args.steps} "
+        "steps interleaved"
+    )
+    return ratio, line
 
-    results = {}
-    for kind, make, n in (
-        ("tf.function", lambda: tf.function(step), args.steps),
-        ("eager", lambda: step, args.eager_steps),
-    ):
-        bare_fn = make()
-        bare_fn(x, y).numpy()
-        ratios, bares, mons, lost = [], [], [], 0
-        for i in range(args.rounds):
-            if i % 2 == 0:
-                b = timed(bare_fn, n)
-                m, missing = monitored(make, n)
-            else:
-                m, missing = monitored(make, n)
-                b = timed(bare_fn, n)
-            bares.append(b)
-            mons.append(m)
-            ratios.append(m / b)
-            lost += abs(missing)
-        results[kind] = statistics.median(ratios)
-        print(
-            f"{kind}: bare {statistics.median(bares):,.0f} steps/s, monitored "
-            f"{statistics.median(mons):,.0f} steps/s, ratio median {results[kind]:.3f} "
-            f"(min {min(ratios):.3f}, max {max(ratios):.3f}), steps lost {lost}, "
-            f"{args.rounds} rounds x {n} steps"
-        )
+
+def eager_interleaved(args: argparse.Namespace) -> tuple[float, str]:
+    """The eager loop, step by step in random order: ``(R, summary line)``.
+
+    The patches are global while a loop is monitored, so a bare eager step runs with the
+    run's ``in_fit`` flag set: the wrappers pass straight through to TensorFlow (three
+    attribute checks, ~1 us, on a step of tens of ms), as they do inside a ``fit``.
+    """
+    from tfstudio.core.channel import Channel
+    from tfstudio.core.options import RunOptions
+    from tfstudio.engine.loops import LoopInterceptor
+    from tfstudio.engine.monitor import RunMonitor
+
+    x, y, step = mlp_step()
+    warm = 13 if args.inspector else 0
+    channel = Channel()
+    monitor = RunMonitor(channel, options=RunOptions(inspector=args.inspector))
+    drain = _Drain(channel)
+    times: dict[bool, list[float]] = {True: [], False: []}
+    order = random.Random(0)
+    clock = time.perf_counter
+    with LoopInterceptor(monitor):
+        for _ in range(1 + warm):  # the first step announces the loop (not timed)
+            step(x, y)
+        sides = [True, False]
+        for _ in range(args.eager_steps):
+            order.shuffle(sides)
+            for monitored in sides:
+                monitor.in_fit = not monitored
+                t = clock()
+                step(x, y).numpy()
+                times[monitored].append(clock() - t)
+        monitor.in_fit = False
+        # the pump's CPU per step of a run that is all monitored (as for tf.function)
+        alone = max(1, args.eager_steps // 5)
+        pump0 = _cpu(drain.thread)
+        for _ in range(alone):
+            step(x, y)
+        step(x, y).numpy()
+        pump_cost = (_cpu(drain.thread) - pump0) / (alone + 1)
+    lost = 1 + warm + args.eager_steps + alone + 1 - drain.close()
+    mean_b = statistics.fmean(times[False])
+    mean_m = statistics.fmean(times[True]) + pump_cost
+    ratio = mean_b / mean_m
+    line = (
+        f"eager: bare {1 / mean_b:,.1f} steps/s, monitored {1 / mean_m:,.1f} steps/s, "
+        f"ratio {ratio:.3f} (median steps "
+        f"{statistics.median(times[False]) / statistics.median(times[True]):.3f}; charged: "
+        f"pump {pump_cost * 1e6:.1f} us/step), steps lost {lost}, {args.eager_steps} steps "
+        "each interleaved"
+    )
+    return ratio, line
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run both comparisons and print one line per loop kind, then the overhead line."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=2500, help="graph steps per trace")
+    parser.add_argument("--traces", type=int, default=4, help="graph traces per side")
+    parser.add_argument("--eager-steps", type=int, default=300, help="eager steps per side")
+    parser.add_argument("--inspector", action="store_true", help="sample for the inspector too")
+    args = parser.parse_args(argv)
+
+    graph, graph_line = graph_interleaved(args)
+    print(graph_line, flush=True)
+    eager, eager_line = eager_interleaved(args)
+    print(eager_line)
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared)")
     print(f"inspector: {'on (3% budget)' if args.inspector else 'off'}")
-    print(f"overhead (eager loop): monitored/bare = {results['eager']:.3f}")
-    print(f"overhead: monitored/bare = {results['tf.function']:.3f}")
+    print(f"overhead (eager loop): monitored/bare = {eager:.3f}")
+    print(f"overhead: monitored/bare = {graph:.3f}")
 
 
 if __name__ == "__main__":

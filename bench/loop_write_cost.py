@@ -1,98 +1,113 @@
-"""What recording a graph loop's step on the device costs, op by op, side by side.
+"""What recording a graph loop's step on the device costs, variant by variant, side by side.
 
-Four ``tf.function`` train steps of the small MLP that ``overhead.py --loop`` uses, in
-one process, timed in turn each round (300 steps each, 30 rounds): bare; ``now`` (what
-tfstudio adds today: loss cast/mean, per-step gradient norm, ``scatter_nd_update`` of
-the row and the counter's increment); ``lossonly`` (only the loss, scalar-index scatter);
-``lean`` (loss and norm, scalar-index scatter, no reshapes). Prints each variant's
-median ratio to bare. No tfstudio code runs here: it isolates the device ops.
+``tf.function`` train steps of the small MLP that ``overhead.py --loop`` uses, each
+traced ``--traces`` times, all called in a fresh random order every round, one step
+each, every call timed (the method of ``loop_overhead.py``). No tfstudio code runs:
+this isolates the device ops. Variants:
 
-    python bench/loop_write_cost.py
+- ``bare``: the user's step alone;
+- ``loss``: the loss written into the ring buffer (counter read, ``% RING``, a scalar
+  ``ResourceScatterUpdate``, the counter's increment);
+- ``columns``: what tfstudio writes: the loss and one ``l2_loss`` per gradient, each in
+  its own column of the row (the reader adds them up);
+- ``add_n``: the loss and the ``add_n`` of the ``l2_loss``es, one column (the write
+  before 2026-11-22);
+- ``queue``: the ``columns`` row through a ``tf.queue.FIFOQueue`` (one enqueue op).
+
+Prints each variant's ratio of mean step times to bare (``bare/this``), and a control:
+half the bare traces against the other half.
+
+    python bench/loop_write_cost.py [--steps 1500] [--traces 6]
 """
 
+from __future__ import annotations
+
+import argparse
 import os
+import random
 import statistics
+import sys
 import time
+from pathlib import Path
 
-os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
-import keras
-import numpy as np
-import tensorflow as tf
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-rng = np.random.default_rng(0)
-x = tf.constant(rng.normal(size=(64, 32)).astype("float32"))
-y = tf.constant(rng.integers(0, 10, size=(64,)))
-model = keras.Sequential(
-    [
-        keras.Input((32,)),
-        keras.layers.Dense(64, activation="relu"),
-        keras.layers.Dense(64, activation="relu"),
-        keras.layers.Dense(10),
-    ]
-)
-opt = keras.optimizers.Adam(1e-3)
-loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-RING = 4096
-buf = tf.Variable(tf.zeros([RING, 2]))
-cnt = tf.Variable(0, dtype=tf.int64)
-buf1 = tf.Variable(tf.zeros([RING]))
+RING = 16384
 
 
-def make(kind: str) -> tf.types.experimental.PolymorphicFunction:
-    """A train step with the recording ops ``kind`` names."""
+def main() -> None:
+    """Time every variant, interleaved, and print the ratios."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=1500, help="steps per trace")
+    parser.add_argument("--traces", type=int, default=6, help="traces per variant")
+    args = parser.parse_args()
 
-    def step(x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
-        with tf.GradientTape() as tape:
-            loss = loss_fn(y, model(x, training=True))
-        grads = tape.gradient(loss, model.trainable_variables)
-        opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
-        if kind == "now":  # current: cast+mean, norm, scatter_nd with reshapes
-            v = tf.reduce_mean(tf.cast(loss, tf.float32))
-            sq = tf.add_n([tf.nn.l2_loss(g) for g in grads])
-            i = cnt.read_value()
-            w = buf.scatter_nd_update(
-                tf.reshape(i % RING, [1, 1]), tf.reshape(tf.stack([v, sq]), [1, 2])
-            )
-            with tf.control_dependencies([w]):
-                cnt.assign_add(1)
-        elif kind == "lossonly":
-            i = cnt.read_value()
-            w = tf.raw_ops.ResourceScatterUpdate(
-                resource=buf1.handle, indices=i % RING, updates=loss
-            )
-            with tf.control_dependencies([w]):
-                cnt.assign_add(1)
-        elif kind == "lean":  # scalar index scatter, norm
-            sq = tf.add_n([tf.nn.l2_loss(g) for g in grads])
-            i = cnt.read_value()
-            w = tf.raw_ops.ResourceScatterUpdate(
-                resource=buf.handle, indices=i % RING, updates=tf.stack([loss, sq])
-            )
-            with tf.control_dependencies([w]):
-                cnt.assign_add(1)
-        return loss
+    import tensorflow as tf
+    from loop_overhead import mlp
 
-    return tf.function(step)
+    x, y, model, opt, loss_fn = mlp()
+    counter = tf.Variable(0, dtype=tf.int64)
+    narrow = tf.Variable(tf.zeros([RING]))
+    one = tf.Variable(tf.zeros([RING, 2]))
+    wide = tf.Variable(tf.zeros([RING, 7]))
+    queue = tf.queue.FIFOQueue(1 << 20, [tf.float32] * 7, shapes=[[]] * 7)
+
+    def write(buffer: tf.Variable, row: tf.Tensor) -> None:
+        index = tf.raw_ops.ReadVariableOp(resource=counter.handle, dtype=tf.int64)
+        written = tf.raw_ops.ResourceScatterUpdate(
+            resource=buffer.handle, indices=index % RING, updates=row
+        )
+        with tf.control_dependencies([written]):
+            counter.assign_add(1, read_value=False)
+
+    def make(kind: str) -> tf.types.experimental.PolymorphicFunction:
+        def step(x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+            with tf.GradientTape() as tape:
+                loss = loss_fn(y, model(x, training=True))
+            grads = tape.gradient(loss, model.trainable_variables)
+            opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+            parts = [tf.nn.l2_loss(g) for g in grads]
+            if kind == "loss":
+                write(narrow, loss)
+            elif kind == "columns":
+                write(wide, tf.stack([loss, *parts]))
+            elif kind == "add_n":
+                write(one, tf.stack([loss, tf.add_n(parts)]))
+            elif kind == "queue":
+                queue.enqueue([loss, *parts])
+            return loss  # unused l2_loss ops (bare, loss) are pruned from the graph
+
+        return tf.function(step)
+
+    kinds = ["bare", "loss", "columns", "add_n", "queue"]
+    calls = [(k, t, make(k)) for k in kinds for t in range(args.traces)]
+    for _, _, fn in calls:
+        fn(x, y).numpy()  # trace (not timed)
+    times: dict[tuple[str, int], list[float]] = {(k, t): [] for k, t, _ in calls}
+    order = random.Random(0)
+    clock = time.perf_counter
+    for i in range(args.steps):
+        order.shuffle(calls)
+        for k, t, fn in calls:
+            start = clock()
+            fn(x, y)
+            times[k, t].append(clock() - start)
+        if i % 200 == 199:  # nobody reads the queue here: empty it now and then
+            queue.dequeue_many(int(queue.size()))
+
+    def mean(kind: str, traces: range) -> float:
+        return statistics.fmean([v for t in traces for v in times[kind, t]])
+
+    every = range(args.traces)
+    bare = mean("bare", every)
+    for k in kinds:
+        step_time = mean(k, every)
+        print(f"{k:8s} mean step {step_time * 1e6:7.1f} us  bare/this {bare / step_time:.3f}")
+    half = args.traces // 2
+    control = mean("bare", range(half, args.traces)) / mean("bare", range(half))
+    print(f"control bare/bare {control:.3f}")
 
 
-fns = {k: make(k) for k in ("bare", "now", "lossonly", "lean")}
-for f in fns.values():
-    f(x, y).numpy()
-
-
-def timed(fn: tf.types.experimental.PolymorphicFunction, n: int = 300) -> float:
-    """Steps per second of ``n`` steps of ``fn``."""
-    t = time.perf_counter()
-    for _ in range(n):
-        fn(x, y)
-    fn(x, y).numpy()
-    return n / (time.perf_counter() - t)
-
-
-r = {k: [] for k in fns if k != "bare"}
-for _ in range(30):
-    b = timed(fns["bare"])
-    for k in r:
-        r[k].append(timed(fns[k]) / b)
-for k, v in r.items():
-    print(k, round(statistics.median(v), 4))
+if __name__ == "__main__":
+    main()

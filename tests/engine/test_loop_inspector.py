@@ -130,6 +130,17 @@ def test_inspector_off_means_no_inspector_events(tmp_path: Path) -> None:
     _close([s.values["gradient norm"] for s in of(events, StepEnded)], own["norms"])
 
 
+def test_more_gradients_than_columns_are_added_in_groups(tmp_path: Path, monkeypatch) -> None:
+    import tfstudio.engine.loops as loops
+
+    # 4 gradients into 3 columns: two are added on the device, the norm is unchanged
+    monkeypatch.setattr(loops, "MAX_PARTS", 3)
+    _, events, own = _run("graph_norms.py", tmp_path, inspector=False)
+    steps = of(events, StepEnded)
+    _close([s.values["loss"] for s in steps], own["losses"])
+    _close([s.values["gradient norm"] for s in steps], own["norms"])
+
+
 # -- checkpoints and learning rate ---------------------------------------------
 def _start(*args: str, **options) -> tuple[TrainingSession, Collector]:
     options.setdefault("inspector", False)

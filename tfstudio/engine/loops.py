@@ -16,9 +16,9 @@ with ``FitStarted(kind="loop")``.
 Eager steps carry their loss and global gradient norm at once. Inside a
 ``tf.function`` they exist only when the graph runs: the wrapper, at trace time,
 adds a write of the row ``(loss, sum of l2_loss(grad))`` into a device-side ring
-buffer (one ``tf.Variable[RING, 2]`` per series, made with ``tf.init_scope`` so
+buffer (one ``tf.Variable[RING, 1 + parts]`` per series, made with ``tf.init_scope`` so
 retracing reuses it) and a counter; a background thread reads the buffers every
-50 ms. A step is reported once the next step of the loop's first series exists
+200 ms. A step is reported once the next step of the loop's first series exists
 (so a GAN's two losses share one event), at once for a loop of one series once it
 is announced, and at the end of the loop.
 
@@ -46,8 +46,12 @@ from tfstudio.engine.loop_inspect import FIRST_SAMPLE, LoopInspector, new_cadenc
 from tfstudio.engine.monitor import RunMonitor
 from tfstudio.engine.script import RunStopped
 
-RING = 4096  # steps a graph series' buffer holds between two reads (50 ms)
-READ_EVERY = 0.05  # seconds between reads of the graph buffers
+RING = 16384  # steps a graph series' buffer holds between two reads (80,000 steps/s)
+# Seconds between reads of the graph buffers: 5 plot updates a second. Each read costs
+# a thread wake and two eager reads (~0.5 ms of CPU on a busy 2-core VM): every 50 ms
+# that was ~1% of a 1 ms step's time.
+READ_EVERY = 0.2
+MAX_PARTS = 16  # columns of gradient norms per row (more gradients are added in groups)
 NEVER = 1 << 62
 _NO_RUNNING: dict[str, float] = {}  # StepEnded.running of a loop step (shared, never mutated)
 _MISSING = object()
@@ -89,7 +93,8 @@ class _Series:
         self.loss_key = "loss"
         self.norm_key = "gradient norm"
         self.graph = False
-        # graph: tf.Variable[RING, 2] of (loss, sum of l2_loss(grad)) per step
+        # graph: tf.Variable[RING, 1 + parts] per step: the loss, then l2_loss of each
+        # gradient (or of groups of them, at most MAX_PARTS); the reader sums them
         self.buffer: Any = None
         self.counter: Any = None  # graph: tf.Variable int64, steps written
         self.grads: Any = None  # graph: the inspector's device buffers (loop_inspect)
@@ -101,12 +106,16 @@ class _Series:
         self._base = 0
         self._tf: Any = None
 
-    def make_buffer(self, tf: Any) -> None:
-        """Create the device-side ring buffer (outside any traced function)."""
+    def make_buffer(self, tf: Any, parts: int) -> None:
+        """Create the device-side ring buffer (outside any traced function).
+
+        Args:
+            parts: the columns after the loss (kept by a retrace that has other gradients).
+        """
         self._tf = tf
         if self.buffer is None:
             with tf.init_scope():
-                self.buffer = tf.Variable(tf.zeros([RING, 2], tf.float32), trainable=False)
+                self.buffer = tf.Variable(tf.zeros([RING, 1 + parts], tf.float32), trainable=False)
                 self.counter = tf.Variable(0, dtype=tf.int64, trainable=False)
         self.graph = True
 
@@ -148,8 +157,9 @@ class _Series:
             lo, hi = first % RING, count % RING or RING
             rows = data[lo:hi] if lo < hi else np.concatenate((data[lo:], data[:hi]))
             self._losses.extend(rows[:, 0].tolist())
-            # column 1 holds sum(l2_loss(g)) = sum(g**2) / 2: the global norm is sqrt(2 x)
-            self._norms.extend(np.sqrt(2.0 * rows[:, 1].astype(np.float64)).tolist())
+            # columns 1.. hold l2_loss(g) = sum(g**2) / 2: the global norm is sqrt(2 sum)
+            squares = rows[:, 1:].astype(np.float64).sum(axis=1)
+            self._norms.extend(np.sqrt(2.0 * squares).tolist())
         self._count = count
         return count
 
@@ -626,7 +636,6 @@ class LoopInterceptor:
             if series is loop.series[0]:
                 self._after_step(loss)
         else:  # tracing a tf.function: record the loss on the device at run time
-            series.make_buffer(tf)
             if target is not None and target.dtype == tf.float32 and target.shape.rank == 0:
                 value = target  # the usual scalar float32 loss: no op needed
             elif target is not None:
@@ -634,23 +643,25 @@ class LoopInterceptor:
             else:
                 value = tf.constant(math.nan, tf.float32)
             grads = [g.values if isinstance(g, tf.IndexedSlices) else g for _, g in pairs]
-            if grads:
-                # sum(g**2)/2 over the gradients (l2_loss: one op each); the reader takes sqrt(2x)
-                squares = tf.add_n([tf.nn.l2_loss(tf.cast(g, tf.float32)) for g in grads])
-            else:
-                squares = tf.constant(math.nan, tf.float32)
+            # l2_loss(g) = sum(g**2) / 2 per gradient, one op each, each in its own column:
+            # the reader sums them (bench/loop_write_cost.py: an add_n here cost 0.4-2% of
+            # a 1 ms step more than the columns, within that bench's resolution)
+            parts = [tf.nn.l2_loss(tf.cast(g, tf.float32)) for g in grads]
+            series.make_buffer(tf, min(len(parts), MAX_PARTS) or 1)
+            parts = _columns(tf, parts, int(series.buffer.shape[1]) - 1)
             if self._recording and self._inspect is not None:
                 self._inspect.record_graph(series, pairs)
             # Values first, then the count: a reader that sees the count sees the values.
-            index = series.counter.read_value()
-            # One row at a scalar index (no reshapes): buffer[index % RING] = (loss, squares).
+            # (a raw read: read_value() adds an Identity op to every step)
+            index = tf.raw_ops.ReadVariableOp(resource=series.counter.handle, dtype=tf.int64)
+            # One row at a scalar index (no reshapes): buffer[index % RING] = (loss, parts).
             written = tf.raw_ops.ResourceScatterUpdate(
                 resource=series.buffer.handle,
                 indices=index % RING,
-                updates=tf.stack([value, squares]),
+                updates=tf.stack([value, *parts]),
             )
             with tf.control_dependencies([written]):
-                series.counter.assign_add(1)
+                series.counter.assign_add(1, read_value=False)
             if self._tracing is not None:
                 self._step_fns.add(self._tracing)
             self.graph_active = True
@@ -858,6 +869,23 @@ class LoopInterceptor:
                 self._sync()
             except Exception as exc:  # noqa: BLE001
                 self.monitor.report_error("custom loop (reader)", exc)
+
+
+def _columns(tf: Any, parts: list[Any], n: int) -> list[Any]:
+    """``parts`` (scalars whose sum is the squared norm / 2) as exactly ``n`` columns.
+
+    No gradient at all: NaN (the step's norm is unknown). More parts than columns:
+    groups of neighbours are added; fewer: zeros fill the rest.
+    """
+    if not parts:
+        return [tf.constant(math.nan, tf.float32)] * n
+    if len(parts) > n:
+        size = -(-len(parts) // n)
+        parts = [
+            tf.add_n(parts[i : i + size]) if len(parts[i : i + size]) > 1 else parts[i]
+            for i in range(0, len(parts), size)
+        ]
+    return parts + [tf.constant(0.0, tf.float32)] * (n - len(parts))
 
 
 def _read(handle: Any, dtype: Any) -> np.ndarray:
