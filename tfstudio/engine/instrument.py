@@ -67,19 +67,35 @@ class _AfterImport(importlib.abc.MetaPathFinder):
 def patch_on_import(
     name: str,
     ready: str,
-    now: Callable[[ModuleType], None],
-    later: Callable[[ModuleType], None],
+    patch: Callable[[ModuleType], None],
+    report: Callable[[str, BaseException], None],
+    what: str,
+    after: Callable[[], None] | None = None,
 ) -> _AfterImport | None:
-    """Call ``now(module)`` if ``name`` is imported already (it has ``ready``); otherwise
-    call ``later(module)`` right after the script's own import of it.
+    """Call ``patch(module)`` now if ``name`` is imported already (it has ``ready``);
+    otherwise right after the script's own import of it, then ``after()``.
 
-    Returns the hook to remove when the run ends (None when ``now`` was called).
+    A patch that fails after the script's import is reported as ``report(what, exc)``
+    and never breaks that import (one that fails now raises).
+
+    Returns the hook to remove when the run ends (None when ``patch`` ran now); it
+    removes itself once it fired.
     """
     module = sys.modules.get(name)
     if module is not None and hasattr(module, ready):
-        now(module)
+        patch(module)
         return None
-    hook = _AfterImport(name, later)
+
+    def imported(module: ModuleType) -> None:
+        hook.remove()
+        try:
+            patch(module)
+        except Exception as exc:  # noqa: BLE001 - never break the script's own import
+            report(what, exc)
+        if after is not None:
+            after()
+
+    hook = _AfterImport(name, imported)
     sys.meta_path.insert(0, hook)
     return hook
 
@@ -98,25 +114,22 @@ class FitInterceptor:
         self._hook: _AfterImport | None = None
 
     def __enter__(self) -> FitInterceptor:
-        self._hook = patch_on_import("keras", "Model", self._patch, self._on_keras_imported)
+        self._hook = patch_on_import(
+            "keras",
+            "Model",
+            self._patch,
+            self.monitor.report_error,
+            "intercepting keras.Model.fit",
+            after=self._keras_imported,
+        )
         return self
 
-    def _on_keras_imported(self, keras: ModuleType) -> None:
-        self._remove_hook()
-        try:
-            self._patch(keras)
-        except Exception as exc:  # noqa: BLE001 - never break the script's own import
-            self.monitor.report_error("intercepting keras.Model.fit", exc)
+    def _keras_imported(self) -> None:
         for hook in self.monitor.on_keras_imported:
             try:
                 hook()
             except Exception as exc:  # noqa: BLE001
                 self.monitor.report_error("after the script imported keras", exc)
-
-    def _remove_hook(self) -> None:
-        if self._hook is not None:
-            self._hook.remove()
-            self._hook = None
 
     def _patch(self, keras: Any) -> None:
         self._keras = keras
@@ -126,7 +139,8 @@ class FitInterceptor:
         model_cls.fit = self._wrap(original)
 
     def __exit__(self, *exc: object) -> None:
-        self._remove_hook()
+        if self._hook is not None:
+            self._hook.remove()
         if self._keras is None:
             return
         model_cls = self._keras.Model

@@ -261,21 +261,13 @@ class LoopInterceptor:
         from tfstudio.engine.instrument import patch_on_import
 
         self._hook = patch_on_import(
-            "tensorflow", "GradientTape", self._patch, self._on_tf_imported
+            "tensorflow",
+            "GradientTape",
+            self._patch,
+            self.monitor.report_error,
+            "intercepting custom training loops",
         )
         return self
-
-    def _on_tf_imported(self, tf: ModuleType) -> None:
-        self._remove_hook()
-        try:
-            self._patch(tf)
-        except Exception as exc:  # noqa: BLE001 - never break the script's own import
-            self.monitor.report_error("intercepting custom training loops", exc)
-
-    def _remove_hook(self) -> None:
-        if self._hook is not None:
-            self._hook.remove()
-            self._hook = None
 
     def _replace(self, cls: type, name: str, make: Callable[[Any], Any]) -> None:
         saved = cls.__dict__.get(name, _MISSING)
@@ -319,7 +311,8 @@ class LoopInterceptor:
 
         if explicit._sink is self:
             explicit._sink = None
-        self._remove_hook()
+        if self._hook is not None:
+            self._hook.remove()
         for cls, name, saved in reversed(self._saved):
             if saved is _MISSING:
                 try:
