@@ -43,12 +43,20 @@ def test_a_run_recorded_to_a_url_lists_and_reads_back_through_that_url(write_scr
     options = RunOptions(logdir=url, checkpoint_every=3)
     ended, events = run_script(write_script(TRAIN), options=options)
     assert ended.status == "finished", ended.message
-    # checkpoints of a URL run go to the default local folder, not into the URL
-    assert [e.step for e in of(events, CheckpointSaved)] == [3, 6]
+    saved = of(events, CheckpointSaved)
+    assert [e.step for e in saved] == [3, 6]
     steps = of(events, StepEnded)
     assert len(steps) == 8
     [local] = (tmp_path / "runs").iterdir()  # TensorFlow's file:// wrote the files
     assert any("tfevents" in p.name for p in local.iterdir())
+    # the checkpoints are in the run's folder at that URL too, with their index
+    assert all(e.path.startswith(f"{url}/{local.name}/checkpoints/ckpt-") for e in saved)
+    folder = local / "checkpoints"
+    assert {"checkpoint", "tfstudio-checkpoints.json", "ckpt-6.index"} <= {
+        p.name for p in folder.iterdir()
+    }
+    index = json.loads((folder / "tfstudio-checkpoints.json").read_text())
+    assert [c["step"] for c in index["checkpoints"]] == [3, 6]
     [run] = list_runs(url)
     assert isinstance(run.path, UrlPath) and run.path.name == local.name
     assert run.status == "finished" and run.steps == 8

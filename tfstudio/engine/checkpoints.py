@@ -9,13 +9,17 @@ deletes one.
 Atomicity: TensorFlow writes a checkpoint's data into a temporary folder and
 renames it into place, then rewrites the ``checkpoint`` state file with an
 atomic rename; our own index (``tfstudio-checkpoints.json``) is written the same
-way (temp file + ``os.replace``) and only after the checkpoint is complete. A
+way (temp file + rename) and only after the checkpoint is complete. A
 process killed in the middle of a save leaves the previous checkpoint as the
 latest, readable one (tested with SIGKILL in tests/engine/test_checkpoints.py).
 
 Restore validates first: every variable the live objects would read must be in
 the checkpoint with the same shape and dtype, or nothing is assigned and the
 refusal names what does not match.
+
+The folder is a local path or a URL (``gs://...``, ``s3://...``: a run recorded to a
+bucket keeps its checkpoints there): every file operation goes through
+``tf.io.gfile``, as TensorFlow's own checkpoint writing does.
 """
 
 from __future__ import annotations
@@ -54,6 +58,11 @@ def default_directory(script: str | os.PathLike[str], started: float | None = No
     return script.resolve().parent / "tfstudio-checkpoints" / f"{script.stem}-{stamp}"
 
 
+def _join(folder: str, name: str) -> str:
+    """``folder/name`` for a local folder or a URL."""
+    return f"{folder.rstrip('/')}/{name}"
+
+
 def resolve(path: str | os.PathLike[str]) -> str:
     """A checkpoint prefix from a prefix or a folder (meaning its latest checkpoint).
 
@@ -63,12 +72,12 @@ def resolve(path: str | os.PathLike[str]) -> str:
     import tensorflow as tf
 
     text = str(path)
-    if os.path.isdir(text):
+    if tf.io.gfile.isdir(text):
         latest = tf.train.latest_checkpoint(text)
         if latest is None:
             raise FileNotFoundError(f"no checkpoint in folder {text} (no 'checkpoint' file)")
         return latest
-    if os.path.exists(text + ".index"):
+    if tf.io.gfile.exists(text + ".index"):
         return text
     raise FileNotFoundError(
         f"no checkpoint at {text}: expected a prefix like .../ckpt-3 (with ckpt-3.index beside "
@@ -80,7 +89,7 @@ class CheckpointStore:
     """Saves, lists, restores and deletes checkpoints of one model + optimizer + step.
 
     Args:
-        directory: the run's checkpoint folder (created by the first save).
+        directory: the run's checkpoint folder, a path or a URL (made by the first save).
         model: the live Keras model.
         optimizer: its optimizer (None: the model's weights and the step only).
         max_to_keep: checkpoints kept; older ones are deleted.
@@ -89,7 +98,7 @@ class CheckpointStore:
 
     def __init__(
         self,
-        directory: str | os.PathLike[str],
+        directory: str | os.PathLike[str] | object,
         model: Any,
         optimizer: Any = None,
         *,
@@ -98,7 +107,7 @@ class CheckpointStore:
     ) -> None:
         import tensorflow as tf
 
-        self.directory = Path(directory)
+        self.directory = str(directory)
         self.model = model
         self.optimizer = optimizer
         self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="tfstudio_step")
@@ -108,7 +117,7 @@ class CheckpointStore:
         self.checkpoint = tf.train.Checkpoint(**objects)
         self.manager = tf.train.CheckpointManager(
             self.checkpoint,
-            str(self.directory),
+            self.directory,
             max_to_keep=max_to_keep,
             keep_checkpoint_every_n_hours=keep_checkpoint_every_n_hours,
             checkpoint_name=PREFIX,
@@ -127,8 +136,10 @@ class CheckpointStore:
         self, step: int, run_time: float = 0.0, loss: float = math.nan, automatic: bool = False
     ) -> CheckpointSaved:
         """Write a checkpoint of the live state at ``step``; returns its record."""
+        import tensorflow as tf
+
         self.build_optimizer()
-        self.directory.mkdir(parents=True, exist_ok=True)
+        tf.io.gfile.makedirs(self.directory)
         t0 = time.perf_counter()
         self.step.assign(int(step))
         path = self.manager.save(checkpoint_number=int(step))
@@ -148,9 +159,11 @@ class CheckpointStore:
 
     def entries(self) -> list[CheckpointSaved]:
         """The checkpoints still on disk, oldest first."""
+        import tensorflow as tf
+
         kept = set(self.manager.checkpoints)
         for path in list(self._index):
-            if path not in kept and not os.path.exists(path + ".index"):
+            if path not in kept and not tf.io.gfile.exists(path + ".index"):
                 del self._index[path]
         return sorted(self._index.values(), key=lambda r: (r.wall_time, r.step))
 
@@ -221,7 +234,7 @@ class CheckpointStore:
         """Remove one checkpoint's files and forget it (the state file is rewritten atomically)."""
         import tensorflow as tf
 
-        if path not in self.manager.checkpoints and not os.path.exists(path + ".index"):
+        if path not in self.manager.checkpoints and not tf.io.gfile.exists(path + ".index"):
             raise FileNotFoundError(f"no checkpoint at {path}")
         remaining = [p for p in self.manager.checkpoints if p != path]
         for name in tf.io.gfile.glob(path + ".*"):
@@ -232,25 +245,30 @@ class CheckpointStore:
 
     # -- index ---------------------------------------------------------
     def _load_index(self) -> None:
-        file = self.directory / INDEX_FILE
+        import tensorflow as tf
+
         try:
-            data = json.loads(file.read_text())
-        except (OSError, ValueError):
+            with tf.io.gfile.GFile(_join(self.directory, INDEX_FILE), "r") as file:
+                data = json.loads(file.read())
+        except (tf.errors.OpError, OSError, ValueError):
             return
         for item in data.get("checkpoints", []):
             try:
                 record = CheckpointSaved(**item)
             except TypeError:
                 continue
-            if os.path.exists(record.path + ".index"):
+            if tf.io.gfile.exists(record.path + ".index"):
                 self._index[record.path] = record
 
     def _write_index(self) -> None:
-        file = self.directory / INDEX_FILE
-        tmp = file.with_name(file.name + f".tmp-{os.getpid()}")
+        import tensorflow as tf
+
+        file = _join(self.directory, INDEX_FILE)
+        tmp = f"{file}.tmp-{os.getpid()}"
         records = [_record_dict(r) for r in sorted(self._index.values(), key=lambda r: r.step)]
-        tmp.write_text(json.dumps({"checkpoints": records}, indent=1))
-        os.replace(tmp, file)
+        with tf.io.gfile.GFile(tmp, "w") as out:
+            out.write(json.dumps({"checkpoints": records}, indent=1))
+        tf.io.gfile.rename(tmp, file, overwrite=True)  # atomic on local disks
 
 
 def _update_state(manager: Any, remaining: list[str]) -> None:

@@ -22,7 +22,6 @@ at step and the NaN guard's pause need only the step boundary.
 from __future__ import annotations
 
 import math
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -50,6 +49,7 @@ from tfstudio.core.events import (
     Notice,
     RunState,
 )
+from tfstudio.core.locations import UrlPath
 from tfstudio.engine.monitor import RunMonitor
 
 NAN_EXIT_CODE = 3  # the run was stopped because a step's loss was NaN or Inf
@@ -240,18 +240,18 @@ class TrainingController:
 
     # -- checkpoints ---------------------------------------------------
     @property
-    def directory(self) -> Path:
-        """The run's checkpoint folder."""
+    def directory(self) -> Path | UrlPath:
+        """The run's checkpoint folder (a URL when the run is recorded to one)."""
         if self._directory is None:
             from tfstudio.engine.checkpoints import default_directory
 
             chosen = self.options.checkpoint_dir
             if chosen:
                 self._directory = Path(chosen).expanduser().resolve()
-            elif isinstance(self.monitor.run_dir, os.PathLike):
-                # a run recorded locally keeps them in its folder (one recorded to a URL,
-                # gs://..., in the default local folder: the store works on local paths)
-                self._directory = Path(self.monitor.run_dir) / "checkpoints"
+            elif self.monitor.run_dir is not None:
+                # a recorded run keeps them in its folder, local or gs://... (TensorFlow
+                # writes checkpoints through its own file systems)
+                self._directory = self.monitor.run_dir / "checkpoints"
             else:
                 self._directory = default_directory(sys.argv[0] or "script", self._started_at)
         return self._directory

@@ -15,6 +15,7 @@ from typing import Any
 
 from tfstudio.core.channel import Channel
 from tfstudio.core.events import ConsoleOutput, MonitorError, RunDevices
+from tfstudio.core.locations import UrlPath
 from tfstudio.core.options import RunOptions
 
 
@@ -33,7 +34,7 @@ class RunMonitor:
         self.channel = channel
         self.options = options if options is not None else RunOptions()
         self.t0 = time.perf_counter() if t0 is None else t0
-        self.run_dir: Path | None = None  # the run folder when the run is recorded
+        self.run_dir: Path | UrlPath | None = None  # the run folder when the run is recorded
         self.fits = 0
         self.loops = 0  # custom training loops found so far (engine/loops.py)
         self.global_step = 0
