@@ -130,6 +130,17 @@ def test_inspector_off_means_no_inspector_events(tmp_path: Path) -> None:
     _close([s.values["gradient norm"] for s in of(events, StepEnded)], own["norms"])
 
 
+def test_graph_steps_read_in_batches_get_times_spread_between_reads(tmp_path: Path) -> None:
+    _, events, own = _run("graph_norms.py", tmp_path, "400", inspector=False)
+    times = [s.time for s in of(events, StepEnded)]
+    assert len(times) == 400
+    assert times == sorted(times)
+    # a read takes ~200 ms of steps at once; each gets its own time, not the read's
+    assert len(set(times)) > 300
+    (fit,) = of(events, FitStarted)
+    assert fit.time <= times[0]
+
+
 def test_more_gradients_than_columns_are_added_in_groups(tmp_path: Path, monkeypatch) -> None:
     import tfstudio.engine.loops as loops
 

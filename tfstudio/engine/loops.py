@@ -199,6 +199,7 @@ class _Loop:
         self.announced = False
         self.ended = False
         self.start_step = 0
+        self.read_at: float | None = None  # run time of the last read of its steps
         # the inspector's sampling (engine/loop_inspect.py)
         self.cadence = cadence
         self.sample_at = FIRST_SAMPLE  # the loop's next sampled step (1-based)
@@ -788,11 +789,20 @@ class LoopInterceptor:
         whole = final or (loop.announced and len(series) == 1)
         limit = counts[0] if whole else counts[0] - 1
         first = loop.emitted
-        if limit <= first:
-            return
-        if not loop.announced:
-            self._announce(loop)
         mon = self.monitor
+        if limit <= first:
+            loop.read_at = mon.now()
+            return
+        announcing = not loop.announced
+        if announcing:
+            self._announce(loop)
+        # Graph steps arrive in batches (a read every 200 ms): each step's time is spread
+        # evenly since the previous read, which happens even with no step (a pause); the
+        # first batch takes the time of its announcement (no step precedes its segment).
+        now = mon.now()
+        start = now if announcing or loop.read_at is None else loop.read_at
+        loop.read_at = now
+        tick = (now - start) / (limit - first)
         emit = mon.channel.emit
         fit_index = loop.fit_index
         columns = []
@@ -801,7 +811,6 @@ class LoopInterceptor:
             losses, norms = s.values(first, max(upto, first))
             columns.append((s.loss_key, s.norm_key, losses, norms, upto - first, s))
         extras = [s for s in series if s._extra]
-        now = mon.now()
         g0 = mon.global_step
         s0 = g0 - loop.start_step
         if len(columns) == 1 and not extras and columns[0][4] == limit - first:
@@ -810,7 +819,8 @@ class LoopInterceptor:
             loss_key, norm_key, losses, norms, _, _ = columns[0]
             for k, (loss, norm) in enumerate(zip(losses, norms, strict=True), 1):
                 values = {loss_key: loss, norm_key: norm} if norm == norm else {loss_key: loss}
-                emit(StepEnded(fit_index, g0 + k, 0, s0 + k, 1, values, _NO_RUNNING, now))
+                t = start + tick * k
+                emit(StepEnded(fit_index, g0 + k, 0, s0 + k, 1, values, _NO_RUNNING, t))
             columns = []
         for k in range(0 if columns else limit - first, limit - first):
             values: dict[str, float] = {}
@@ -822,7 +832,8 @@ class LoopInterceptor:
                         values[norm_key] = norm
             for s in extras:
                 values.update(s.extra(first + k))
-            emit(StepEnded(fit_index, g0 + k + 1, 0, s0 + k + 1, 1, values, {}, now))
+            t = start + tick * (k + 1)
+            emit(StepEnded(fit_index, g0 + k + 1, 0, s0 + k + 1, 1, values, {}, t))
         mon.global_step = g0 + (limit - first)
         loop.emitted = limit
         for s in series:
