@@ -768,7 +768,9 @@ class LoopInterceptor:
                 steps_per_epoch=None,
                 steps_per_execution=1,
                 global_step=mon.global_step,
-                time=mon.now(),
+                # a loop is announced once its second step exists (a GAN's second series
+                # may join it until then): it began at its first read, after its first step
+                time=mon.now() if loop.read_at is None else loop.read_at,
                 kind="loop",
                 loop_index=loop.number,
             )
@@ -793,14 +795,12 @@ class LoopInterceptor:
         if limit <= first:
             loop.read_at = mon.now()
             return
-        announcing = not loop.announced
-        if announcing:
-            self._announce(loop)
+        if not loop.announced:
+            self._announce(loop)  # dated at the loop's first read (when its first step was)
         # Graph steps arrive in batches (a read every 200 ms): each step's time is spread
-        # evenly since the previous read, which happens even with no step (a pause); the
-        # first batch takes the time of its announcement (no step precedes its segment).
+        # evenly since the previous read, which happens even with no step (a pause).
         now = mon.now()
-        start = now if announcing or loop.read_at is None else loop.read_at
+        start = now if loop.read_at is None else loop.read_at
         loop.read_at = now
         tick = (now - start) / (limit - first)
         emit = mon.channel.emit
