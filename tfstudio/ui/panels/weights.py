@@ -29,7 +29,10 @@ class WeightsView(VariableRowsView):
         self, store: InspectorStore, paint_clock: list[float], parent: QWidget | None = None
     ) -> None:
         super().__init__(
-            store, paint_clock, "No weights sampled yet: run a script that calls fit().", parent
+            store,
+            paint_clock,
+            "No weights sampled yet: run a script that trains (fit or a custom loop).",
+            parent,
         )
 
     def make_row(self, path: str) -> VariableRow:
