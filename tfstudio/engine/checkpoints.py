@@ -9,7 +9,7 @@ deletes one.
 Atomicity: TensorFlow writes a checkpoint's data into a temporary folder and
 renames it into place, then rewrites the ``checkpoint`` state file with an
 atomic rename; our own index (``tfstudio-checkpoints.json``) is written the same
-way (temp file + rename) and only after the checkpoint is complete. A
+way (temp file + atomic replace) and only after the checkpoint is complete. A
 process killed in the middle of a save leaves the previous checkpoint as the
 latest, readable one (tested with SIGKILL in tests/engine/test_checkpoints.py).
 
@@ -18,8 +18,9 @@ the checkpoint with the same shape and dtype, or nothing is assigned and the
 refusal names what does not match.
 
 The folder is a local path or a URL (``gs://...``, ``s3://...``: a run recorded to a
-bucket keeps its checkpoints there): every file operation goes through
-``tf.io.gfile``, as TensorFlow's own checkpoint writing does.
+bucket keeps its checkpoints there). TensorFlow writes the checkpoints through its own
+file systems; the folder and our index go through :mod:`tfstudio.core.locations`, as
+the recorder's files do (``os`` for a local path, ``tf.io.gfile`` for a URL).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from tfstudio.core.events import CheckpointSaved
+from tfstudio.core.locations import UrlPath, fs_for, location
 
 INDEX_FILE = "tfstudio-checkpoints.json"
 PREFIX = "ckpt"
@@ -56,11 +58,6 @@ def default_directory(script: str | os.PathLike[str], started: float | None = No
     script = Path(script)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(started or time.time()))
     return script.resolve().parent / "tfstudio-checkpoints" / f"{script.stem}-{stamp}"
-
-
-def _join(folder: str, name: str) -> str:
-    """``folder/name`` for a local folder or a URL."""
-    return f"{folder.rstrip('/')}/{name}"
 
 
 def resolve(path: str | os.PathLike[str]) -> str:
@@ -98,7 +95,7 @@ class CheckpointStore:
 
     def __init__(
         self,
-        directory: str | os.PathLike[str] | object,
+        directory: str | os.PathLike[str] | UrlPath,
         model: Any,
         optimizer: Any = None,
         *,
@@ -107,7 +104,10 @@ class CheckpointStore:
     ) -> None:
         import tensorflow as tf
 
-        self.directory = str(directory)
+        from tfstudio.engine.recorder import tf_fs
+
+        self.directory = location(directory)
+        self._fs = fs_for(self.directory, tf_fs())
         self.model = model
         self.optimizer = optimizer
         self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="tfstudio_step")
@@ -117,7 +117,7 @@ class CheckpointStore:
         self.checkpoint = tf.train.Checkpoint(**objects)
         self.manager = tf.train.CheckpointManager(
             self.checkpoint,
-            self.directory,
+            str(self.directory),
             max_to_keep=max_to_keep,
             keep_checkpoint_every_n_hours=keep_checkpoint_every_n_hours,
             checkpoint_name=PREFIX,
@@ -136,10 +136,8 @@ class CheckpointStore:
         self, step: int, run_time: float = 0.0, loss: float = math.nan, automatic: bool = False
     ) -> CheckpointSaved:
         """Write a checkpoint of the live state at ``step``; returns its record."""
-        import tensorflow as tf
-
         self.build_optimizer()
-        tf.io.gfile.makedirs(self.directory)
+        self._fs.makedirs(self.directory)  # type: ignore[arg-type]
         t0 = time.perf_counter()
         self.step.assign(int(step))
         path = self.manager.save(checkpoint_number=int(step))
@@ -248,9 +246,8 @@ class CheckpointStore:
         import tensorflow as tf
 
         try:
-            with tf.io.gfile.GFile(_join(self.directory, INDEX_FILE), "r") as file:
-                data = json.loads(file.read())
-        except (tf.errors.OpError, OSError, ValueError):
+            data = json.loads(self._fs.read_bytes(self.directory / INDEX_FILE))  # type: ignore[arg-type]
+        except (OSError, ValueError):
             return
         for item in data.get("checkpoints", []):
             try:
@@ -261,14 +258,10 @@ class CheckpointStore:
                 self._index[record.path] = record
 
     def _write_index(self) -> None:
-        import tensorflow as tf
-
-        file = _join(self.directory, INDEX_FILE)
-        tmp = f"{file}.tmp-{os.getpid()}"
         records = [_record_dict(r) for r in sorted(self._index.values(), key=lambda r: r.step)]
-        with tf.io.gfile.GFile(tmp, "w") as out:
-            out.write(json.dumps({"checkpoints": records}, indent=1))
-        tf.io.gfile.rename(tmp, file, overwrite=True)  # atomic on local disks
+        data = json.dumps({"checkpoints": records}, indent=1).encode()
+        # locally a temp file and an atomic replace; a bucket replaces the whole object
+        self._fs.write_bytes(self.directory / INDEX_FILE, data)  # type: ignore[arg-type]
 
 
 def _update_state(manager: Any, remaining: list[str]) -> None:

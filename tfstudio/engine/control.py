@@ -73,7 +73,7 @@ class TrainingController:
         self._on_restored: Callable[[], None] = lambda: None
         self._store: Any = None
         self._store_model: Any = None
-        self._directory: Path | None = None
+        self._directory: Path | UrlPath | None = None
         self._started_at = time.time()
         self._first_fit = True
         self._traces = 0

@@ -884,11 +884,9 @@ def _columns(tf: Any, parts: list[Any], n: int) -> list[Any]:
     if not parts:
         return [tf.constant(math.nan, tf.float32)] * n
     if len(parts) > n:
-        size = -(-len(parts) // n)
-        parts = [
-            tf.add_n(parts[i : i + size]) if len(parts[i : i + size]) > 1 else parts[i]
-            for i in range(0, len(parts), size)
-        ]
+        size = -(-len(parts) // n)  # ceil: at most n groups
+        groups = [parts[i : i + size] for i in range(0, len(parts), size)]
+        parts = [g[0] if len(g) == 1 else tf.add_n(g) for g in groups]
     return parts + [tf.constant(0.0, tf.float32)] * (n - len(parts))
 
 

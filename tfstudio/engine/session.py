@@ -21,6 +21,7 @@ from typing import Any
 from tfstudio.core.channel import Channel
 from tfstudio.core.commands import Stop
 from tfstudio.core.events import ConsoleOutput, EngineStatus, RunEnded, RunStarted, ScriptError
+from tfstudio.core.locations import UrlPath
 from tfstudio.core.options import RunOptions
 from tfstudio.core.scripts import ScriptPathError, check_script
 from tfstudio.engine.advisor_live import advise
@@ -82,7 +83,7 @@ class TrainingSession:
         self.monitor = RunMonitor(self.channel, options=self.options)
         advise(self)  # live advice: every emitted event also passes the LiveAdvisor
         self.result: RunEnded | None = None
-        self.run_dir: Path | None = None  # the run folder, once recording started
+        self.run_dir: Path | UrlPath | None = None  # the run folder, once recording started
         self._recording: RecordingThread | PumpRecording | None = None
         # The worker's pump (tfstudio.worker.Pump), when there is one: the recorder is then
         # one of its sinks instead of a thread of its own.
