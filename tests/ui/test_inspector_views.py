@@ -17,7 +17,7 @@ from tfstudio.core.events import (
     VariableStats,
     WeightStats,
 )
-from tfstudio.ui.panels.inspector_store import History, InspectorStore, density_image
+from tfstudio.core.inspector_store import History, InspectorStore, density_image
 from tfstudio.ui.panels.outputs import channel_maps, mosaic
 
 BINS = 30

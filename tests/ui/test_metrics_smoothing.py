@@ -38,7 +38,7 @@ def test_smoothed_curve_is_the_debiased_ema_drawn_over_a_faint_raw_curve(window,
     raw_x, raw_y = data(curve.item)
     assert raw_x.tolist() == list(range(1, 61))
     np.testing.assert_allclose(raw_y, [noisy(g)["loss"] for g in range(1, 61)])
-    smooth_item = curve.smooth.line.item
+    smooth_item = curve.smooth.item
     x, y = data(smooth_item)
     assert x.tolist() == raw_x.tolist()
     np.testing.assert_allclose(y, ema(raw_y.tolist(), 0.8), rtol=1e-12)
@@ -49,7 +49,7 @@ def test_smoothed_curve_is_the_debiased_ema_drawn_over_a_faint_raw_curve(window,
     assert plot.legend.items[0][0].item is smooth_item  # the legend shows the solid line
     # one slider for every per-step plot
     acc = window.metrics.plots["accuracy"].steps["accuracy"]
-    np.testing.assert_allclose(data(acc.smooth.line.item)[1], ema(data(acc.item)[1], 0.8))
+    np.testing.assert_allclose(data(acc.smooth.item)[1], ema(data(acc.item)[1], 0.8))
 
 
 def test_epoch_and_val_curves_are_not_smoothed(window, run):
@@ -69,21 +69,21 @@ def test_slider_moves_resmooth_and_zero_shows_raw_only(window, run, settings):
     raw = data(curve.item)[1].tolist()
     panel.smoothing_slider.set_weight(0.95)  # what dragging the slider does
     assert panel.smoothing == pytest.approx(0.95)
-    np.testing.assert_allclose(data(curve.smooth.line.item)[1], ema(raw, 0.95), rtol=1e-12)
+    np.testing.assert_allclose(data(curve.smooth.item)[1], ema(raw, 0.95), rtol=1e-12)
     assert settings.value("metrics/smoothing") == pytest.approx(0.95)
 
     panel.smoothing_slider.set_weight(0.0)
-    assert not curve.smooth.line.item.isVisible()
+    assert not curve.smooth.item.isVisible()
     assert pen_alpha(curve.item) == STEP_ALPHA  # the raw curve as it was without smoothing
     assert data(curve.item)[1].tolist() == raw
     assert panel.plots["loss"].legend.items[0][0].item is curve.item
     run.steps(5, values=noisy).frame()  # new points at weight 0: nothing smoothed
-    assert not curve.smooth.line.series.count
+    assert not curve.smooth.series.count
 
     panel.smoothing_slider.set_weight(0.5)  # back on: the whole curve, from the store
     raw = data(curve.item)[1].tolist()
     assert len(raw) == 85
-    np.testing.assert_allclose(data(curve.smooth.line.item)[1], ema(raw, 0.5), rtol=1e-12)
+    np.testing.assert_allclose(data(curve.smooth.item)[1], ema(raw, 0.5), rtol=1e-12)
 
 
 def test_the_ema_restarts_at_each_fit(window, run):
@@ -92,7 +92,7 @@ def test_the_ema_restarts_at_each_fit(window, run):
     run.fit(name="a", epochs=1, steps_per_epoch=20).steps(20, values={"loss": 5.0}).fit_end()
     run.fit(name="b", epochs=1, steps_per_epoch=20).steps(20, values={"loss": 1.0}).frame()
     curve = window.metrics.plots["loss"].steps["loss"]
-    x, y = data(curve.smooth.line.item)
+    x, y = data(curve.smooth.item)
     finite = np.isfinite(y)
     assert np.isnan(y).sum() == 1  # the break between the fits
     # the second fit's smoothed curve starts at its own first value, not dragged from 5.0
@@ -126,7 +126,7 @@ def test_long_runs_stay_bounded_and_resmooth_from_bucket_means(window, run):
     run.steps(n, values=lambda g: {"loss": float(values[g])}).frame()
     panel.set_smoothing(0.99)
     curve = panel.plots["loss"].steps["loss"]
-    x, y = data(curve.smooth.line.item)
+    x, y = data(curve.smooth.item)
     assert len(x) <= 2 * panel.capacity + 4
     exact = np.asarray(ema(values[1:].tolist(), 0.99))
     # from bucket means: close to the EMA of every raw point (noise 0.1, EMA noise ~0.007)
@@ -155,12 +155,12 @@ def test_a_hidden_plot_smooths_nothing_until_shown_then_catches_up(window, run):
     panel.set_family_shown("accuracy", False)
     run.steps(30, values=noisy).frame()
     acc = panel.plots["accuracy"].steps["accuracy"]
-    assert acc.smooth.suspended and not acc.smooth.line.series.count  # no work while hidden
+    assert acc.smooth.source.suspended and not acc.smooth.series.count  # no work while hidden
     panel.set_smoothing(0.9)  # moved while hidden: applied when shown
     run.steps(30, values=noisy).frame()
     panel.set_family_shown("accuracy", True)
     raw = [noisy(g)["accuracy"] for g in range(1, 101)]
-    np.testing.assert_allclose(data(acc.smooth.line.item)[1], ema(raw, 0.9), rtol=1e-12)
+    np.testing.assert_allclose(data(acc.smooth.item)[1], ema(raw, 0.9), rtol=1e-12)
     run.steps(5, values=noisy).frame()  # and goes on point by point
     raw += [noisy(g)["accuracy"] for g in range(101, 106)]
-    np.testing.assert_allclose(data(acc.smooth.line.item)[1], ema(raw, 0.9), rtol=1e-12)
+    np.testing.assert_allclose(data(acc.smooth.item)[1], ema(raw, 0.9), rtol=1e-12)

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from tfstudio.core.series import Series
+
 MAX_WEIGHT = 0.999
 MAX_BLOCK = 1024  # points smoothed per vectorised block (see Smoother.extend)
 
@@ -122,3 +124,92 @@ class Smoother:
             n += k
         self._last, self._n = last, n
         return out
+
+
+class SmoothedSeries:
+    """The EMA of a growing curve, kept as points arrive: a run store's derived series.
+
+    Each point is smoothed once, in numpy blocks, into a decimated
+    :class:`~tfstudio.core.series.Series` of its own (bounded memory). The EMA
+    restarts after every break of the raw curve (a new fit is a new model), so
+    one fit's curve does not bleed into the next. Weight 0 is off and costs nothing.
+
+    Args:
+        capacity: buckets of the smoothed store (as the raw one's).
+        weight: EMA weight, 0 (off) to <1.
+    """
+
+    __slots__ = ("capacity", "series", "breaks", "smoother", "last_x", "revision", "suspended")
+
+    def __init__(
+        self, capacity: int, weight: float = 0.0, breaks: list[float] | None = None
+    ) -> None:
+        self.capacity = capacity
+        self.series = Series(capacity)
+        self.breaks: list[float] = breaks if breaks is not None else []  # the raw curve's
+        self.smoother = Smoother(weight)
+        self.last_x = -math.inf
+        self.revision = 0
+        self.suspended = False  # no view shows it: no work until rebuilt
+
+    @property
+    def weight(self) -> float:
+        """The EMA weight (0 = off)."""
+        return self.smoother.weight
+
+    @property
+    def on(self) -> bool:
+        """Whether smoothing is on (weight above 0)."""
+        return self.smoother.weight > 0.0
+
+    def extend(self, xs: Sequence[float] | np.ndarray, ys: Sequence[float] | np.ndarray) -> None:
+        """Smooth points appended to the raw curve (ascending x) and store them."""
+        if self.suspended or not self.on or not len(xs):
+            return
+        x = np.asarray(xs, dtype=np.float64)
+        y = np.asarray(ys, dtype=np.float64)
+        breaks = self.breaks
+        if not breaks or breaks[-1] < self.last_x:  # the usual frame: no new break
+            self.series.extend(x, self.smoother.extend(y))
+            self.last_x = float(x[-1])
+            self.revision += 1
+            return
+        self._smooth_into(x, y, np.ones(len(x), dtype=np.int64))
+
+    def rebuild(self, weight: float, x: np.ndarray, y: np.ndarray, width: np.ndarray) -> None:
+        """Start over with ``weight`` from the raw curve's bucket means (``Series.means``)."""
+        self.smoother = Smoother(weight)
+        self.series = Series(self.capacity)
+        self.last_x = -math.inf
+        self.revision += 1
+        self.suspended = False
+        if self.on and len(x):
+            self._smooth_into(x, y, width)
+
+    def suspend(self, weight: float | None = None) -> None:
+        """Stop smoothing new points (nothing shows the line); a rebuild resumes."""
+        self.suspended = True
+        if weight is not None:
+            self.smoother = Smoother(weight)
+        if self.series.count:
+            self.series = Series(self.capacity)
+            self.revision += 1
+
+    def _smooth_into(self, x: np.ndarray, y: np.ndarray, width: np.ndarray) -> None:
+        # Pieces of equal (segment, bucket width); the EMA restarts at each new segment.
+        breaks = self.breaks
+        cuts: list[int] = []
+        if breaks and breaks[-1] > self.last_x:  # else no break among these points
+            b = np.asarray(breaks, dtype=np.float64)
+            seg = np.searchsorted(b, np.concatenate(([self.last_x], x)))
+            cuts = (np.nonzero(np.diff(seg))[0]).tolist()  # a break before x[i]
+        cut_set = set(cuts)
+        edges = sorted({0, len(x), *cuts, *(np.nonzero(np.diff(width))[0] + 1).tolist()})
+        out = np.empty(len(x), dtype=np.float64)
+        for a, e in zip(edges[:-1], edges[1:], strict=True):
+            if a in cut_set:
+                self.smoother.reset()
+            out[a:e] = self.smoother.extend_buckets(y[a:e], int(width[a]))
+        self.series.extend(x, out)
+        self.last_x = float(x[-1])
+        self.revision += 1

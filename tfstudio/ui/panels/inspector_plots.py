@@ -8,7 +8,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF
 
-from tfstudio.ui.panels.inspector_store import History, density_image
+from tfstudio.core.inspector_store import History, density_image
 from tfstudio.ui.plotting import BACKGROUND, FOREGROUND, PlotView, TimedPlotWidget
 
 HEATMAP_HEIGHT = 170

@@ -15,7 +15,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
-from tfstudio.core.series import Series
+from tfstudio.core.run_store import EPOCH, RUNNING, SAMPLED, SERIES_CAPACITY, RunStore, Track
 from tfstudio.ui.plotting import (
     FOREGROUND,
     Curve,
@@ -25,9 +25,8 @@ from tfstudio.ui.plotting import (
     VerticalLines,
     XLinkGroup,
 )
-from tfstudio.ui.plotting.smoothing import RAW_ALPHA, SmoothedLine, faint
+from tfstudio.ui.plotting.smoothing import RAW_ALPHA, faint
 
-SERIES_CAPACITY = 10_000  # buckets per curve: 320 KB; at most 20k points (min+max) to draw
 EPOCH_LINE_GAP_PX = 6  # epoch boundaries closer than this are thinned (every 2^k-th drawn)
 MAX_NAMED_FITS = 6  # more fits than this: the legend names them by number only
 MAX_LEGEND_FITS = 12  # more than this: no legend (the fit list shows the colours)
@@ -60,6 +59,45 @@ class FitSpan:
     end: float
     segment: Segment
     colour: str
+
+
+LAYER_ALPHA = 230  # a compared run's line
+FAINT_ALPHA = 110  # the previous run of the same script, behind the live one
+
+
+class RunLayer:
+    """Another run drawn in a plot, in a colour of its own, behind the run on show.
+
+    It draws each per-step line of the run (its smoothed twin when smoothing is on)
+    and its ``val_`` points, cut at that run's own segment boundaries; on the
+    step-within-fit axis, each of its segments from 0, as the run on show does.
+
+    Args:
+        store: the run.
+        name: how the legend and the hover readout name it.
+        colour: its colour.
+        faint: drawn fainter (the previous run, behind the live one).
+    """
+
+    def __init__(self, store: RunStore, name: str, colour: str, faint: bool = False) -> None:
+        self.store = store
+        self.name = name
+        self.colour = colour
+        self.faint = faint
+        self.curves: dict[str, Curve] = {}
+        self.overlays: dict[tuple[str, int], pg.PlotDataItem] = {}
+        self.smoothing = -1.0  # the weight its curves were bound for
+
+    def pen(self, key: str) -> object:
+        """Pen of one of its lines: val_ dashed, faint when it is the previous run."""
+        colour = pg.mkColor(self.colour)
+        colour.setAlpha(FAINT_ALPHA if self.faint else LAYER_ALPHA)
+        style = Qt.PenStyle.DashLine if key.startswith("val_") else Qt.PenStyle.SolidLine
+        return pg.mkPen(colour, width=1.4, style=style)
+
+    def spans(self) -> list[tuple[int, float, float]]:
+        """(fit index, start, end) of each of its segments."""
+        return [(fit.fit_index, start, end) for fit, start, end in self.store.spans()]
 
 
 class MetricPlot(PlotView):
@@ -97,7 +135,6 @@ class MetricPlot(PlotView):
         self._epoch_count = 0
         self.markers = SegmentMarkers(self.vb, FIT_LINE)
         self.marks: list[tuple[str, pg.InfiniteLine]] = []  # NaN, restore (see add_mark)
-        self.breaks: list[float] = []  # segment boundaries: no curve crosses them
         self._note = ""
         self.x_mode = GLOBAL
         self.spans: list[FitSpan] = []
@@ -110,80 +147,156 @@ class MetricPlot(PlotView):
         self.redraws = 0  # refreshes that redrew something (hidden plots do none)
         # Items of curves born while the plot is hidden: made when it is first shown.
         self._pending_items: list[tuple[Curve, Callable[[], pg.PlotDataItem]]] = []
+        self.layers: list[RunLayer] = []  # other runs, drawn behind the run on show
 
     # -- curves ------------------------------------------------------------
-    def step_curve(self, key: str) -> Curve:
-        """Per-step curve of ``key`` (created on first use)."""
-        curve = self.steps.get(key)
-        if curve is None:
-            curve = self._series_curve(key, "per step", width=1, alpha=STEP_ALPHA, smooth=True)
-            self.steps[key] = curve
-            old = self.running.pop(key, None)
+    def bind(self, track: Track) -> Curve:
+        """The curve drawing a store line of this family (made on first use)."""
+        if track.kind == EPOCH:
+            return self._epoch_curve(track)
+        table = self.running if track.kind == RUNNING else self.steps
+        curve = table.get(track.key)
+        if curve is not None and curve.source is track:
+            return curve
+        if curve is not None:  # a new run's line of the same key
+            self._remove(curve)
+        if track.kind == RUNNING:
+            curve = self._series_curve(track, "running mean", width=1.5, alpha=255)
+        elif track.kind == SAMPLED:
+            curve = self._series_curve(track, "optimizer", width=1.5, alpha=255)
+        else:
+            curve = self._series_curve(track, "per step", width=1, alpha=STEP_ALPHA)
+            old = self.running.pop(track.key, None)
             if old is not None:  # per-step values beat the running mean
                 self._remove(old)
-            self._legend_stale = True
+        table[track.key] = curve
+        self._legend_stale = True
         return curve
 
-    def running_curve(self, key: str) -> Curve | None:
-        """Running-mean curve of ``key``, or None when per-step values exist for it."""
-        if key in self.steps:
-            return None
-        curve = self.running.get(key)
-        if curve is None:
-            curve = self._series_curve(key, "running mean", width=1.5, alpha=255)
-            self.running[key] = curve
-            self._legend_stale = True
-        return curve
+    def _series_curve(self, track: Track, kind: str, width: float, alpha: int) -> Curve:
+        """A decimated per-step line for ``track``, labelled ``<key> (<kind>)``.
 
-    def sampled_curve(self, key: str) -> Curve:
-        """A line of values sampled every few steps (the learning rate)."""
-        curve = self.steps.get(key)
-        if curve is None:
-            curve = self._series_curve(key, "optimizer", width=1.5, alpha=255)
-            self.steps[key] = curve
-            self._legend_stale = True
-        return curve
-
-    def _series_curve(
-        self, key: str, kind: str, width: float, alpha: int, smooth: bool = False
-    ) -> Curve:
-        """A decimated per-step line for ``key``, labelled ``<key> (<kind>)``.
-
-        With ``smooth``, the curve also carries its EMA (drawn on top when the
-        plot's smoothing is on, the raw line then faint).
+        A track with a smoothed twin gets a second curve for it (drawn on top when
+        smoothing is on, the raw line then faint).
         """
+        key = track.key
         colour = VAL if key.startswith("val_") else TRAIN
-        curve = Curve(f"{key} ({kind})", colour, Series(self.capacity))
-        curve.breaks = list(self.breaks)
-        if smooth:
-            curve.smooth = SmoothedLine(colour, self.capacity, self.smoothing)
+        curve = Curve(f"{key} ({kind})", colour, track)
+        if track.smooth is not None:
+            curve.smooth = Curve("", colour, track.smooth)
+            curve.smooth.envelope = False  # one point per bucket: a smoothed curve has no spikes
             if not self.shown:
-                curve.smooth.suspend()  # smoothed when the plot is first shown
+                track.suspend_smoothing()  # smoothed when the plot is first shown
 
         def make() -> pg.PlotDataItem:
-            smooth = curve.smooth
-            raw_alpha = RAW_ALPHA if smooth is not None and smooth.on else alpha
-            item = self._line(curve, width=width, alpha=raw_alpha, z=1)
-            if smooth is not None:
+            twin = curve.smooth
+            on = twin is not None and twin.source.on
+            item = self._line(curve, width=width, alpha=RAW_ALPHA if on else alpha, z=1)
+            if twin is not None:
                 line = pg.PlotDataItem(pen=pg.mkPen(colour, width=SMOOTH_WIDTH))
                 line.setClipToView(True)
                 line.setDownsampling(auto=True, method="peak")
-                line.setVisible(smooth.on and self.x_mode == GLOBAL)
-                smooth.line.item = self.add_item(line, z=1.5, ranged=False)
-                smooth.line.dirty = True
+                line.setVisible(on and self.x_mode == GLOBAL)
+                twin.item = self.add_item(line, z=1.5, ranged=False)
+                twin.dirty = True
             return item
 
         self._make_item(curve, make)
         return curve
 
+    # -- other runs ------------------------------------------------------------
+    def set_layers(self, layers: Sequence[RunLayer]) -> None:
+        """The other runs this plot draws (replacing the previous list)."""
+        keep = {id(layer) for layer in layers}
+        for layer in self.layers:
+            if id(layer) not in keep:
+                self._drop_layer(layer)
+        self.layers = list(layers)
+        self._legend_stale = True
+
+    def _drop_layer(self, layer: RunLayer) -> None:
+        for curve in layer.curves.values():
+            if curve.item is not None:
+                self.remove_item(curve.item)
+                curve.item = None
+        for item in layer.overlays.values():
+            self.remove_item(item)
+        layer.curves = {}
+        layer.overlays = {}
+
+    def _sync_layer(self, layer: RunLayer) -> bool:
+        """Make, rebind and redraw a layer's lines; True if anything was redrawn."""
+        smoothing = self.smoothing > 0
+        if layer.smoothing != self.smoothing:
+            layer.smoothing = self.smoothing
+            for curve in layer.curves.values():
+                curve.dirty = True
+        changed = False
+        for track in layer.store.tracks(self.family):
+            if track.kind == EPOCH and not track.key.startswith("val_"):
+                continue  # its per-step line says it already
+            if track.kind == RUNNING:
+                continue
+            source = track.smooth if smoothing and track.smooth is not None else track
+            curve = layer.curves.get(track.key)
+            if curve is None or curve.source is not source:
+                if curve is None:
+                    curve = Curve(f"{layer.name}: {track.key}", layer.colour, source)
+                    item = pg.PlotDataItem(pen=layer.pen(track.key))
+                    if track.kind == EPOCH:
+                        item.setSymbol("s")
+                        item.setSymbolSize(5)
+                        item.setSymbolBrush(pg.mkBrush(layer.colour))
+                        item.setSymbolPen(None)
+                    else:
+                        item.setClipToView(True)
+                        item.setDownsampling(auto=True, method="peak")
+                    curve.item = self.add_item(item, z=0.5, ranged=not layer.faint)
+                    layer.curves[track.key] = curve
+                else:
+                    curve.source = source
+                    curve.dirty = True
+                curve.envelope = source is track
+            if curve.dirty:
+                curve.update_item(draw=self.x_mode == GLOBAL)
+                curve.item.setVisible(self.x_mode == GLOBAL)
+                changed = True
+        if changed and self.x_mode != GLOBAL:
+            self._layer_overlays(layer)
+        return changed
+
+    def _layer_overlays(self, layer: RunLayer) -> None:
+        """Step-within-fit axis: each of the layer's segments from 0."""
+        for key, curve in layer.curves.items():
+            for index, start, end in layer.spans():
+                x, y = curve.window(start, end)
+                item = layer.overlays.get((key, index))
+                if item is None:
+                    if not len(x):
+                        continue
+                    item = pg.PlotDataItem(pen=layer.pen(key))
+                    item.setClipToView(True)
+                    item.setDownsampling(auto=True, method="peak")
+                    item = self.add_item(item, z=0.5, ranged=not layer.faint)
+                    layer.overlays[(key, index)] = item
+                item.setVisible(self.x_mode != GLOBAL)
+                item.setData(x - start, y, connect="finite")
+
+    def _layers_x_mode(self) -> None:
+        is_global = self.x_mode == GLOBAL
+        for layer in self.layers:
+            for curve in layer.curves.values():
+                if curve.item is not None:
+                    curve.item.setVisible(is_global)
+            for item in layer.overlays.values():
+                item.setVisible(not is_global)
+            if not is_global:
+                self._layer_overlays(layer)
+
     # -- smoothing -----------------------------------------------------------
     def set_smoothing(self, weight: float) -> None:
-        """EMA weight of the per-step curves: 0 draws them raw; above 0 the smoothed
-        curve is drawn on top and the raw one stays, faint, behind it.
-
-        Re-smooths each curve once from its store (exact up to the store's capacity,
-        then from bucket means); new points are then smoothed as they come.
-        """
+        """Show the per-step curves' smoothed twins (weight above 0, the raw line then
+        faint) or the raw curves only (0). The store re-smooths; the plot restyles."""
         weight = max(0.0, float(weight))
         if weight == self.smoothing:
             return
@@ -191,10 +304,6 @@ class MetricPlot(PlotView):
         for curve in self.steps.values():
             if curve.smooth is None:
                 continue
-            if self.shown:
-                curve.smooth.rebuild(weight, curve)
-            else:
-                curve.smooth.suspend(weight)  # re-smoothed when shown
             self._style_smoothing(curve)
             curve.dirty = True
         self._stale_from(0)
@@ -202,31 +311,33 @@ class MetricPlot(PlotView):
 
     def _style_smoothing(self, curve: Curve) -> None:
         """Raw pen faint (smoothing on) or as usual; the smoothed item shown or not."""
-        smooth = curve.smooth
-        if smooth is None:
+        twin = curve.smooth
+        if twin is None:
             return
-        on = smooth.on
+        on = self.smoothing > 0
         if curve.item is not None:
             colour = faint(curve.colour) if on else faint(curve.colour, STEP_ALPHA)
             curve.item.setPen(pg.mkPen(colour, width=1))
-        item = smooth.line.item
-        if item is not None:
-            item.setVisible(on and self.x_mode == GLOBAL)
+        if twin.item is not None:
+            twin.item.setVisible(on and self.x_mode == GLOBAL)
             if not on:
-                item.setData([], [])
+                twin.item.setData([], [])
 
-    def epoch_curve(self, key: str) -> Curve:
+    def _epoch_curve(self, track: Track) -> Curve:
         """Per-epoch curve: ``<key> (epoch mean)``, or ``val_<key>`` as it is."""
+        key = track.key
         curve = self.epochs.get(key)
-        if curve is None:
-            is_val = key.startswith("val_")
-            label = key if is_val else f"{key} (epoch mean)"
-            colour = VAL if is_val else TRAIN_DARK
-            curve = Curve(label, colour)
-            curve.breaks = list(self.breaks)
-            self._make_item(curve, lambda: self._epoch_item(colour, is_val))
-            self.epochs[key] = curve
-            self._legend_stale = True
+        if curve is not None and curve.source is track:
+            return curve
+        if curve is not None:
+            self._remove(curve)
+        is_val = key.startswith("val_")
+        label = key if is_val else f"{key} (epoch mean)"
+        colour = VAL if is_val else TRAIN_DARK
+        curve = Curve(label, colour, track)
+        self._make_item(curve, lambda: self._epoch_item(colour, is_val))
+        self.epochs[key] = curve
+        self._legend_stale = True
         return curve
 
     def _epoch_item(self, colour: str, is_val: bool) -> pg.PlotDataItem:
@@ -263,13 +374,6 @@ class MetricPlot(PlotView):
         yield from self.running.values()
         yield from self.epochs.values()
 
-    def add_break(self, x: float) -> None:
-        """A segment boundary at ``x``: every curve, present and future, is cut there."""
-        if not self.breaks or x > self.breaks[-1]:
-            self.breaks.append(x)
-            for curve in self.curves():
-                curve.add_break(x)
-
     def _line(self, curve: Curve, width: float, alpha: int, z: int) -> pg.PlotDataItem:
         colour = pg.mkColor(curve.colour)
         colour.setAlpha(alpha)
@@ -283,9 +387,9 @@ class MetricPlot(PlotView):
         if curve.item is not None:
             self.remove_item(curve.item)
             curve.item = None
-        if curve.smooth is not None and curve.smooth.line.item is not None:
-            self.remove_item(curve.smooth.line.item)
-            curve.smooth.line.item = None
+        if curve.smooth is not None and curve.smooth.item is not None:
+            self.remove_item(curve.smooth.item)
+            curve.smooth.item = None
         for (label, index), item in list(self.overlays.items()):
             if label == curve.label:
                 self.remove_item(item)
@@ -300,16 +404,16 @@ class MetricPlot(PlotView):
         if self.x_mode == GLOBAL:
             shown = [c for c in self.curves() if c.item is not None]
             shown.sort(key=lambda c: c.label.startswith("val_"))
-            items = [_legend_item(c) for c in shown]
-            key = (GLOBAL, *((id(i), c.label) for i, c in zip(items, shown, strict=True)))
+            entries = [(_legend_item(c), c.label) for c in shown] + self._layer_entries()
+            key = (GLOBAL, *((id(i), label) for i, label in entries))
             if key == self._legend_key:
                 return
             self._legend_key = key
             self.legend.clear()
             self.legend.setVisible(True)
-            for item, curve in zip(items, shown, strict=True):
-                self.legend.addItem(item, curve.label)
-            self.legend.setColumnCount(max(1, len(shown)))
+            for item, label in entries:
+                self.legend.addItem(item, label)
+            self.legend.setColumnCount(max(1, len(entries)))
             return
         primary = self._primary_label()
         entries = [
@@ -329,7 +433,19 @@ class MetricPlot(PlotView):
         named = len(entries) <= MAX_NAMED_FITS
         for item, span in entries:
             self.legend.addItem(item, span.segment.name if named else span.segment.short)
-        self.legend.setColumnCount(max(1, len(entries)))
+        layers = self._layer_entries()
+        for item, label in layers:
+            self.legend.addItem(item, label)
+        self.legend.setColumnCount(max(1, len(entries) + len(layers)))
+
+    def _layer_entries(self) -> list[tuple[pg.PlotDataItem, str]]:
+        """One legend entry per other run: its first line, named after the run."""
+        out = []
+        for layer in self.layers:
+            curve = next((c for c in layer.curves.values() if c.item is not None), None)
+            if curve is not None:
+                out.append((curve.item, layer.name))
+        return out
 
     def _primary_label(self) -> str:
         """The curve that stands for each fit in the per-fit legend."""
@@ -413,6 +529,7 @@ class MetricPlot(PlotView):
         for item in self.overlays.values():
             item.setVisible(False)
         self._stale_from(0)
+        self._layers_x_mode()
         self.set_x_label(X_LABELS[mode])
         self._legend_stale = True
 
@@ -495,6 +612,8 @@ class MetricPlot(PlotView):
             self._update_overlays(max(0, first))
             self._overlays_from = None
             changed = True
+        for layer in self.layers:
+            changed = self._sync_layer(layer) or changed
         if self._legend_stale:
             self._relegend()
         if changed:
@@ -508,14 +627,13 @@ class MetricPlot(PlotView):
         Its smoothed curves stop too, and are re-smoothed from the stores when shown.
         """
         for curve in self.steps.values():
-            smooth = curve.smooth
-            if smooth is None:
+            track = curve.source
+            if curve.smooth is None:
                 continue
             if not shown:
-                smooth.suspend()
-            elif smooth.suspended:
-                smooth.rebuild(self.smoothing, curve)
-                curve.dirty = True
+                track.suspend_smoothing()
+            else:
+                track.resume_smoothing()
         super().set_shown(shown)
         if shown:
             if self._markers_stale:
@@ -551,8 +669,11 @@ class MetricPlot(PlotView):
                 if near is not None:
                     where += f", smoothed <b>{_fmt(near[1])}</b>"
             rows.append(_row(curve.colour, curve.label, y0, y1, where))
+        for layer in self.layers:
+            rows.extend(self._layer_rows(layer, x))
         if not rows:
             return ""
+        rows = _cap(rows)
         head = f"<b>step {max(x, 0):,.0f}</b>"
         if span is not None:
             head += f" &nbsp;{html.escape(span.segment.full)}"
@@ -572,11 +693,32 @@ class MetricPlot(PlotView):
                     continue
                 label = f"{span.segment.short}: {curve.label}"
                 rows.append(_row(span.colour, label, hit[1], hit[2], ""))
+        for layer in self.layers:
+            for index, start, end in layer.spans():
+                rows.extend(self._layer_rows(layer, start + x, (start, end), f" fit {index + 1}"))
         if not rows:
             return ""
-        more = len(rows) - MAX_READOUT_ROWS
-        rows = rows[:MAX_READOUT_ROWS] + ([f"<i>… {more} more</i>"] if more > 0 else [])
-        return _box(f"<b>step {max(x, 0):,.0f} of each fit</b>", rows)
+        return _box(f"<b>step {max(x, 0):,.0f} of each fit</b>", _cap(rows))
+
+    def _layer_rows(
+        self, layer: RunLayer, x: float, window: tuple[float, float] | None = None, fit: str = ""
+    ) -> list[str]:
+        """Readout rows of another run at global step ``x``: run, fit and value."""
+        rows = []
+        for key, curve in layer.curves.items():
+            if window is None:
+                fit_here = next(
+                    (f" fit {i + 1}" for i, a, b in reversed(layer.spans()) if x > a), ""
+                )
+                hit = curve.nearest(x)
+            else:
+                fit_here = fit
+                hit = curve.nearest(x, *window)
+            if hit is None:
+                continue
+            label = f"{layer.name}{fit_here}: {key}"
+            rows.append(_row(layer.colour, label, hit[1], hit[2], ""))
+        return rows
 
 
 def _legend_item(curve: Curve) -> pg.PlotDataItem:
@@ -585,6 +727,12 @@ def _legend_item(curve: Curve) -> pg.PlotDataItem:
     if smoothed is not None and smoothed.item is not None:
         return smoothed.item
     return curve.item
+
+
+def _cap(rows: list[str]) -> list[str]:
+    """At most :data:`MAX_READOUT_ROWS` rows, then how many more."""
+    more = len(rows) - MAX_READOUT_ROWS
+    return rows[:MAX_READOUT_ROWS] + ([f"<i>… {more} more</i>"] if more > 0 else [])
 
 
 def _row(colour: str, label: str, lo: float, hi: float, where: str) -> str:

@@ -17,7 +17,6 @@ import hashlib
 import math
 from collections.abc import Sequence
 
-import numpy as np
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -32,40 +31,39 @@ from PySide6.QtWidgets import (
 )
 
 from tfstudio.core.events import (
-    CheckpointRestored,
-    EpochEnded,
     FitStarted,
-    LearningRate,
-    NonFinite,
     RunEnded,
     RunStarted,
     StepEnded,
 )
+from tfstudio.core.run_store import (
+    LR_KEY,
+    NAN_MARK,
+    RESTORE_MARK,
+    SERIES_CAPACITY,
+    Mark,
+    RunStore,
+    family_of,
+)
 from tfstudio.ui.panels.metric_plot import (
     GLOBAL,
     PER_FIT,
-    SERIES_CAPACITY,
     X_LABELS,
     FitSpan,
     MetricPlot,
+    RunLayer,
 )
 from tfstudio.ui.panels.metrics_sidebar import SIDEBAR_WIDTH, MetricsSidebar
-from tfstudio.ui.plotting import BACKGROUND, Curve, Segment, XLinkGroup, segment_colour
+from tfstudio.ui.plotting import BACKGROUND, Segment, XLinkGroup, segment_colour
 from tfstudio.ui.plotting.smoothing import DEFAULT_WEIGHT, SmoothingSlider
 
 __all__ = ["GLOBAL", "PER_FIT", "MetricPlot", "MetricsPanel", "family_of"]
 
 NAN_LINE = "#d62728"
 RESTORE_LINE = "#2ca02c"
-LR_KEY = "learning_rate"
 
 MANY_FAMILIES = 4  # more families than this: only loss and the first metric shown by default
 SETTINGS_GROUP = "metrics"
-
-
-def family_of(key: str) -> str:
-    """Plot family of a metric key: the key without a leading ``val_``."""
-    return key[4:] if key.startswith("val_") and len(key) > 4 else key
 
 
 class MetricsPanel(QWidget):
@@ -164,160 +162,77 @@ class MetricsPanel(QWidget):
         self.plots: dict[str, MetricPlot] = {}
         self.paint_clock = [0.0]  # seconds spent painting plots, ever (read by the bridge)
         self.xgroup = XLinkGroup()
+        self.compared: list[RunLayer] = []  # other runs drawn behind the run on show
         self._reset_data()
 
     def _reset_data(self) -> None:
-        self._pending_values: dict[str, tuple[list[float], list[float]]] = {}
-        self._pending_running: dict[str, tuple[list[float], list[float]]] = {}
-        self._last_x: dict[str, float] = {}  # key -> last global step with a value
-        self._last_run_x: dict[str, float] = {}
-        self._epoch_steps: list[float] = []
-        self._epochs_dirty = False
-        self._fits: list[FitStarted] = []
-        self._fit_steps: dict[int, int] = {}  # fit index -> last global step seen
-        self._fit_loss: dict[int, float] = {}  # fit index -> last loss seen
-        self._fits_dirty = False
-        self._spe: dict[int, int] = {}  # fit index -> steps per batch hook
-        self._note_dirty = False
+        self.store = RunStore(capacity=self.capacity, smoothing=self.smoothing)
+        self._drawn_revision = -1
+        self._fits_drawn = 0
+        self._marks_drawn = 0
+        self._note_drawn = ""
         self._run_ended = False
         self._undecided: list[str] = []  # families whose visibility is not chosen yet
-        self._marks: list[tuple[float, str, str]] = []  # (step, text, colour): NaN, restore
-        self._pending_lr: tuple[list[float], list[float]] = ([], [])
+
+    # -- the run on show and the runs beside it -----------------------------------
+    def show_store(self, store: RunStore) -> None:
+        """Show ``store`` as the run on show (every tool: fits, epochs, marks, readout).
+
+        The live run's store is shown by itself when a run starts; a recorded run
+        picked in the Runs panel is shown this way when no run is live.
+        """
+        if store is self.store:
+            return
+        self.clear()
+        self.store = store
+        self._script = store.script
+        store.set_smoothing(self.smoothing)
+
+    def set_compared(self, layers: Sequence[RunLayer]) -> None:
+        """The other runs drawn behind the run on show, each in its own colour."""
+        self.compared = list(layers)
+        for layer in self.compared:
+            layer.store.set_smoothing(self.smoothing)
+        for plot in self.plots.values():
+            plot.set_layers(self.compared)
+        self._drawn_revision = -1  # their families may need plots
+
+    def stores(self) -> list[RunStore]:
+        """Every run shown: the run on show first, then the compared ones."""
+        return [self.store, *(layer.store for layer in self.compared)]
 
     # -- panel protocol ----------------------------------------------------
     def ingest_steps(self, steps: Sequence[StepEnded]) -> None:
-        """Queue a run of steps' values for this frame's redraw."""
-        if not self._ingest_uniform(steps):
-            self._ingest_mixed(steps)
-        first, last = steps[0], steps[-1]
-        for s in (first, last):
-            if self._spe.get(s.fit_index, 1) != s.steps:
-                self._spe[s.fit_index] = s.steps
-                self._note_dirty = True
-        self._fit_steps[last.fit_index] = last.global_step
-        loss = last.values.get("loss", last.running.get("loss"))
-        if loss is not None:
-            self._fit_loss[last.fit_index] = loss
-        self._fits_dirty = True
-        # Into the series now, a frame's worth at a time: left for the (budgeted) redraw,
-        # a second of a dozen metrics would make that one frame long.
-        self._flush_pending()
-
-    def _ingest_uniform(self, steps: Sequence[StepEnded]) -> bool:
-        """Fast path for the usual run: every step reports the same keys, none running-only.
-
-        Returns False (having queued nothing) when that does not hold.
-        """
-        values = [s.values for s in steps]
-        keys = tuple(values[0])
-        n = len(keys)
-        # Same count everywhere and every first-step key present => same key set.
-        if set(map(len, values)) != {n} or {len(s.running) for s in steps} != {n}:
-            return False
-        try:
-            columns = [[v[k] for v in values] for k in keys]
-        except KeyError:
-            return False
-        xs = [s.global_step for s in steps]
-        for key, ys in zip(keys, columns, strict=True):
-            pending = self._pending_values.get(key)
-            if pending is None:
-                self._pending_values[key] = (xs.copy(), ys)
-            else:
-                pending[0].extend(xs)
-                pending[1].extend(ys)
-        return True
-
-    def _ingest_mixed(self, steps: Sequence[StepEnded]) -> None:
-        pv, pr = self._pending_values, self._pending_running
-        for s in steps:
-            g = s.global_step
-            values = s.values
-            for k, v in values.items():
-                bucket = pv.get(k)
-                if bucket is None:
-                    bucket = pv[k] = ([], [])
-                bucket[0].append(g)
-                bucket[1].append(v)
-            running = s.running
-            if len(running) != len(values):
-                for k, v in running.items():
-                    if k in values:
-                        continue
-                    bucket = pr.get(k)
-                    if bucket is None:
-                        bucket = pr[k] = ([], [])
-                    bucket[0].append(g)
-                    bucket[1].append(v)
+        """Take a run of steps into the live run's store (drawn at the next refresh)."""
+        self.store.add_steps(steps)
 
     def ingest_event(self, event: object) -> None:
-        """Epoch means, val metrics, fits; a new run clears everything."""
-        if isinstance(event, EpochEnded):
-            for key, value in event.metrics.items():
-                curve = self._plot_for(family_of(key)).epoch_curve(key)
-                curve.append((event.global_step,), (value,))
-            if not self._epoch_steps or self._epoch_steps[-1] != event.global_step:
-                self._epoch_steps.append(event.global_step)
-                self._epochs_dirty = True
-        elif isinstance(event, FitStarted):
-            if self._spe.get(event.fit_index) != event.steps_per_execution:
-                self._spe[event.fit_index] = event.steps_per_execution
-                self._note_dirty = True
-            if self._fits:
-                # Breaks are positions: values still queued for earlier fits land left of it.
-                boundary = event.global_step + 0.5
-                for plot in self.plots.values():
-                    plot.add_break(boundary)
-            self._fits.append(event)
-            self._fit_steps[event.fit_index] = event.global_step
-            self._fits_dirty = True
-            spans = self.spans()
-            for plot in self.plots.values():
-                plot.set_spans(spans)
-        elif isinstance(event, RunStarted):
+        """Take one event into the live run's store; a new run starts a new store."""
+        if isinstance(event, RunStarted):
             self.clear()
             self._script = event.script
         elif isinstance(event, RunEnded):
             self._run_ended = True
-        elif isinstance(event, LearningRate):
-            self._pending_lr[0].append(event.global_step)
-            self._pending_lr[1].append(event.value)
-        elif isinstance(event, NonFinite):
-            self.add_mark(event.global_step, f"NaN/Inf loss at step {event.global_step}", NAN_LINE)
-        elif isinstance(event, CheckpointRestored):
-            self.add_mark(event.step, f"restored step {event.step}", RESTORE_LINE)
+        self.store.add_event(event)
 
-    def add_mark(self, step: float, text: str, colour: str) -> None:
+    def add_mark(self, step: float, text: str, colour: str = NAN_LINE) -> None:
         """Mark ``step`` on every plot (now and on plots made later)."""
-        self._marks.append((step, text, colour))
-        for plot in self.plots.values():
-            plot.add_mark(step, text, colour)
+        kind = NAN_MARK if colour == NAN_LINE else RESTORE_MARK
+        self.store.marks.append(Mark(step, text, kind))
+        self.store.revision += 1
 
     def marks(self) -> list[tuple[float, str]]:
         """(step, text) of the NaN and restore marks, oldest first."""
-        return [(step, text) for step, text, _ in self._marks]
+        return [(m.step, m.text) for m in self.store.marks]
 
     def refresh(self) -> None:
-        """Move this frame's values into the series and redraw changed curves once."""
-        self._flush_pending()
-        # The learning rate's plot comes after the metrics' (it waits for one to exist).
-        if self._pending_lr[0] and (self.plots or self._run_ended):
-            curve = self._plot_for(LR_KEY).sampled_curve(LR_KEY)
-            curve.append(*self._pending_lr)
-            self._pending_lr = ([], [])
+        """Bring the plots up to the stores and redraw changed curves once."""
+        revision = sum(s.revision for s in self.stores())
+        if revision != self._drawn_revision:
+            self._drawn_revision = revision
+            self._sync()
         if self._undecided:
             self._decide_visibility()
-        if self._note_dirty:
-            note = self.note()
-            for plot in self.plots.values():
-                plot.set_note(note)
-            self._note_dirty = False
-        if self._epochs_dirty:
-            for plot in self.plots.values():
-                plot.sync_epoch_lines(self._epoch_steps)
-            self._epochs_dirty = False
-        if self._fits_dirty:
-            self._update_fit_rows()
         for plot in self.plots.values():
             plot.refresh()
         if self._run_ended:
@@ -326,42 +241,51 @@ class MetricsPanel(QWidget):
             self._update_fit_rows()
         self._run_ended = False
 
-    def _flush_pending(self) -> None:
-        """Queued values into the curves, cutting a curve where its key was absent."""
-        if self._pending_values:
-            spe = max(self._spe.values(), default=1)
-            for key, (xs, ys) in self._pending_values.items():
-                curve = self._plot_for(family_of(key)).step_curve(key)
-                _cut_gaps(curve, self._last_x.get(key), xs, spe)
-                curve.append(xs, ys)
-                self._last_x[key] = xs[-1]
-            self._pending_values = {}
-        if self._pending_running:
-            spe = max(self._spe.values(), default=1)
-            for key, (xs, ys) in self._pending_running.items():
-                curve = self._plot_for(family_of(key)).running_curve(key)
-                if curve is not None:
-                    _cut_gaps(curve, self._last_run_x.get(key), xs, spe)
-                    curve.append(xs, ys)
-                    self._last_run_x[key] = xs[-1]
-            self._pending_running = {}
+    def _sync(self) -> None:
+        """Plots for new families, curves for new lines, and the run's decorations."""
+        store = self.store
+        families = store.families()
+        for other in self.compared:
+            families += [f for f in other.store.families() if f not in families]
+        for family in families:
+            if family == LR_KEY and not (self.plots or store.ended):
+                continue  # the learning rate's plot comes after the metrics'
+            plot = self._plot_for(family)
+            for track in store.tracks(family):
+                plot.bind(track)
+        note = self.note()
+        if note != self._note_drawn:
+            self._note_drawn = note
+            for plot in self.plots.values():
+                plot.set_note(note)
+        for plot in self.plots.values():
+            plot.sync_epoch_lines(store.epoch_steps)
+        if len(store.fits) != self._fits_drawn:
+            self._fits_drawn = len(store.fits)
+            spans = self.spans()
+            for plot in self.plots.values():
+                plot.set_spans(spans)
+        for mark in store.marks[self._marks_drawn :]:
+            colour = NAN_LINE if mark.kind == NAN_MARK else RESTORE_LINE
+            for plot in self.plots.values():
+                plot.add_mark(mark.step, mark.text, colour)
+        self._marks_drawn = len(store.marks)
+        if store.fits:
+            self._update_fit_rows()
 
     # -- fits ----------------------------------------------------------------
     def spans(self) -> list[FitSpan]:
         """The run's fits as spans of global steps, with their colours and labels."""
-        spans = []
-        for i, fit in enumerate(self._fits):
-            end = self._fits[i + 1].global_step if i + 1 < len(self._fits) else math.inf
-            spans.append(
-                FitSpan(fit.fit_index, fit.global_step, end, _segment(fit), segment_colour(i))
-            )
-        return spans
+        return [
+            FitSpan(fit.fit_index, start, end, _segment(fit), segment_colour(i))
+            for i, (fit, start, end) in enumerate(self.store.spans())
+        ]
 
     def _update_fit_rows(self) -> None:
-        self._fits_dirty = False
-        for i, fit in enumerate(self._fits):
-            steps = self._fit_steps.get(fit.fit_index, fit.global_step) - fit.global_step
-            loss = self._fit_loss.get(fit.fit_index)
+        store = self.store
+        for i, fit in enumerate(store.fits):
+            steps = store.fit_steps.get(fit.fit_index, fit.global_step) - fit.global_step
+            loss = store.fit_loss.get(fit.fit_index)
             self.sidebar.set_fit(
                 fit.fit_index,
                 segment_colour(i),
@@ -370,7 +294,7 @@ class MetricsPanel(QWidget):
                 "—" if loss is None else f"{loss:.4g}",
                 _segment(fit).full,
             )
-        if len(self._fits) > 1:
+        if len(store.fits) > 1:
             self._auto_show_sidebar()
 
     def jump_to_fit(self, fit_index: int) -> None:
@@ -378,7 +302,11 @@ class MetricsPanel(QWidget):
         for span in self.spans():
             if span.index != fit_index:
                 continue
-            end = span.end if span.end != math.inf else self._fit_steps.get(span.index, span.start)
+            end = (
+                span.end
+                if span.end != math.inf
+                else self.store.fit_steps.get(span.index, span.start)
+            )
             if end <= span.start:
                 return
             x0, x1 = (span.start, end) if self.x_mode == GLOBAL else (0.0, end - span.start)
@@ -435,6 +363,8 @@ class MetricsPanel(QWidget):
         if weight == self.smoothing:
             return
         self.smoothing = weight
+        for store in self.stores():
+            store.set_smoothing(weight)
         for plot in self.plots.values():
             plot.set_smoothing(weight)
             plot.refresh()
@@ -525,10 +455,11 @@ class MetricsPanel(QWidget):
     # -- public ------------------------------------------------------------
     def note(self) -> str:
         """Title note about ``steps_per_execution`` (empty when every step is reported)."""
-        every = {fit: n for fit, n in self._spe.items() if n > 1}
+        spe = self.store.spe
+        every = {fit: n for fit, n in spe.items() if n > 1}
         if not every:
             return ""
-        if len(set(every.values())) == 1 and len(every) == len(self._spe):
+        if len(set(every.values())) == 1 and len(every) == len(spe):
             n = next(iter(every.values()))
             return f"(every {n} steps: steps_per_execution={n})"
         parts = [
@@ -548,6 +479,9 @@ class MetricsPanel(QWidget):
         self.sidebar.clear()
         self._reset_data()
         self._placeholder.show()
+        for plot_layer in self.compared:
+            plot_layer.curves = {}
+            plot_layer.overlays = {}
 
     def set_placeholder(self, text: str) -> None:
         """What the empty area says before any metric arrives (e.g. which script is open)."""
@@ -558,16 +492,8 @@ class MetricsPanel(QWidget):
         return self._placeholder.text()
 
     def series_nbytes(self) -> int:
-        """Bytes held by all per-step series stores (smoothed curves' stores included)."""
-        total = 0
-        for plot in self.plots.values():
-            for c in plot.curves():
-                if c.series is not None:
-                    total += c.series.nbytes()
-                smoothed = c.smoothed()
-                if smoothed is not None and smoothed.series is not None:
-                    total += smoothed.series.nbytes()
-        return total
+        """Bytes held by the run on show's series (smoothed twins included)."""
+        return self.store.nbytes()
 
     def _plot_for(self, family: str) -> MetricPlot:
         plot = self.plots.get(family)
@@ -580,13 +506,13 @@ class MetricsPanel(QWidget):
             at = 1 if family == "loss" else self._layout.count() - 1
             self._layout.insertWidget(at, plot.widget)
             plot.set_note(self.note())
-            plot.sync_epoch_lines(self._epoch_steps)
-            for fit in self._fits[1:]:
-                plot.add_break(fit.global_step + 0.5)
+            plot.sync_epoch_lines(self.store.epoch_steps)
             plot.set_spans(self.spans())
             plot.set_x_mode(self.x_mode)
-            for step, text, colour in self._marks:
-                plot.add_mark(step, text, colour)
+            for mark in self.store.marks[: self._marks_drawn]:
+                colour = NAN_LINE if mark.kind == NAN_MARK else RESTORE_LINE
+                plot.add_mark(mark.step, mark.text, colour)
+            plot.set_layers(self.compared)
             show_all, log = self._prefs.get(family, (False, False))
             plot.set_show_all(show_all)
             plot.set_log(log)
@@ -612,19 +538,6 @@ def _segment(fit: FitStarted) -> Segment:
     return Segment(
         fit.global_step, str(n), f"{n} {name}", f"fit {n}: {name} ({fit.model.class_name})"
     )
-
-
-def _cut_gaps(curve: Curve, last: float | None, xs: list[float], spe: int) -> None:
-    """Cut ``curve`` wherever its key skipped a batch hook (the value was absent)."""
-    first = xs[0] if last is None else last
-    points = len(xs) if last is None else len(xs) + 1
-    if xs[-1] - first <= (points - 1) + 0.5:
-        return  # one step apart throughout (steps only grow): no gap (the usual case)
-    a = np.asarray(xs, dtype=np.float64)
-    if last is not None:
-        a = np.concatenate(([last], a))
-    for i in np.nonzero(np.diff(a) > spe + 0.5)[0].tolist():
-        curve.add_break((a[i] + a[i + 1]) / 2)
 
 
 def _setting(settings: QSettings | None, name: str, default: object) -> object:

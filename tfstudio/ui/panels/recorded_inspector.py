@@ -14,7 +14,7 @@ from tfstudio.core.locations import Location, location
 from tfstudio.core.recorded import inspector_events
 from tfstudio.core.runs import RunReader, read_run_json
 from tfstudio.ui.panels.gradients import GradientsView
-from tfstudio.ui.panels.inspector_store import InspectorStore
+from tfstudio.core.inspector_store import InspectorStore
 from tfstudio.ui.panels.weights import WeightsView
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
-from tfstudio.ui.panels.inspector_store import InspectorStore
+from tfstudio.core.inspector_store import InspectorStore
 
 RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
 COLUMNS = ("#", "layer", "class", "output shape", "mean", "std", "min", "max", "zeros", "dead")

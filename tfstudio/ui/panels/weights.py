@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtWidgets import QWidget
 
-from tfstudio.ui.panels.inspector_store import InspectorStore
+from tfstudio.core.inspector_store import InspectorStore
 from tfstudio.ui.panels.variable_rows import VariableRow, VariableRowsView
 
 

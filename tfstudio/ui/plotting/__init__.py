@@ -9,15 +9,14 @@
   one-click "all" and "log" buttons, a hover readout and a shared x range
   (:class:`XLinkGroup`).
 - :func:`robust_range`: the percentile range the y axis follows by default.
-- :mod:`~tfstudio.ui.plotting.smoothing`: the smoothing slider, the live EMA line
-  (:class:`SmoothedLine`) and the faint raw pen, shared by the metrics view and the
-  runs panel.
+- :mod:`~tfstudio.ui.plotting.smoothing`: the smoothing slider and the faint raw pen
+  (the smoothed lines are the run store's derived series).
 """
 
 from tfstudio.ui.plotting.curve import Curve
 from tfstudio.ui.plotting.lines import Segment, SegmentMarkers, VerticalLines
 from tfstudio.ui.plotting.ranges import nice_ceiling, robust_range
-from tfstudio.ui.plotting.smoothing import SmoothedLine, SmoothingSlider, faint
+from tfstudio.ui.plotting.smoothing import SmoothingSlider, faint
 from tfstudio.ui.plotting.style import BACKGROUND, FOREGROUND, segment_colour
 from tfstudio.ui.plotting.view import PlotView, TimedPlotWidget, XLinkGroup
 
@@ -28,7 +27,6 @@ __all__ = [
     "PlotView",
     "Segment",
     "SegmentMarkers",
-    "SmoothedLine",
     "SmoothingSlider",
     "TimedPlotWidget",
     "VerticalLines",

@@ -1,102 +1,105 @@
-"""One line of (x, y) points: decimated store, segment breaks, one pyqtgraph item."""
+"""One drawn line: a view of a run store's line (its points and breaks), one pyqtgraph item."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import pyqtgraph as pg
 
 from tfstudio.core.series import Series
 
-if TYPE_CHECKING:
-    from tfstudio.ui.plotting.smoothing import SmoothedLine
-
 MAX_SYMBOLS = 200  # point markers are dropped past this many points
 
 
 class Curve:
-    """One line on a plot: its data, its graphics item and whether it needs redrawing.
+    """One line on a plot: the store line it draws, its graphics item, what it drew last.
 
-    Points come either into a decimated :class:`Series` (per-step data, bounded
-    memory) or into plain lists (few points, e.g. one per epoch). The line never
-    connects across a break (:meth:`add_break`): segment boundaries and gaps where
-    the value was absent are drawn as gaps.
+    A curve keeps no data of its own: ``source`` is a line of a run store (a
+    :class:`~tfstudio.core.run_store.Track` or the smoothed twin of one), and the
+    curve redraws when the source's ``revision`` moved. The line never connects
+    across one of the source's breaks: segment boundaries and gaps where the value
+    was absent are drawn as gaps.
 
     Args:
         label: legend text.
         colour: line colour.
-        series: decimated store; None keeps every point in ``xs``/``ys``.
-
-    A curve may carry a :class:`~tfstudio.ui.plotting.smoothing.SmoothedLine`
-    (``smooth``): its EMA, fed with every appended point and drawn with it.
+        source: the store line; None gives the curve a point list of its own
+            (``append``), for plots that are not fed from a run store.
     """
 
     __slots__ = (
         "label",
-        "series",
-        "xs",
-        "ys",
+        "colour",
+        "source",
         "item",
-        "dirty",
+        "seen",
+        "forced",
         "x",
         "y",
-        "colour",
-        "breaks",
-        "smooth",
         "envelope",
+        "smooth",
     )
 
-    def __init__(self, label: str, colour: str, series: Series | None = None) -> None:
+    def __init__(self, label: str, colour: str, source: LineSource | None = None) -> None:
         self.label = label
         self.colour = colour
-        self.series = series
-        self.xs: list[float] = []  # points when series is None
-        self.ys: list[float] = []
-        self.breaks: list[float] = []  # the line is cut at each of these x (ascending)
+        self.source: LineSource = source if source is not None else _Points()
         self.item: pg.PlotDataItem | None = None
-        self.dirty = False
+        self.seen = -1  # the source revision last drawn
+        self.forced = True
         self.x = np.empty(0)  # the points last drawn (without the gap markers)
         self.y = np.empty(0)
-        self.smooth: SmoothedLine | None = None
         self.envelope = True  # a decimated series draws each bucket's min and max
+        self.smooth: Curve | None = None  # the drawn smoothed twin, when the source has one
+
+    @property
+    def series(self) -> Series | None:
+        """The source's decimated store (None for a line of few points)."""
+        return self.source.series
+
+    @property
+    def breaks(self) -> list[float]:
+        """Where the line is cut (the source's)."""
+        return self.source.breaks
+
+    @property
+    def dirty(self) -> bool:
+        """Whether the source changed since the curve last took its points."""
+        return self.forced or self.seen != self.source.revision
+
+    @dirty.setter
+    def dirty(self, value: bool) -> None:
+        self.forced = bool(value)
 
     def count(self) -> int:
         """Points received so far."""
-        return self.series.count if self.series is not None else len(self.xs)
+        series = self.series
+        return series.count if series is not None else len(self.source.xs)
 
     def append(
         self, xs: list[float] | tuple[float, ...], ys: list[float] | tuple[float, ...]
     ) -> None:
-        """Add points (ascending x) and mark the curve for redrawing."""
-        smooth = self.smooth
-        if smooth is not None and smooth.on:  # convert once for both stores
-            xs = np.asarray(xs, dtype=np.float64)  # type: ignore[assignment]
-            ys = np.asarray(ys, dtype=np.float64)  # type: ignore[assignment]
-        if self.series is not None:
-            self.series.extend(xs, ys)
-        else:
-            self.xs.extend(xs)
-            self.ys.extend(ys)
-        if smooth is not None:
-            smooth.extend(xs, ys, self.breaks)
-        self.dirty = True
+        """Add points to a curve with a point list of its own (ascending x)."""
+        self.source.append(xs, ys)
 
     def add_break(self, x: float) -> None:
         """Cut the line at ``x``: points left and right of it are not joined."""
-        if not self.breaks or x > self.breaks[-1]:
-            self.breaks.append(float(x))
-            self.dirty = True
+        self.source.add_break(x)
 
     def points(self) -> tuple[np.ndarray, np.ndarray]:
         """All points as arrays (a decimated series gives each bucket's min then max, or
         its mean when ``envelope`` is False)."""
-        if self.series is not None:
-            if not self.envelope and self.series.width > 1:
-                x, y, _ = self.series.means()
+        series = self.series
+        if series is not None:
+            if not self.envelope and series.width > 1:
+                x, y, _ = series.means()
                 return x, y
-            return self.series.view()
-        return np.asarray(self.xs, dtype=np.float64), np.asarray(self.ys, dtype=np.float64)
+            return series.view()
+        return (
+            np.asarray(self.source.xs, dtype=np.float64),
+            np.asarray(self.source.ys, dtype=np.float64),
+        )
 
     def drawn(self) -> tuple[np.ndarray, np.ndarray]:
         """The points with a NaN inserted at every break that falls between two of them."""
@@ -107,12 +110,12 @@ class Curve:
 
         With ``draw`` False only the points are taken (the item is hidden).
         """
+        self.seen = self.source.revision
+        self.forced = False
         self.x, self.y = self.points()
-        self.dirty = False
-        smooth = self.smooth
-        if smooth is not None and smooth.on:
-            smooth.line.breaks = self.breaks
-            smooth.line.update_item(draw and smooth.line.item is not None)
+        smooth = self.smoothed()
+        if smooth is not None:
+            smooth.update_item(draw and smooth.item is not None)
         if not draw:
             return
         assert self.item is not None
@@ -122,9 +125,11 @@ class Curve:
         self.item.setData(x, y, connect="finite")
 
     def smoothed(self) -> Curve | None:
-        """The smoothed line when smoothing is on, else None."""
+        """The smoothed twin when smoothing is on, else None."""
         smooth = self.smooth
-        return smooth.line if smooth is not None and smooth.on else None
+        if smooth is None or not smooth.source.on:
+            return None
+        return smooth
 
     def nearest(
         self, x: float, lo: float = -np.inf, hi: float = np.inf
@@ -152,6 +157,40 @@ class Curve:
         a = int(np.searchsorted(self.x, lo, side="right"))
         b = int(np.searchsorted(self.x, hi, side="right"))
         return self.x[a:b], self.y[a:b]
+
+
+class LineSource(Protocol):
+    """What a curve draws from: a run store's line (``Track``, ``SmoothedSeries``)."""
+
+    series: Series | None
+    breaks: list[float]
+    revision: int
+
+
+class _Points:
+    """A line of a few points kept by the curve itself (plots not fed from a run store)."""
+
+    __slots__ = ("series", "xs", "ys", "breaks", "revision", "on")
+
+    def __init__(self) -> None:
+        self.series: Series | None = None
+        self.xs: list[float] = []
+        self.ys: list[float] = []
+        self.breaks: list[float] = []
+        self.revision = 0
+        self.on = False
+
+    def append(
+        self, xs: list[float] | tuple[float, ...], ys: list[float] | tuple[float, ...]
+    ) -> None:
+        self.xs.extend(xs)
+        self.ys.extend(ys)
+        self.revision += 1
+
+    def add_break(self, x: float) -> None:
+        if not self.breaks or x > self.breaks[-1]:
+            self.breaks.append(float(x))
+            self.revision += 1
 
 
 def with_breaks(

@@ -1,0 +1,239 @@
+"""A recorded run folder into a :class:`~tfstudio.core.run_store.RunStore`, the live way.
+
+:class:`FolderFeed` reads a run folder (tfstudio's, or any TensorBoard log folder)
+and turns what it holds into what a live run would have given the store: the
+segments of ``run.json`` become ``FitStarted`` events, ``step/<key>`` tags per-step
+values, ``epoch/<key>`` tags epoch means and ``val_`` points, ``learning_rate`` the
+learning-rate line. Reading and applying are apart: :meth:`FolderFeed.read` does
+the file work (any thread) and returns a :class:`FeedBatch`;
+:meth:`FeedBatch.apply` puts it into the store (the thread that owns the store).
+Each read takes only what was appended since the last, so a followed run grows.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tfstudio.core.events import FitStarted, ModelSummary, RunEnded
+from tfstudio.core.locations import Location, location
+from tfstudio.core.run_store import EPOCH, LR_KEY, SAMPLED, STEP, RunStore
+from tfstudio.core.runs import EPOCH_PREFIX, STEP_PREFIX, RunReader, read_run_json, run_status
+
+INSPECTOR_PREFIXES = ("weights/", "gradients/", "outputs/")
+
+
+def tag_kind(tag: str) -> tuple[str, str] | None:
+    """What a scalar tag is in a store: ``(key, kind)``, or None (not a metric).
+
+    tfstudio's tags (``step/loss``, ``epoch/val_loss``, ``learning_rate``) and
+    Keras ``TensorBoard`` callback tags (``train/epoch_loss``,
+    ``validation/epoch_loss``, ``train/batch_loss``) map to the live run's keys;
+    any other scalar (``tf.summary.scalar``) is a per-step line named by its tag.
+    The inspector's statistics (``weights/...``) are not metrics.
+    """
+    if tag.startswith(STEP_PREFIX):
+        return tag[len(STEP_PREFIX) :], STEP
+    if tag.startswith(EPOCH_PREFIX):
+        return tag[len(EPOCH_PREFIX) :], EPOCH
+    if tag == LR_KEY:
+        return LR_KEY, SAMPLED
+    if tag.startswith(INSPECTOR_PREFIXES):
+        return None
+    folder, _, base = tag.rpartition("/")
+    if folder in ("train", "validation"):
+        val = "val_" if folder == "validation" else ""
+        if base == "epoch_learning_rate":
+            return LR_KEY, SAMPLED
+        if base.startswith("epoch_"):
+            return val + base[len("epoch_") :], EPOCH
+        if base.startswith("batch_"):
+            return val + base[len("batch_") :], STEP
+        if folder == "validation":
+            return None  # evaluation_*_vs_iterations: the same values again, by iteration
+    return tag, STEP
+
+
+def fits_from_run_json(info: dict[str, Any]) -> list[FitStarted]:
+    """The segments ``run.json`` lists, as the ``FitStarted`` events that announced them."""
+    fits = []
+    for seg in info.get("segments") or []:
+        if not isinstance(seg, dict):
+            continue
+        loop = int(seg.get("loop") or 0)
+        params = int(seg.get("params") or 0)
+        model = ModelSummary(str(seg.get("model") or "?"), "", (), params, params)
+        fits.append(
+            FitStarted(
+                fit_index=int(seg.get("index", len(fits))),
+                model=model,
+                epochs=int(seg.get("epochs") or 0),
+                initial_epoch=int(seg.get("initial_epoch") or 0),
+                steps_per_epoch=seg.get("steps_per_epoch"),
+                steps_per_execution=int(seg.get("steps_per_execution") or 1),
+                global_step=int(seg.get("start_step") or 0),
+                time=float(seg.get("start_time") or 0.0),
+                kind="loop" if loop else "fit",
+                loop_index=loop,
+            )
+        )
+    return fits
+
+
+@dataclass
+class FeedBatch:
+    """What one read of a folder brought: new segments, new points per line, the end."""
+
+    fits: list[FitStarted] = field(default_factory=list)
+    columns: list[tuple[str, str, np.ndarray, np.ndarray]] = field(default_factory=list)
+    ended: RunEnded | None = None
+    notes: list[str] = field(default_factory=list)
+    points: int = 0
+
+    def apply(self, store: RunStore) -> None:
+        """Put the batch into ``store`` (segments first, so lines are cut where they start)."""
+        store.add(self.fits)
+        # Per-step lines before epoch points: a step's value comes before its epoch's mean.
+        for key, kind, xs, ys in sorted(self.columns, key=lambda c: c[1] != STEP):
+            store.add_columns(key, xs, ys, kind)
+        if self.ended is not None:
+            store.add_event(self.ended)
+        for note in self.notes:
+            if note not in store.notes:
+                store.notes.append(note)
+
+
+class FolderFeed:
+    """Reads a run folder into a store, a bit more at each :meth:`read`.
+
+    Args:
+        run_dir: the run folder (path or URL).
+        reader: the folder's reader (a new one if None).
+    """
+
+    def __init__(self, run_dir: str | Location, reader: RunReader | None = None) -> None:
+        self.path = location(run_dir)
+        self.reader = reader if reader is not None else RunReader(self.path)
+        self._seen: dict[str, int] = {}  # tag -> points already handed over
+        self._fits = 0
+        self._ended = False
+        self.cancelled = threading.Event()
+
+    def read(self) -> FeedBatch:
+        """Read what was appended since the last call (file work only; the store is untouched)."""
+        batch = FeedBatch()
+        info = read_run_json(self.path)
+        fits = fits_from_run_json(info)
+        if len(fits) > self._fits:
+            batch.fits = fits[self._fits :]
+            self._fits = len(fits)
+        self.reader.update()
+        for tag, curve in self.reader.scalars.items():
+            mapped = tag_kind(tag)
+            if mapped is None:
+                continue
+            start = self._seen.get(tag, 0)
+            n = len(curve.steps)
+            if n <= start:
+                continue
+            self._seen[tag] = n
+            xs = np.asarray(curve.steps[start:n], dtype=np.float64)
+            ys = np.asarray(curve.values[start:n], dtype=np.float64)
+            batch.columns.append((mapped[0], mapped[1], xs, ys))
+            batch.points += n - start
+        status = run_status(info) if info else ""
+        if status and status != "running" and not self._ended:
+            self._ended = True
+            batch.ended = RunEnded(
+                status=status,
+                exit_code=int(info.get("exit_code") or 0),
+                fits=len(fits),
+                global_step=int(info.get("steps") or 0),
+                time=float(info.get("duration") or 0.0),
+                message=str(info.get("message") or ""),
+            )
+        batch.notes = list(getattr(self.reader, "notes", lambda: [])())
+        return batch
+
+
+def load_folder(run_dir: str | Location, store: RunStore | None = None) -> RunStore:
+    """A store holding a run folder as it is now (reads on the calling thread)."""
+    feed = FolderFeed(run_dir)
+    store = store if store is not None else RunStore(feed.path.name, path=str(feed.path))
+    feed.read().apply(store)
+    return store
+
+
+class FolderLoader:
+    """Reads run folders on a thread of its own; the owner applies the batches.
+
+    ``submit(feed)`` queues a read; finished reads wait in :meth:`take` (called by
+    the store's owner, e.g. once per frame on the UI thread), so reading never
+    blocks that thread and the store is only touched by its owner.
+
+    Args:
+        wake: called (on the loader's thread) when a batch is ready; may be None.
+    """
+
+    def __init__(self, wake: Callable[[], None] | None = None) -> None:
+        self._wake = wake
+        self._todo: list[FolderFeed] = []
+        self._done: list[tuple[FolderFeed, FeedBatch | Exception]] = []
+        self._lock = threading.Lock()
+        self._has_work = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, feed: FolderFeed) -> None:
+        """Read ``feed`` once more, soon (a feed already waiting is not queued twice)."""
+        with self._lock:
+            if feed not in self._todo:
+                self._todo.append(feed)
+        self._has_work.set()
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._loop, name="tfstudio-run-reader", daemon=True
+            )
+            self._thread.start()
+
+    def busy(self) -> bool:
+        """True while reads are queued or running."""
+        with self._lock:
+            return bool(self._todo) or self._has_work.is_set()
+
+    def take(self) -> list[tuple[FolderFeed, FeedBatch | Exception]]:
+        """The reads finished since the last call (a failed read gives its exception)."""
+        with self._lock:
+            done, self._done = self._done, []
+        return done
+
+    def close(self) -> None:
+        """Stop the thread (a read in progress finishes first)."""
+        self._stop.set()
+        self._has_work.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._has_work.wait()
+            with self._lock:
+                feed = self._todo.pop(0) if self._todo else None
+                if feed is None:
+                    self._has_work.clear()
+                    continue
+            if feed.cancelled.is_set():
+                continue
+            try:
+                result: FeedBatch | Exception = feed.read()
+            except Exception as exc:  # noqa: BLE001 - an unreadable folder is said, not fatal
+                result = exc
+            with self._lock:
+                self._done.append((feed, result))
+            if self._wake is not None:
+                self._wake()

@@ -1,0 +1,505 @@
+"""Everything one run shows, live or recorded, in one Qt-free model.
+
+A :class:`RunStore` is filled through one entry point, :meth:`RunStore.add`, by a
+live run's events (the window's bridge) or by a recorded folder's contents
+(:mod:`tfstudio.core.run_loading` turns tags and ``run.json`` into the same
+events). Views draw from stores and keep no copy of the data: each line of a
+view points at a :class:`Track` here and redraws when the track's ``revision``
+moves. A view can show several stores at once (the live run beside earlier runs).
+
+What a store holds: the run's segments (``fit`` calls and custom loops), one
+decimated :class:`~tfstudio.core.series.Series` per per-step metric with the
+places its line is cut (segment boundaries, hooks where the value was absent),
+the smoothed twin of each (a derived series, see
+:class:`~tfstudio.core.smoothing.SmoothedSeries`), running means where Keras
+gave no per-step value, epoch means and ``val_`` points, the learning rate,
+NaN/restore/checkpoint marks, and the inspector's samples.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from tfstudio.core.events import (
+    CheckpointRestored,
+    CheckpointSaved,
+    EpochEnded,
+    FitEnded,
+    FitStarted,
+    LearningRate,
+    NonFinite,
+    RunEnded,
+    RunStarted,
+    StepEnded,
+)
+from tfstudio.core.inspector_store import InspectorStore
+from tfstudio.core.series import Series
+from tfstudio.core.smoothing import SmoothedSeries
+
+SERIES_CAPACITY = 10_000  # buckets per per-step series: 320 KB; at most 20k points to draw
+LR_KEY = "learning_rate"
+
+# Kinds of track
+STEP = "per step"
+RUNNING = "running mean"
+EPOCH = "epoch"
+SAMPLED = "optimizer"  # a value sampled every few steps (the learning rate)
+
+# Kinds of mark
+NAN_MARK = "nan"
+RESTORE_MARK = "restore"
+
+
+def family_of(key: str) -> str:
+    """Plot family of a metric key: the key without a leading ``val_``."""
+    return key[4:] if key.startswith("val_") and len(key) > 4 else key
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """A labelled step of the run: a NaN/Inf loss, a checkpoint restored."""
+
+    step: float
+    text: str
+    kind: str
+
+
+class Track:
+    """One line of a run: its points over steps, where it is cut, and its smoothed twin.
+
+    Per-step lines keep a decimated :class:`Series` (bounded memory whatever the
+    run's length); epoch and learning-rate lines keep every point (few).
+
+    Args:
+        key: the metric key (``loss``, ``val_accuracy``, ``learning_rate``).
+        kind: :data:`STEP`, :data:`RUNNING`, :data:`EPOCH` or :data:`SAMPLED`.
+        capacity: buckets of the series; None keeps every point in ``xs``/``ys``.
+        smoothing: EMA weight of the smoothed twin; None: the line is never smoothed.
+    """
+
+    __slots__ = ("key", "kind", "series", "xs", "ys", "breaks", "smooth", "revision", "last_x")
+
+    def __init__(
+        self, key: str, kind: str, capacity: int | None = None, smoothing: float | None = None
+    ) -> None:
+        self.key = key
+        self.kind = kind
+        self.series = Series(capacity) if capacity else None
+        self.xs: list[float] = []  # points when series is None
+        self.ys: list[float] = []
+        self.breaks: list[float] = []  # the line is cut at each of these x (ascending)
+        self.smooth: SmoothedSeries | None = None
+        if smoothing is not None and capacity:
+            self.smooth = SmoothedSeries(capacity, smoothing, self.breaks)
+        self.revision = 0  # moves with every change a view must redraw
+        self.last_x: float | None = None
+
+    def count(self) -> int:
+        """Points received so far."""
+        return self.series.count if self.series is not None else len(self.xs)
+
+    def append(self, xs: Sequence[float] | np.ndarray, ys: Sequence[float] | np.ndarray) -> None:
+        """Add points (ascending x)."""
+        if not len(xs):
+            return
+        if self.series is not None:
+            x = np.asarray(xs, dtype=np.float64)
+            y = np.asarray(ys, dtype=np.float64)
+            self.series.extend(x, y)
+            if self.smooth is not None:
+                self.smooth.extend(x, y)
+        else:
+            self.xs.extend(float(v) for v in xs)
+            self.ys.extend(float(v) for v in ys)
+        self.last_x = float(xs[-1])
+        self.revision += 1
+
+    def add_break(self, x: float) -> None:
+        """Cut the line at ``x``: points left and right of it are not joined."""
+        if not self.breaks or x > self.breaks[-1]:
+            self.breaks.append(float(x))
+            self.revision += 1
+
+    def set_smoothing(self, weight: float) -> None:
+        """Re-smooth the stored curve with ``weight`` (exact while undecimated).
+
+        A suspended twin only takes the weight: it is smoothed when resumed.
+        """
+        if self.smooth is None or self.series is None:
+            return
+        if self.smooth.suspended:
+            self.smooth.suspend(weight)
+            return
+        x, y, width = self.series.means()
+        self.smooth.rebuild(weight, x, y, width)
+        self.revision += 1
+
+    def suspend_smoothing(self) -> None:
+        """No view shows the smoothed twin: stop smoothing new points until resumed."""
+        if self.smooth is not None and not self.smooth.suspended:
+            self.smooth.suspend()
+
+    def resume_smoothing(self) -> None:
+        """A view shows the smoothed twin again: catch it up from the stored curve."""
+        if self.smooth is not None and self.smooth.suspended and self.series is not None:
+            x, y, width = self.series.means()
+            self.smooth.rebuild(self.smooth.weight, x, y, width)
+            self.revision += 1
+
+    def points(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every stored point (a decimated series: each bucket's min then max)."""
+        if self.series is not None:
+            return self.series.view()
+        return np.asarray(self.xs, dtype=np.float64), np.asarray(self.ys, dtype=np.float64)
+
+    def nbytes(self) -> int:
+        """Bytes held by the track's stores."""
+        total = self.series.nbytes() if self.series is not None else 16 * len(self.xs)
+        if self.smooth is not None:
+            total += self.smooth.series.nbytes()
+        return total
+
+
+class RunStore:
+    """Everything one run shows; fed by live events or a recorded folder, read by views.
+
+    Args:
+        name: how views name the run (the run folder's name, or the script's).
+        capacity: buckets per per-step series (memory bound per line).
+        smoothing: EMA weight of the smoothed twins (0: off).
+        path: the run's folder when it is recorded ("" for a live run not recorded).
+    """
+
+    def __init__(
+        self,
+        name: str = "",
+        capacity: int = SERIES_CAPACITY,
+        smoothing: float = 0.0,
+        path: str = "",
+    ) -> None:
+        self.name = name
+        self.path = path
+        self.capacity = capacity
+        self.smoothing = smoothing
+        self.script = ""
+        self.started: RunStarted | None = None
+        self.ended: RunEnded | None = None
+        self.fits: list[FitStarted] = []
+        self.fit_steps: dict[int, int] = {}  # fit index -> last global step seen
+        self.fit_loss: dict[int, float] = {}  # fit index -> last loss seen
+        self.spe: dict[int, int] = {}  # fit index -> steps per batch hook
+        self.steps: dict[str, Track] = {}  # per-step values (and the sampled learning rate)
+        self.running: dict[str, Track] = {}  # running means of keys with no per-step value
+        self.epochs: dict[str, Track] = {}  # epoch means and val_ metrics
+        self.epoch_steps: list[float] = []
+        self.marks: list[Mark] = []
+        self.checkpoints: list[CheckpointSaved] = []
+        self.breaks: list[float] = []  # segment boundaries: no line crosses them
+        self.inspector = InspectorStore()
+        self.global_step = 0
+        self.revision = 0  # moves with every change
+        self.notes: list[str] = []  # what could not be read (a damaged file...)
+
+    # -- the one entry point ---------------------------------------------------
+    def add(self, events: Iterable[object]) -> None:
+        """Take events in order (consecutive steps are taken as one batch)."""
+        run: list[StepEnded] = []
+        for event in events:
+            if type(event) is StepEnded:
+                run.append(event)
+                continue
+            if run:
+                self.add_steps(run)
+                run = []
+            self.add_event(event)
+        if run:
+            self.add_steps(run)
+
+    def add_steps(self, steps: Sequence[StepEnded]) -> None:
+        """Take a run of consecutive step events (oldest first)."""
+        if not steps:
+            return
+        if not self._add_uniform(steps):
+            self._add_mixed(steps)
+        first, last = steps[0], steps[-1]
+        for s in (first, last):
+            if self.spe.get(s.fit_index, 1) != s.steps:
+                self.spe[s.fit_index] = s.steps
+        self.fit_steps[last.fit_index] = last.global_step
+        loss = last.values.get("loss", last.running.get("loss"))
+        if loss is not None:
+            self.fit_loss[last.fit_index] = loss
+        self.global_step = max(self.global_step, last.global_step)
+        self.revision += 1
+
+    def add_event(self, event: object) -> None:
+        """Take one event of any kind but ``StepEnded`` (unknown kinds are ignored)."""
+        handler = _HANDLERS.get(type(event))
+        if handler is not None:
+            handler(self, event)
+            self.revision += 1
+        elif self.inspector.ingest(event):
+            self.revision += 1
+
+    def add_columns(self, key: str, xs: np.ndarray, ys: np.ndarray, kind: str = STEP) -> None:
+        """Take one metric's points as columns (a recorded folder's reader).
+
+        ``kind``: :data:`STEP` (per-step values), :data:`EPOCH` (epoch means and
+        ``val_`` metrics; their steps become epoch boundaries) or :data:`SAMPLED`.
+        """
+        if not len(xs):
+            return
+        x = np.asarray(xs, dtype=np.float64)
+        y = np.asarray(ys, dtype=np.float64)
+        if kind == EPOCH:
+            track = self._epoch_track(key)
+            track.append(x, y)
+            known = set(self.epoch_steps)
+            new = [float(s) for s in x if float(s) not in known]
+            if new:
+                self.epoch_steps = sorted(known.union(new))
+        elif kind == SAMPLED:
+            self._sampled_track(key).append(x, y)
+        else:
+            track = self._step_track(key)
+            self._cut_gaps(track, x, max(self.spe.values(), default=1))
+            track.append(x, y)
+            fit = self._fit_at(float(x[-1]))
+            if fit is not None:
+                self.fit_steps[fit.fit_index] = max(
+                    self.fit_steps.get(fit.fit_index, 0), int(x[-1])
+                )
+                if key == "loss":
+                    self.fit_loss[fit.fit_index] = float(y[-1])
+        self.global_step = max(self.global_step, int(x[-1]))
+        self.revision += 1
+
+    # -- reading ---------------------------------------------------------------
+    def families(self) -> list[str]:
+        """Plot families present, in the order they came (``loss`` first)."""
+        out: list[str] = []
+        for tracks in (self.steps, self.running, self.epochs):
+            for key in tracks:
+                f = family_of(key)
+                if f not in out:
+                    out.append(f)
+        if "loss" in out:
+            out.remove("loss")
+            out.insert(0, "loss")
+        return out
+
+    def tracks(self, family: str) -> list[Track]:
+        """Every track of one family: per-step, running, epoch means and val."""
+        return [
+            t
+            for tracks in (self.steps, self.running, self.epochs)
+            for key, t in tracks.items()
+            if family_of(key) == family
+        ]
+
+    def spans(self) -> list[tuple[FitStarted, float, float]]:
+        """Each segment with its steps ``(start, end]`` (``end`` inf for the last one)."""
+        out = []
+        for i, fit in enumerate(self.fits):
+            end = self.fits[i + 1].global_step if i + 1 < len(self.fits) else math.inf
+            out.append((fit, float(fit.global_step), end))
+        return out
+
+    def steps_per_hook(self) -> int:
+        """The largest ``steps_per_execution`` of the run's fits (1 when every step is seen)."""
+        return max(self.spe.values(), default=1)
+
+    def set_smoothing(self, weight: float) -> None:
+        """EMA weight of every smoothed twin; re-smooths the stored curves."""
+        weight = max(0.0, float(weight))
+        if weight == self.smoothing:
+            return
+        self.smoothing = weight
+        for track in self.steps.values():
+            track.set_smoothing(weight)
+        self.revision += 1
+
+    def nbytes(self) -> int:
+        """Bytes held by the store's series (bounded by the capacity per line)."""
+        return sum(t.nbytes() for d in (self.steps, self.running, self.epochs) for t in d.values())
+
+    # -- building blocks ---------------------------------------------------------
+    def _step_track(self, key: str) -> Track:
+        track = self.steps.get(key)
+        if track is None:
+            track = self.steps[key] = Track(key, STEP, self.capacity, self.smoothing)
+            track.breaks.extend(self.breaks)
+            self.running.pop(key, None)  # per-step values beat the running mean
+        return track
+
+    def _running_track(self, key: str) -> Track | None:
+        if key in self.steps:
+            return None
+        track = self.running.get(key)
+        if track is None:
+            track = self.running[key] = Track(key, RUNNING, self.capacity)
+            track.breaks.extend(self.breaks)
+        return track
+
+    def _epoch_track(self, key: str) -> Track:
+        track = self.epochs.get(key)
+        if track is None:
+            track = self.epochs[key] = Track(key, EPOCH)
+            track.breaks.extend(self.breaks)
+        return track
+
+    def _sampled_track(self, key: str) -> Track:
+        track = self.steps.get(key)
+        if track is None:
+            track = self.steps[key] = Track(key, SAMPLED, self.capacity)
+            track.breaks.extend(self.breaks)
+        return track
+
+    def _fit_at(self, step: float) -> FitStarted | None:
+        for fit in reversed(self.fits):
+            if step > fit.global_step:
+                return fit
+        return self.fits[0] if self.fits else None
+
+    def _add_uniform(self, steps: Sequence[StepEnded]) -> bool:
+        """Fast path for the usual run: every step reports the same keys, none running-only.
+
+        Returns False (having taken nothing) when that does not hold.
+        """
+        values = [s.values for s in steps]
+        keys = tuple(values[0])
+        n = len(keys)
+        # Same count everywhere and every first-step key present => same key set.
+        if set(map(len, values)) != {n} or {len(s.running) for s in steps} != {n}:
+            return False
+        try:
+            columns = [[v[k] for v in values] for k in keys]
+        except KeyError:
+            return False
+        xs = np.fromiter((s.global_step for s in steps), dtype=np.float64, count=len(steps))
+        spe = max(self.steps_per_hook(), steps[-1].steps)
+        for key, ys in zip(keys, columns, strict=True):
+            track = self._step_track(key)
+            self._cut_gaps(track, xs, spe)
+            track.append(xs, ys)
+        return True
+
+    def _add_mixed(self, steps: Sequence[StepEnded]) -> None:
+        pv: dict[str, tuple[list[float], list[float]]] = {}
+        pr: dict[str, tuple[list[float], list[float]]] = {}
+        for s in steps:
+            g = s.global_step
+            values = s.values
+            for k, v in values.items():
+                bucket = pv.get(k)
+                if bucket is None:
+                    bucket = pv[k] = ([], [])
+                bucket[0].append(g)
+                bucket[1].append(v)
+            running = s.running
+            if len(running) != len(values):
+                for k, v in running.items():
+                    if k in values:
+                        continue
+                    bucket = pr.get(k)
+                    if bucket is None:
+                        bucket = pr[k] = ([], [])
+                    bucket[0].append(g)
+                    bucket[1].append(v)
+        spe = max(self.steps_per_hook(), steps[-1].steps)
+        for key, (xs, ys) in pv.items():
+            track = self._step_track(key)
+            self._cut_gaps(track, np.asarray(xs, dtype=np.float64), spe)
+            track.append(xs, ys)
+        for key, (xs, ys) in pr.items():
+            track = self._running_track(key)
+            if track is not None:
+                self._cut_gaps(track, np.asarray(xs, dtype=np.float64), spe)
+                track.append(xs, ys)
+
+    @staticmethod
+    def _cut_gaps(track: Track, xs: np.ndarray, spe: int) -> None:
+        """Cut ``track`` wherever its key skipped a batch hook (the value was absent)."""
+        last = track.last_x
+        first = xs[0] if last is None else last
+        points = len(xs) if last is None else len(xs) + 1
+        if xs[-1] - first <= (points - 1) + 0.5:
+            return  # one step apart throughout (steps only grow): no gap (the usual case)
+        a = np.asarray(xs, dtype=np.float64)
+        if last is not None:
+            a = np.concatenate(([last], a))
+        for i in np.nonzero(np.diff(a) > spe + 0.5)[0].tolist():
+            track.add_break((a[i] + a[i + 1]) / 2)
+
+    def _add_break(self, x: float) -> None:
+        """A segment boundary at ``x``: every line, present and future, is cut there."""
+        if self.breaks and x <= self.breaks[-1]:
+            return
+        self.breaks.append(x)
+        for tracks in (self.steps, self.running, self.epochs):
+            for track in tracks.values():
+                track.add_break(x)
+
+
+# -- one handler per kind of event ---------------------------------------------------
+def _run_started(store: RunStore, e: RunStarted) -> None:
+    store.started = e
+    store.script = e.script
+
+
+def _run_ended(store: RunStore, e: RunEnded) -> None:
+    store.ended = e
+
+
+def _fit_started(store: RunStore, e: FitStarted) -> None:
+    store.spe[e.fit_index] = e.steps_per_execution
+    if store.fits:
+        # Breaks are positions: values still to come for earlier fits land left of it.
+        store._add_break(e.global_step + 0.5)
+    store.fits.append(e)
+    store.fit_steps[e.fit_index] = e.global_step
+
+
+def _fit_ended(store: RunStore, e: FitEnded) -> None:
+    store.fit_steps[e.fit_index] = max(store.fit_steps.get(e.fit_index, 0), e.global_step)
+
+
+def _epoch_ended(store: RunStore, e: EpochEnded) -> None:
+    for key, value in e.metrics.items():
+        store._epoch_track(key).append((float(e.global_step),), (value,))
+    if not store.epoch_steps or store.epoch_steps[-1] != e.global_step:
+        store.epoch_steps.append(float(e.global_step))
+
+
+def _learning_rate(store: RunStore, e: LearningRate) -> None:
+    store._sampled_track(LR_KEY).append((float(e.global_step),), (e.value,))
+
+
+def _non_finite(store: RunStore, e: NonFinite) -> None:
+    store.marks.append(Mark(e.global_step, f"NaN/Inf loss at step {e.global_step}", NAN_MARK))
+
+
+def _restored(store: RunStore, e: CheckpointRestored) -> None:
+    store.marks.append(Mark(e.step, f"restored step {e.step}", RESTORE_MARK))
+
+
+def _saved(store: RunStore, e: CheckpointSaved) -> None:
+    store.checkpoints.append(e)
+
+
+_HANDLERS = {
+    RunStarted: _run_started,
+    RunEnded: _run_ended,
+    FitStarted: _fit_started,
+    FitEnded: _fit_ended,
+    EpochEnded: _epoch_ended,
+    LearningRate: _learning_rate,
+    NonFinite: _non_finite,
+    CheckpointRestored: _restored,
+    CheckpointSaved: _saved,
+}
+"""Event type -> how the store takes it (the recorder's ``WRITERS``, read side)."""
