@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QWidget
 
-from tfstudio.ui.panels.inspector_plots import LinePlot
 from tfstudio.core.inspector_store import InspectorStore
+from tfstudio.ui.panels.inspector_plots import LinePlot
 from tfstudio.ui.panels.variable_rows import MAX_ROWS, VariableRow, VariableRowsView
 
 

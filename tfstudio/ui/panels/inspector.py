@@ -13,9 +13,9 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QTabWidget, QWidget
 
 from tfstudio.core.events import StepEnded
+from tfstudio.core.inspector_store import InspectorStore
 from tfstudio.core.options import RunOptions
 from tfstudio.ui.panels.gradients import GradientsView
-from tfstudio.core.inspector_store import InspectorStore
 from tfstudio.ui.panels.model import ModelPanel
 from tfstudio.ui.panels.outputs import OutputsView
 from tfstudio.ui.panels.walk import WalkView

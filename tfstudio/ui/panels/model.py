@@ -23,8 +23,8 @@ from PySide6.QtWidgets import (
 )
 
 from tfstudio.core.events import ModelNode, ModelTree
-from tfstudio.core.options import RunOptions
 from tfstudio.core.inspector_store import InspectorStore
+from tfstudio.core.options import RunOptions
 
 COLUMNS = ("layer / variable", "class", "output shape", "dtype", "trainable", "non-trainable")
 PATH_ROLE = Qt.ItemDataRole.UserRole

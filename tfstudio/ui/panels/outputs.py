@@ -25,8 +25,8 @@ from PySide6.QtWidgets import (
 )
 
 from tfstudio.core.events import LayerOutput
-from tfstudio.ui.panels.inspector_plots import COLORMAP, HeatmapPlot, LinePlot
 from tfstudio.core.inspector_store import InspectorStore
+from tfstudio.ui.panels.inspector_plots import COLORMAP, HeatmapPlot, LinePlot
 from tfstudio.ui.plotting import BACKGROUND, TimedPlotWidget
 
 GAP = 2  # pixels between channel maps

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QDialog, QLabel, QTabWidget, QVBoxLayout, QWidget
 
+from tfstudio.core.inspector_store import InspectorStore
 from tfstudio.core.locations import Location, location
 from tfstudio.core.recorded import inspector_events
 from tfstudio.core.runs import RunReader, read_run_json
 from tfstudio.ui.panels.gradients import GradientsView
-from tfstudio.core.inspector_store import InspectorStore
 from tfstudio.ui.panels.weights import WeightsView
 
 

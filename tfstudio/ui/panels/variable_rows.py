@@ -11,8 +11,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
-from tfstudio.ui.panels.inspector_plots import HeatmapPlot, LinePlot
 from tfstudio.core.inspector_store import InspectorStore
+from tfstudio.ui.panels.inspector_plots import HeatmapPlot, LinePlot
 
 MAX_ROWS = 24  # rows drawn at most (a large model lists its first 24 variables)
 
