@@ -22,6 +22,8 @@ from typing import Any
 class _RedrawSpy:
     """A panel that only notes each redraw (registered last: after every real panel)."""
 
+    EVENTS = ()
+
     def __init__(self, callback: Callable[[], None]) -> None:
         self.callback = callback
 

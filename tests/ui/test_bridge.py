@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tfstudio.core.channel import Channel
 from tfstudio.core.events import (
+    EVENT_TYPES,
     ConsoleOutput,
     EngineStatus,
     EpochEnded,
@@ -15,6 +16,8 @@ from tfstudio.ui.bridge import Bridge
 
 
 class SpyPanel:
+    EVENTS = EVENT_TYPES  # every kind
+
     def __init__(self, log):
         self.log = log
 
@@ -171,3 +174,54 @@ def test_live_redraws_are_budgeted_but_no_event_waits(qtbot, monkeypatch):
     channel.emit(RunEnded("finished", 0, 1, 12, 1.0))
     bridge.tick()
     assert log.count(("refresh",)) == 9 and not bridge.live
+
+
+def test_a_panel_gets_only_the_kinds_it_subscribed_to(qtbot):
+    channel = Channel()
+    bridge = Bridge(channel)
+    everything, epochs_only = [], []
+
+    class EpochPanel(SpyPanel):
+        EVENTS = (EpochEnded,)
+
+    bridge.add_panel(SpyPanel(everything))
+    bridge.add_panel(EpochPanel(epochs_only))
+    channel.emit(RunStarted("/tmp/t.py", ("t.py",), "/tmp", 0.0))
+    channel.emit(step(1))
+    channel.emit(ConsoleOutput("stdout", "x"))
+    channel.emit(EpochEnded(0, 0, 1, {"loss": 1.0}, 0.5))
+    channel.emit(step(2))
+    bridge.tick()
+    assert ("event", "ConsoleOutput") in everything and ("steps", [1]) in everything
+    assert [e for e in epochs_only if e[0] != "refresh"] == [("event", "EpochEnded")]
+    assert bridge.panels_for(EpochEnded) == bridge._routes[EpochEnded]
+    assert len(bridge.panels_for(StepEnded)) == 1
+
+
+def test_every_window_panel_subscribes_to_each_kind_its_ingest_event_names():
+    """A kind handled in ingest_event but missing from EVENTS would never arrive."""
+    import inspect
+    import re
+
+    from tfstudio.ui.panels import (
+        checkpoints,
+        console,
+        control,
+        inspector,
+        metrics,
+        notices,
+        runs,
+        status,
+        system,
+    )
+
+    names = {t.__name__ for t in EVENT_TYPES}
+    for module in (checkpoints, console, control, inspector, metrics, notices, runs, status, system):
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ != module.__name__ or "ingest_event" not in vars(cls):
+                continue
+            source = inspect.getsource(cls.ingest_event)
+            named = set(re.findall(r"\b([A-Z][A-Za-z]+)\b", source)) & names
+            declared = {t.__name__ for t in cls.EVENTS}
+            assert named <= declared, f"{cls.__name__} handles {named - declared} unsubscribed"
+            assert set(cls.EVENTS) <= set(EVENT_TYPES)

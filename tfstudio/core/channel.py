@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import deque
 
 from tfstudio.core.commands import Command
+from tfstudio.core.events import Event
 
 
 class Channel:
@@ -19,11 +20,11 @@ class Channel:
     __slots__ = ("_events", "_commands")
 
     def __init__(self) -> None:
-        self._events: deque[object] = deque()
+        self._events: deque[Event] = deque()
         self._commands: deque[Command] = deque()
 
     # -- training side -------------------------------------------------
-    def emit(self, event: object) -> None:
+    def emit(self, event: Event) -> None:
         """Queue one event; never blocks."""
         self._events.append(event)
 
@@ -46,9 +47,9 @@ class Channel:
         """Queue a command for the training thread."""
         self._commands.append(command)
 
-    def drain(self) -> list[object]:
+    def drain(self) -> list[Event]:
         """Remove and return every queued event, oldest first."""
-        taken: list[object] = []
+        taken: list[Event] = []
         pop = self._events.popleft
         while True:
             try:

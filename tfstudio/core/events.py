@@ -658,6 +658,41 @@ class Advice:
         return f"[{self.rule}] {self.title}: {self.message}"
 
 
+Event = (
+    RunStarted
+    | RunDevices
+    | EngineStatus
+    | FitStarted
+    | StepEnded
+    | EpochEnded
+    | FitEnded
+    | ConsoleOutput
+    | MonitorError
+    | RunEnded
+    | RunState
+    | CheckpointSaved
+    | CheckpointRestored
+    | CheckpointRefused
+    | CheckpointDeleted
+    | CheckpointList
+    | ExecutionMode
+    | LearningRate
+    | NonFinite
+    | Notice
+    | DeviceMemory
+    | RunRecording
+    | ModelTree
+    | WeightStats
+    | GradientStats
+    | LayerOutputs
+    | InspectorStatus
+    | Advice
+)
+"""Everything a run reports: what a channel carries, the recorder writes and the bridge routes."""
+
+EVENT_TYPES: tuple[type, ...] = Event.__args__  # type: ignore[attr-defined]
+
+
 def _fast_pickling(namespace: dict[str, object]) -> None:
     """Pickle every event here as ``(cls, field values)``.
 

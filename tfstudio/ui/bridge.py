@@ -42,7 +42,13 @@ FRAME_HISTORY = 100_000  # frame times kept for statistics (~28 min at 60 Hz)
 
 
 class Panel(Protocol):
-    """What the bridge needs from a panel: take events, then redraw once per frame."""
+    """What the bridge needs from a panel: take events, then redraw once per frame.
+
+    ``EVENTS`` names the event kinds the panel takes: the bridge hands it those
+    and no others (``StepEnded`` among them: it gets runs of steps).
+    """
+
+    EVENTS: tuple[type, ...]
 
     def ingest_steps(self, steps: Sequence[StepEnded]) -> None:
         """Take a run of consecutive step events (oldest first)."""
@@ -80,6 +86,8 @@ class Bridge(QObject):
         super().__init__(parent)
         self.channel = channel
         self._panels: list[Panel] = []
+        self._routes: dict[type, list[Panel]] = {}  # event kind -> panels that take it
+        self._step_panels: list[Panel] = []
         self._timer = QTimer(self)
         self._timer.setTimerType(Qt.TimerType.PreciseTimer)
         self._timer.setInterval(max(1, round(1000 / fps)))
@@ -97,8 +105,20 @@ class Bridge(QObject):
 
     # -- set-up ----------------------------------------------------------
     def add_panel(self, panel: Panel) -> None:
-        """Register a panel; panels get events in registration order."""
+        """Register a panel for the kinds it names in ``EVENTS`` (in registration order)."""
         self._panels.append(panel)
+        kinds = panel.EVENTS
+        for kind in kinds:
+            if kind is StepEnded:
+                self._step_panels.append(panel)
+            else:
+                self._routes.setdefault(kind, []).append(panel)
+
+    def panels_for(self, kind: type) -> list[Panel]:
+        """The panels that take events of ``kind``, in registration order."""
+        if kind is StepEnded:
+            return list(self._step_panels)
+        return list(self._routes.get(kind, ()))
 
     def start(self) -> None:
         """Start draining at frame rate."""
@@ -147,7 +167,7 @@ class Bridge(QObject):
             if run:
                 self._hand_steps(run)
                 run = []
-            for panel in self._panels:
+            for panel in self._routes.get(type(event), ()):
                 panel.ingest_event(event)
             if isinstance(event, RunEnded):
                 self.live = False
@@ -206,5 +226,5 @@ class Bridge(QObject):
 
     def _hand_steps(self, run: list[StepEnded]) -> None:
         self.steps_consumed += len(run)
-        for panel in self._panels:
+        for panel in self._step_panels:
             panel.ingest_steps(run)

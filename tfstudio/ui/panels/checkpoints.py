@@ -52,6 +52,17 @@ class CheckpointsPanel(QWidget):
         parent: Qt parent.
     """
 
+    EVENTS = (
+        CheckpointSaved,
+        CheckpointList,
+        CheckpointDeleted,
+        CheckpointRestored,
+        CheckpointRefused,
+        RunState,
+        RunStarted,
+        RunEnded,
+    )  # the kinds the bridge hands ingest_event / ingest_steps (and no others)
+
     def __init__(
         self,
         launcher: Launcher,

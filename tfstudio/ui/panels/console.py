@@ -144,6 +144,15 @@ class ConsolePanel(QWidget):
         parent: Qt parent.
     """
 
+    EVENTS = (
+        ConsoleOutput,
+        RunStarted,
+        RunEnded,
+        MonitorError,
+        Notice,
+        CheckpointRefused,
+    )  # the kinds the bridge hands ingest_event / ingest_steps (and no others)
+
     def __init__(self, max_lines: int = MAX_LINES, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.view = QPlainTextEdit(self)

@@ -83,6 +83,17 @@ class ControlPanel(QObject):
     state_changed = Signal()
     notice = Signal(str)  # a short line for the status bar (retracing, refused LR change)
 
+    EVENTS = (
+        RunStarted,
+        RunEnded,
+        RunState,
+        ExecutionMode,
+        LearningRate,
+        NonFinite,
+        CheckpointRestored,
+        Notice,
+    )  # the kinds the bridge hands ingest_event / ingest_steps (and no others)
+
     def __init__(self, launcher: Launcher, parent: QWidget, confirm: Confirm | None = None) -> None:
         super().__init__(parent)
         self.launcher = launcher

@@ -12,7 +12,15 @@ from collections.abc import Sequence
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QTabWidget, QWidget
 
-from tfstudio.core.events import StepEnded
+from tfstudio.core.events import (
+    GradientStats,
+    InspectorStatus,
+    LayerOutputs,
+    ModelTree,
+    RunStarted,
+    StepEnded,
+    WeightStats,
+)
 from tfstudio.core.inspector_store import InspectorStore
 from tfstudio.core.options import RunOptions
 from tfstudio.ui.panels.gradients import GradientsView
@@ -31,6 +39,15 @@ class InspectorPanels(QObject):
         window: the main window (gets the model dock).
         metrics: the metrics panel, first tab of the central tabs.
     """
+
+    EVENTS = (
+        ModelTree,
+        WeightStats,
+        GradientStats,
+        LayerOutputs,
+        InspectorStatus,
+        RunStarted,
+    )  # the kinds the bridge hands ingest_event / ingest_steps (and no others)
 
     def __init__(self, window: QMainWindow, metrics: QWidget) -> None:
         super().__init__(window)

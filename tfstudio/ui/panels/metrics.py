@@ -31,7 +31,13 @@ from PySide6.QtWidgets import (
 )
 
 from tfstudio.core.events import (
+    CheckpointRestored,
+    CheckpointSaved,
+    EpochEnded,
+    FitEnded,
     FitStarted,
+    LearningRate,
+    NonFinite,
     RunEnded,
     RunStarted,
     StepEnded,
@@ -75,6 +81,19 @@ class MetricsPanel(QWidget):
             kept; None keeps them for this session only.
         parent: Qt parent.
     """
+
+    EVENTS = (
+        StepEnded,
+        RunStarted,
+        RunEnded,
+        FitStarted,
+        FitEnded,
+        EpochEnded,
+        LearningRate,
+        NonFinite,
+        CheckpointRestored,
+        CheckpointSaved,
+    )  # the kinds the bridge hands ingest_event / ingest_steps (and no others)
 
     def __init__(
         self,

@@ -36,6 +36,11 @@ class NoticesPanel(QWidget):
 
     count_changed = Signal(int)
 
+    EVENTS = (
+        Advice,
+        RunStarted,
+    )  # the kinds the bridge hands ingest_event / ingest_steps (and no others)
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._static: list[Advice] = []

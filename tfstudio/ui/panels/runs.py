@@ -167,6 +167,11 @@ class RunsPanel(QWidget):
 
     logdir_changed = Signal(str)
 
+    EVENTS = (
+        RunStarted,
+        RunEnded,
+    )  # the kinds the bridge hands ingest_event / ingest_steps (and no others)
+
     def __init__(self, logdir: str | Path | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.readers: dict[Location, RunReader] = {}

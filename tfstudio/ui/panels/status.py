@@ -42,6 +42,16 @@ class StatusPanel(QWidget):
         parent: Qt parent.
     """
 
+    EVENTS = (
+        StepEnded,
+        RunStarted,
+        RunDevices,
+        DeviceMemory,
+        FitStarted,
+        EpochEnded,
+        FitEnded,
+    )  # the kinds the bridge hands ingest_event / ingest_steps (and no others)
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.tracker = ProgressTracker()

@@ -72,6 +72,17 @@ class SystemPanel(QWidget):
 
     notice_shown = Signal(str)  # the input-pipeline notice, once per run
 
+    EVENTS = (
+        StepEnded,
+        RunStarted,
+        RunEnded,
+        RunDevices,
+        DeviceMemory,
+        FitStarted,
+        EpochEnded,
+        FitEnded,
+    )  # the kinds the bridge hands ingest_event / ingest_steps (and no others)
+
     def __init__(
         self,
         parent: QWidget | None = None,
