@@ -216,7 +216,8 @@ def test_every_window_panel_subscribes_to_each_kind_its_ingest_event_names():
     )
 
     names = {t.__name__ for t in EVENT_TYPES}
-    for module in (checkpoints, console, control, inspector, metrics, notices, runs, status, system):
+    modules = (checkpoints, console, control, inspector, metrics, notices, runs, status, system)
+    for module in modules:
         for _, cls in inspect.getmembers(module, inspect.isclass):
             if cls.__module__ != module.__name__ or "ingest_event" not in vars(cls):
                 continue
