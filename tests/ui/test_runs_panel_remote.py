@@ -6,7 +6,7 @@ import pytest
 from PySide6.QtWidgets import QMessageBox
 
 from tests.core.tfevents import write_events
-from tests.ui.test_runs_panel import make_run
+from tests.ui.test_runs_panel import loaded, make_run
 from tfstudio.core.locations import UrlPath
 
 pytest.importorskip("fsspec", reason="TensorBoard's layer reaches file:// through fsspec")
@@ -17,7 +17,7 @@ def panel(runs_panel):
     return runs_panel
 
 
-def test_a_url_runs_directory_lists_opens_and_follows(panel, tmp_path):
+def test_a_url_runs_directory_lists_opens_and_follows(panel, qtbot, tmp_path):
     make_run(tmp_path, "mlp-20260101-000000", [2.0, 1.0, 0.5])
     url = f"file://{tmp_path}"
     panel.set_logdir(url)
@@ -26,22 +26,21 @@ def test_a_url_runs_directory_lists_opens_and_follows(panel, tmp_path):
     panel.select(["mlp-20260101-000000"])
     [path] = panel.selected_paths()
     assert path == UrlPath(f"{url}/mlp-20260101-000000")
-    _, y = panel.plots["step/loss"].raw["mlp-20260101-000000"].getData()
-    assert list(y) == [2.0, 1.0, 0.5]
+    [store] = loaded(panel, qtbot)
+    assert store.steps["loss"].points()[1].tolist() == [2.0, 1.0, 0.5]
     writer = write_events(tmp_path / "mlp-20260101-000000", {}, keep_open=True)
     writer.add("step/loss", 4, 0.25)  # the run goes on elsewhere
     writer.close()
-    assert panel.poll() == 1
-    _, y = panel.plots["step/loss"].raw["mlp-20260101-000000"].getData()
-    assert list(y) == [2.0, 1.0, 0.5, 0.25]
+    qtbot.waitUntil(lambda: store.steps["loss"].count() == 4, timeout=30_000)
+    assert store.steps["loss"].points()[1].tolist() == [2.0, 1.0, 0.5, 0.25]
 
 
-def test_a_url_log_folder_opened_by_hand_shows_its_scalars(panel, tmp_path):
+def test_a_url_log_folder_opened_by_hand_shows_its_scalars(panel, qtbot, tmp_path):
     write_events(tmp_path / "keras" / "train", {"epoch_loss": [(0, 0.9), (1, 0.7)]})
     panel.open_folder(f"file://{tmp_path}/keras")
     assert [p.name for p in panel.selected_paths()] == ["keras"]
-    _, y = panel.plots["train/epoch_loss"].smooth["keras"].getData()
-    assert list(y) == pytest.approx([0.9, 0.7])
+    [store] = loaded(panel, qtbot)
+    assert store.epochs["loss"].ys == pytest.approx([0.9, 0.7])
 
 
 def test_an_unreadable_scheme_is_said_and_the_panel_goes_on(panel, tmp_path, monkeypatch):

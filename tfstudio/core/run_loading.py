@@ -66,7 +66,8 @@ def fits_from_run_json(info: dict[str, Any]) -> list[FitStarted]:
             continue
         loop = int(seg.get("loop") or 0)
         params = int(seg.get("params") or 0)
-        model = ModelSummary(str(seg.get("model") or "?"), "", (), params, params)
+        name, class_name = str(seg.get("model") or "?"), str(seg.get("class") or "")
+        model = ModelSummary(name, class_name, (), params, params)
         fits.append(
             FitStarted(
                 fit_index=int(seg.get("index", len(fits))),

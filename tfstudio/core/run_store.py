@@ -268,13 +268,7 @@ class RunStore:
             track = self._step_track(key)
             self._cut_gaps(track, x, max(self.spe.values(), default=1))
             track.append(x, y)
-            fit = self._fit_at(float(x[-1]))
-            if fit is not None:
-                self.fit_steps[fit.fit_index] = max(
-                    self.fit_steps.get(fit.fit_index, 0), int(x[-1])
-                )
-                if key == "loss":
-                    self.fit_loss[fit.fit_index] = float(y[-1])
+            self._fit_progress(key, x, y)
         self.global_step = max(self.global_step, int(x[-1]))
         self.revision += 1
 
@@ -359,11 +353,19 @@ class RunStore:
             track.breaks.extend(self.breaks)
         return track
 
-    def _fit_at(self, step: float) -> FitStarted | None:
-        for fit in reversed(self.fits):
-            if step > fit.global_step:
-                return fit
-        return self.fits[0] if self.fits else None
+    def _fit_progress(self, key: str, x: np.ndarray, y: np.ndarray) -> None:
+        """Each segment's last step (and last loss) among columns read from a folder."""
+        if not self.fits:
+            return
+        starts = np.asarray([f.global_step for f in self.fits], dtype=np.float64)
+        # the segment of each point: steps (start, next start]
+        seg = np.clip(np.searchsorted(starts, x, side="left") - 1, 0, len(starts) - 1)
+        last = np.nonzero(np.diff(np.append(seg, -1)))[0]  # each segment's last point
+        for i in last.tolist():
+            fit = self.fits[int(seg[i])].fit_index
+            self.fit_steps[fit] = max(self.fit_steps.get(fit, 0), int(x[i]))
+            if key == "loss":
+                self.fit_loss[fit] = float(y[i])
 
     def _add_uniform(self, steps: Sequence[StepEnded]) -> bool:
         """Fast path for the usual run: every step reports the same keys, none running-only.

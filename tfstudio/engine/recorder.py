@@ -279,6 +279,7 @@ def _fit_started(rec: Recorder, e: FitStarted) -> None:
             "kind": "fit",
             "index": e.fit_index,
             "model": e.model.name,
+            "class": e.model.class_name,
             "params": e.model.total_params,
             "epochs": e.epochs,
             "initial_epoch": e.initial_epoch,

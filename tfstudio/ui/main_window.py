@@ -21,6 +21,7 @@ from tfstudio.core.events import EngineStatus, MonitorError, RunEnded, RunStarte
 from tfstudio.core.launcher import Launcher
 from tfstudio.core.options import RunOptions
 from tfstudio.core.progress import format_duration
+from tfstudio.core.run_store import RunStore
 from tfstudio.core.runs import resolve_logdir
 from tfstudio.core.scripts import ScriptPathError, check_script
 from tfstudio.ui.bridge import Bridge
@@ -28,6 +29,7 @@ from tfstudio.ui.panels.checkpoints import CheckpointsPanel
 from tfstudio.ui.panels.console import ConsolePanel
 from tfstudio.ui.panels.control import ControlPanel
 from tfstudio.ui.panels.inspector import InspectorPanels
+from tfstudio.ui.panels.metric_plot import RunLayer
 from tfstudio.ui.panels.metrics import MetricsPanel
 from tfstudio.ui.panels.notices import NoticesPanel
 from tfstudio.ui.panels.runs import RunsPanel
@@ -38,6 +40,7 @@ APP_NAME = "tfstudio"
 RECENT_KEY = "recent_scripts"
 MAX_RECENT = 10
 MESSAGE_MS = 15_000
+PREVIOUS_COLOUR = "#7f7f7f"  # the script's previous run, faint behind the live one
 
 
 class MainWindow(QMainWindow):
@@ -99,6 +102,11 @@ class MainWindow(QMainWindow):
         self._system_dock.raise_()
         self.runs = RunsPanel(parent=self)
         self.runs.logdir_changed.connect(self._on_runs_dir_chosen)
+        self.runs.picked_changed.connect(self._show_runs)
+        self.runs.data_changed.connect(self._on_runs_data)
+        self.metrics.previous_box.toggled.connect(self._show_runs)
+        self._previous: RunStore | None = None  # the script's previous run, behind the live one
+        self._layers: dict[int, RunLayer] = {}  # id(store) -> its layer in the metrics view
         self.runs_dock = QDockWidget("Runs", self)
         self.runs_dock.setObjectName("runsDock")
         self.runs_dock.setWidget(self.runs)
@@ -317,6 +325,10 @@ class MainWindow(QMainWindow):
         self._running = True
         self._run_seen = True
         self._last_end = None
+        previous = self.runs.previous_run(event.script, event.wall_time - 0.5)
+        self._previous = self.runs.pin(previous) if previous is not None else None
+        self.metrics.previous_box.setVisible(self._previous is not None)
+        self._show_runs()
         if event.script and event.script != self._script:
             self._script = event.script
             self._update_title()
@@ -394,6 +406,34 @@ class MainWindow(QMainWindow):
         if note:
             self.console.note(text)
         self.statusBar().showMessage(text, MESSAGE_MS)
+
+    def _show_runs(self) -> None:
+        """The metrics view shows the live run (or the first picked run) and, behind it,
+        the other picked runs and the script's previous run."""
+        picked = self.runs.picked()
+        shown: list[tuple[RunStore, str, str, bool]] = []  # store, name, colour, faint
+        if self._run_seen:
+            if self._previous is not None and self.metrics.previous_box.isChecked():
+                name = f"previous run ({self._previous.name})"
+                shown.append((self._previous, name, PREVIOUS_COLOUR, True))
+        elif picked:
+            self.metrics.show_store(picked[0][0])
+            picked = picked[1:]
+        shown += [(store, store.name, colour, False) for store, colour in picked]
+        layers = []
+        for store, name, colour, faint in shown:
+            layer = self._layers.get(id(store))
+            if layer is None or layer.store is not store or layer.colour != colour:
+                layer = RunLayer(store, name, colour, faint)
+            layers.append(layer)
+        self._layers = {id(layer.store): layer for layer in layers}
+        self.metrics.set_compared(layers)
+        self.metrics.refresh()
+
+    def _on_runs_data(self) -> None:
+        if not self._run_seen and not self.runs.picked():
+            return
+        self.metrics.refresh()
 
     def _on_runs_dir_chosen(self, path: str) -> None:
         """The user picked a runs directory in the runs panel: later runs record there."""

@@ -158,6 +158,14 @@ class MetricsPanel(QWidget):
         self.link_box.setChecked(self.linked)
         self.link_box.toggled.connect(self.set_linked)
         bar.addWidget(self.link_box)
+        self.previous_box = QCheckBox("previous run")
+        self.previous_box.setToolTip(
+            "The script's previous run (from the runs folder), drawn faintly behind this one"
+        )
+        self.previous_box.setChecked(bool(_setting(settings, "previous_run", True)))
+        self.previous_box.toggled.connect(self._on_previous_toggled)
+        self.previous_box.hide()  # until there is a previous run to show
+        bar.addWidget(self.previous_box)
         bar.addSpacing(12)
         self.smoothing_slider = SmoothingSlider(self.smoothing)
         self.smoothing_slider.changed.connect(self.set_smoothing)
@@ -191,6 +199,7 @@ class MetricsPanel(QWidget):
         self._marks_drawn = 0
         self._note_drawn = ""
         self._run_ended = False
+        self._finished = False
         self._undecided: list[str] = []  # families whose visibility is not chosen yet
 
     # -- the run on show and the runs beside it -----------------------------------
@@ -215,6 +224,10 @@ class MetricsPanel(QWidget):
         for plot in self.plots.values():
             plot.set_layers(self.compared)
         self._drawn_revision = -1  # their families may need plots
+
+    def _on_previous_toggled(self, on: bool) -> None:
+        if self.settings is not None:
+            self.settings.setValue(f"{SETTINGS_GROUP}/previous_run", bool(on))
 
     def stores(self) -> list[RunStore]:
         """Every run shown: the run on show first, then the compared ones."""
@@ -254,7 +267,8 @@ class MetricsPanel(QWidget):
             self._decide_visibility()
         for plot in self.plots.values():
             plot.refresh()
-        if self._run_ended:
+        if self._run_ended or (self.store.ended is not None and not self._finished):
+            self._finished = True  # the x range fits the data, with no room to grow
             for group in self._groups():
                 group.finish()
             self._update_fit_rows()

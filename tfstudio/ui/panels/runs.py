@@ -1,38 +1,33 @@
-"""Runs panel: recorded runs (and any TensorBoard log folder), opened, overlaid and followed.
+"""Runs panel: the picker of recorded runs (and any TensorBoard log folder).
 
-The list shows the runs in a runs directory. Selecting runs plots their scalars,
-one plot per tag, one colour per run (overlay), with an EMA smoothing slider
-(the raw curve stays, faint). Selected runs are re-read every ``POLL_MS`` while
-"Follow" is on, reading only what was appended: a run being recorded here or
-written elsewhere (a shared or synced folder) grows live. Reading never imports
-TensorFlow (:mod:`tfstudio.core.runs`).
+The list shows the runs in a runs directory. Picking runs loads each into a
+:class:`~tfstudio.core.run_store.RunStore` on a reading thread of its own
+(:class:`~tfstudio.core.run_loading.FolderLoader`), never on the UI thread; the
+metrics view draws them, each in its own colour, beside the live run, with every
+tool it has for the live run. This panel draws no plots. Picked runs are re-read
+every ``POLL_MS`` while "Follow" is on, reading only what was appended: a run being
+recorded here or written elsewhere (a shared or synced folder) grows live.
+Reading never imports TensorFlow (:mod:`tfstudio.core.runs`).
 """
 
 from __future__ import annotations
 
-import html
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-import pyqtgraph as pg
-import pyqtgraph.exporters as pg_exporters
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QIcon, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
     QFileDialog,
-    QGridLayout,
     QHBoxLayout,
     QInputDialog,
     QLabel,
     QLineEdit,
     QMessageBox,
     QPushButton,
-    QScrollArea,
-    QSplitter,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -41,6 +36,8 @@ from PySide6.QtWidgets import (
 
 from tfstudio.core.events import RunEnded, RunStarted, StepEnded
 from tfstudio.core.locations import fs_for, location
+from tfstudio.core.run_loading import FolderFeed, FolderLoader
+from tfstudio.core.run_store import RunStore
 from tfstudio.core.runs import (
     Location,
     RunInfo,
@@ -51,15 +48,11 @@ from tfstudio.core.runs import (
     list_runs,
     rename_run,
 )
-from tfstudio.core.smoothing import Smoother
-from tfstudio.ui.plotting.smoothing import SmoothingSlider, faint
 
 POLL_MS = 500
 LIST_EVERY_S = 2.0  # re-list the runs this often while a run is live
-MAX_PLOTS = 16
+# Picked runs' colours: the live run keeps blue (train) and orange (val).
 COLOURS = (
-    "#1f77b4",
-    "#e8590c",
     "#2ca02c",
     "#d62728",
     "#9467bd",
@@ -68,94 +61,10 @@ COLOURS = (
     "#7f7f7f",
     "#bcbd22",
     "#17becf",
+    "#1f77b4",
 )
 COLUMNS = ("Name", "Script", "Date", "Status", "Steps", "Final loss")
 PATH_ROLE = Qt.ItemDataRole.UserRole
-
-
-class TagPlot:
-    """One scalar tag's plot: a faint raw curve and a smoothed curve per run."""
-
-    def __init__(self, tag: str) -> None:
-        self.tag = tag
-        self.widget = pg.PlotWidget(background="#ffffff")
-        self.widget.setMinimumHeight(180)
-        self.plot: pg.PlotItem = self.widget.getPlotItem()
-        self.plot.setTitle(tag, color="#303030", size="10pt")
-        self.plot.showGrid(x=False, y=True, alpha=0.15)
-        self.plot.setLabel("bottom", "step", color="#303030")
-        self.raw: dict[str, pg.PlotDataItem] = {}
-        self.smooth: dict[str, pg.PlotDataItem] = {}
-        self._smoothers: dict[str, Smoother] = {}
-        self.histogram = False
-
-    def set_curve(
-        self, run: str, colour: str, x: Sequence[float], y: Sequence[float], weight: float
-    ) -> None:
-        """Draw (or redraw) ``run``'s curve, raw faint and smoothed with ``weight``."""
-        raw = self.raw.get(run)
-        if raw is None:
-            raw = self.raw[run] = self.plot.plot(pen=pg.mkPen(faint(colour), width=1))
-            smooth = self.smooth[run] = self.plot.plot(pen=pg.mkPen(colour, width=2))
-        smooth = self.smooth[run]
-        smooth.setPen(pg.mkPen(colour, width=2))  # colours follow the selection order
-        xs = np.asarray(x, dtype=float)
-        ys = np.asarray(y, dtype=float)
-        marker = (
-            dict(symbol="o", symbolSize=5, symbolBrush=colour, symbolPen=colour)
-            if len(xs) < 40
-            else dict(symbol=None)
-        )
-        smoother = self._smoothers.get(run)
-        if smoother is None or smoother.weight != min(weight, 0.999):
-            smoother = self._smoothers[run] = Smoother(weight)
-        smooth.setData(xs, np.asarray(smoother.update(y), dtype=float), **marker)
-        raw.setData(xs, ys)
-        raw.setVisible(weight > 0)
-        raw.setPen(pg.mkPen(faint(colour), width=1))
-
-    def set_histogram(
-        self, run: str, colour: str, edges: Sequence[float], counts: Sequence[float]
-    ) -> None:
-        """Draw ``run``'s latest histogram as a step outline."""
-        self.histogram = True
-        self.plot.setLabel("bottom", "value", color="#303030")
-        item = self.smooth.get(run)
-        if item is None:
-            item = self.smooth[run] = self.plot.plot(
-                stepMode="center", pen=pg.mkPen(colour, width=2)
-            )
-        item.setPen(pg.mkPen(colour, width=2))
-        item.setData(np.asarray(edges, dtype=float), np.asarray(counts, dtype=float))
-
-    def forget(self, run: str) -> None:
-        """Remove ``run``'s curves from this plot."""
-        self._smoothers.pop(run, None)
-        for items in (self.smooth, self.raw):
-            item = items.pop(run, None)
-            if item is not None:
-                self.plot.removeItem(item)
-
-    def runs(self) -> list[str]:
-        """Runs drawn in this plot, in order."""
-        return list(self.smooth)
-
-    def export(self, path: str | Path) -> None:
-        """Save this plot as PNG or SVG, or its series as CSV (by the file's suffix)."""
-        suffix = Path(path).suffix.lower()
-        item = self.plot
-        if suffix == ".svg":
-            # pyqtgraph 0.14's SVGExporter fails on the path data Qt 6.11 writes; Qt's own
-            # SVG generator renders the same scene.
-            _export_svg(self.widget, str(path))
-            return
-        if suffix == ".csv":
-            exporter = pg_exporters.CSVExporter(item)
-        elif suffix in (".png", ".jpg", ".jpeg"):
-            exporter = pg_exporters.ImageExporter(item)
-        else:
-            raise ValueError(f"export {path}: expected a .png, .svg or .csv file, got '{suffix}'")
-        exporter.export(str(path))
 
 
 class RunsPanel(QWidget):
@@ -166,6 +75,8 @@ class RunsPanel(QWidget):
     """
 
     logdir_changed = Signal(str)
+    picked_changed = Signal()  # the picked runs (or their colours) changed
+    data_changed = Signal()  # a picked run's store took new data
 
     EVENTS = (
         RunStarted,
@@ -174,9 +85,12 @@ class RunsPanel(QWidget):
 
     def __init__(self, logdir: str | Path | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.readers: dict[Location, RunReader] = {}
+        self.feeds: dict[Location, FolderFeed] = {}  # picked runs: their folders' readers
+        self.stores: dict[Location, RunStore] = {}  # ... and what was read of them
+        self._pending: set[Location] = set()  # picked, not read once yet
+        self.pinned: dict[Location, tuple[FolderFeed, RunStore]] = {}  # read, not picked
+        self.loader = FolderLoader()
         self.extra: list[Location] = []  # folders opened by hand (any TensorBoard log dir)
-        self.plots: dict[str, TagPlot] = {}
         self._live_run = False
         self._relist_at: float | None = None  # when to re-list the runs next
 
@@ -218,8 +132,6 @@ class RunsPanel(QWidget):
         self.follow_box.setToolTip("Re-read the selected runs twice a second (live or remote runs)")
         self.follow_box.setChecked(True)
         self.follow_box.toggled.connect(self._on_follow_toggled)
-        self.smoothing = SmoothingSlider()
-        self.smoothing.changed.connect(self._on_smoothing_changed)
         buttons = QHBoxLayout()
         for w in (
             self.rename_btn,
@@ -230,7 +142,6 @@ class RunsPanel(QWidget):
         ):
             buttons.addWidget(w)
         buttons.addStretch(1)
-        buttons.addWidget(self.smoothing)
 
         left = QWidget()
         lv = QVBoxLayout(left)
@@ -245,39 +156,19 @@ class RunsPanel(QWidget):
         lv.addWidget(self.error_label)
         lv.addLayout(buttons)
 
-        self._grid_host = QWidget()
-        self._grid = QGridLayout(self._grid_host)
-        self._grid.setContentsMargins(2, 2, 2, 2)
-        self._placeholder = QLabel("Select a run to see its plots; several to overlay them.")
-        self._placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self._placeholder.setStyleSheet("color: #808080;")
-        self._grid.addWidget(self._placeholder, 0, 0)
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setWidget(self._grid_host)
-        # One legend for every plot: the runs drawn, in their colours.
-        self.legend = QLabel()
-        self.legend.setTextFormat(Qt.TextFormat.RichText)
-        self.legend.setWordWrap(True)
-        right = QWidget()
-        rv = QVBoxLayout(right)
-        rv.setContentsMargins(0, 0, 0, 0)
-        rv.addWidget(self.legend)
-        rv.addWidget(scroll, 1)
-
-        splitter = QSplitter(Qt.Orientation.Horizontal)
-        splitter.addWidget(left)
-        splitter.addWidget(right)
-        splitter.setStretchFactor(0, 2)
-        splitter.setStretchFactor(1, 3)
+        self.progress_label = QLabel()
+        self.progress_label.setStyleSheet("color: #606060;")
+        lv.addWidget(self.progress_label)
+        hint = QLabel("Picked runs are drawn in the Metrics view, beside the live run.")
+        hint.setStyleSheet("color: #808080;")
+        lv.addWidget(hint)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
-        layout.addWidget(splitter)
+        layout.addWidget(left)
 
         self.timer = QTimer(self)
         self.timer.setInterval(POLL_MS)
         self.timer.timeout.connect(self.poll)
-        self._on_smoothing_changed(self.smoothing.weight())
         self.logdir: Location | None = None
         if logdir:
             self.set_logdir(logdir)
@@ -378,23 +269,23 @@ class RunsPanel(QWidget):
         self.refresh_list()
         self.select([p.name])
 
-    # -- plots ----------------------------------------------------------------
-    def smoothing_weight(self) -> float:
-        """The EMA weight the slider sets (0 = raw)."""
-        return self.smoothing.weight()
+    # -- picked runs ------------------------------------------------------------
+    def picked(self) -> list[tuple[RunStore, str]]:
+        """The picked runs' stores with their colours, in list order."""
+        return [
+            (self.stores[p], self.colour_of(p)) for p in self.selected_paths() if p in self.stores
+        ]
+
+    def loading(self) -> bool:
+        """True while a picked run has not been read once."""
+        return bool(self._pending)
 
     def _reader(self, path: Location) -> RunReader:
-        reader = self.readers.get(path)
-        if reader is None:
-            reader = self.readers[path] = RunReader(path)
-            try:
-                reader.update()
-            except OSError as exc:  # unreachable or unsupported URL: say it, show nothing
-                self.show_error(f"cannot read {path}: {exc}")
-        return reader
+        feed = self.feeds.get(path)
+        return feed.reader if feed is not None else RunReader(path)
 
     def colour_of(self, path: Location) -> str:
-        """A run's colour: by its place among the selected runs (first blue, then orange...)."""
+        """A run's colour: by its place among the selected runs (first green, then red...)."""
         paths = self.selected_paths()
         i = paths.index(path) if path in paths else len(paths)
         return COLOURS[i % len(COLOURS)]
@@ -413,62 +304,81 @@ class RunsPanel(QWidget):
                 item.setIcon(0, QIcon())
         self.tree.resizeColumnToContents(0)
 
-    def redraw(self) -> None:
-        """Rebuild the plot grid for the selected runs."""
+    def _pick(self) -> None:
+        """Start reading newly picked runs; forget (and cancel) the ones unpicked."""
         paths = self.selected_paths()
-        readers = [(p, self._reader(p)) for p in paths]
-        tags: list[str] = []
-        for _, r in readers:
-            for tag in list(r.scalars) + list(r.histograms):
-                if tag not in tags:
-                    tags.append(tag)
-        tags = sorted(tags, key=_tag_order)[:MAX_PLOTS]
-        if list(self.plots) != tags:
-            self._rebuild_grid(tags)
-        weight = self.smoothing_weight()
-        for tag, plot in self.plots.items():
-            wanted = {p.name for p, _ in readers}
-            for gone in [name for name in plot.runs() if name not in wanted]:
-                plot.forget(gone)
-            for p, r in readers:
-                curve = r.scalars.get(tag)
-                if curve is not None and curve.steps:
-                    w = weight if is_per_step(tag) else 0.0
-                    plot.set_curve(p.name, self.colour_of(p), curve.steps, curve.values, w)
-                hists = r.histograms.get(tag)
-                if hists:
-                    h = hists[-1]
-                    plot.set_histogram(p.name, self.colour_of(p), h.edges, h.counts)
-        self._placeholder.setVisible(not self.plots)
-        self.legend.setText(
-            "&nbsp;&nbsp;&nbsp;".join(
-                f'<span style="color:{self.colour_of(p)}; font-size:14pt">&#9632;</span> '
-                f"{html.escape(p.name)}"
-                for p in paths
-            )
-        )
+        for gone in [p for p in self.feeds if p not in paths]:
+            self.feeds.pop(gone).cancelled.set()
+            self.stores.pop(gone, None)
+            self._pending.discard(gone)
+        for p in paths:
+            if p not in self.feeds:
+                self.feeds[p] = FolderFeed(p)
+                self.stores[p] = RunStore(p.name, path=str(p))
+                self._pending.add(p)
+                self.loader.submit(self.feeds[p])
+        self._show_progress()
+        if self._pending and not self.timer.isActive():
+            self.timer.start()
+        self.picked_changed.emit()
 
-    def _rebuild_grid(self, tags: list[str]) -> None:
-        for plot in self.plots.values():
-            self._grid.removeWidget(plot.widget)
-            plot.widget.deleteLater()
-        self.plots = {}
-        for i, tag in enumerate(tags):
-            plot = self.plots[tag] = TagPlot(tag)
-            self._grid.addWidget(plot.widget, 1 + i // 2, i % 2)
+    def pin(self, path: Location) -> RunStore:
+        """A store of ``path`` read once in the background, without picking it in the list
+        (the previous run of the script that runs now)."""
+        if path in self.pinned:
+            return self.pinned[path][1]
+        feed = FolderFeed(path)
+        store = RunStore(path.name, path=str(path))
+        self.pinned[path] = (feed, store)
+        self.loader.submit(feed)
+        if not self.timer.isActive():
+            self.timer.start()
+        return store
+
+    def previous_run(self, script: str, before: float) -> Location | None:
+        """The newest run of ``script`` in the runs directory started before ``before``."""
+        if self.logdir is None or not script:
+            return None
+        try:
+            runs = list_runs(self.logdir)
+        except OSError:
+            return None
+        earlier = [
+            r for r in runs if r.script == script and r.started is not None and r.started < before
+        ]
+        return earlier[-1].path if earlier else None
+
+    def _show_progress(self) -> None:
+        names = sorted(p.name for p in self._pending)
+        self.progress_label.setText(f"reading {', '.join(names)}…" if names else "")
 
     def poll(self) -> int:
-        """Read what was appended to the selected runs; redraw if anything came. Returns count."""
+        """Apply what the reading thread read; ask for more of the followed runs.
+
+        Returns the number of new points applied. Runs on the UI thread but never reads.
+        """
         new = 0
-        for p in self.selected_paths():
-            reader = self.readers.get(p)
-            if reader is not None:
-                try:
-                    new += reader.update()
-                except OSError as exc:  # a remote folder gone or unreachable: say it, go on
-                    self.show_error(f"cannot read {p}: {exc}")
+        for feed, result in self.loader.take():
+            path = feed.path
+            store = self.stores.get(path)
+            if path in self.pinned and self.pinned[path][0] is feed:
+                store = self.pinned[path][1]
+            elif store is None or self.feeds.get(path) is not feed:
+                continue  # unpicked meanwhile
+            self._pending.discard(path)
+            if isinstance(result, Exception):
+                self.show_error(f"cannot read {path}: {result}")
+                continue
+            result.apply(store)
+            new += result.points
+        if self.follow_box.isChecked():
+            for feed in self.feeds.values():
+                self.loader.submit(feed)
+        elif not self._pending:
+            self.timer.stop()
+        self._show_progress()
         if new:
-            self.redraw()
+            self.data_changed.emit()
         return new
 
     # -- live run hooks (bridge panel protocol) ---------------------------------
@@ -496,7 +406,7 @@ class RunsPanel(QWidget):
         """Rename the (one) selected run."""
         [path] = self.selected_paths()
         new = rename_run(path, new_name)
-        self.readers.pop(path, None)
+        self._forget(path)
         if path in self.extra:
             self.extra[self.extra.index(path)] = new
         self.refresh_list()
@@ -521,12 +431,19 @@ class RunsPanel(QWidget):
                 return []
         for p in paths:
             delete_run(p)
-            self.readers.pop(p, None)
+            self._forget(p)
             if p in self.extra:
                 self.extra.remove(p)
         self.refresh_list()
         self._on_selection_changed()
         return paths
+
+    def _forget(self, path: Location) -> None:
+        feed = self.feeds.pop(path, None)
+        if feed is not None:
+            feed.cancelled.set()
+        self.stores.pop(path, None)
+        self._pending.discard(path)
 
     def _on_rename_clicked(self) -> None:
         paths = self.selected_paths()
@@ -584,21 +501,17 @@ class RunsPanel(QWidget):
             self.set_logdir(text, by_user=True)
 
     def _on_selection_changed(self) -> None:
-        self.redraw()
+        self._pick()
         self._mark_colours()
         self._update_buttons()
         self._on_follow_toggled(self.follow_box.isChecked())
 
     def _on_follow_toggled(self, on: bool) -> None:
-        if on and self.selected_paths():
+        if (on and self.selected_paths()) or self._pending:
             if not self.timer.isActive():
                 self.timer.start()
         else:
             self.timer.stop()
-
-    def _on_smoothing_changed(self, weight: float) -> None:
-        if hasattr(self, "plots") and self.plots:
-            self.redraw()
 
     def _update_buttons(self) -> None:
         n = len(self.selected_paths())
@@ -608,38 +521,7 @@ class RunsPanel(QWidget):
         self.delete_btn.setEnabled(n >= 1)
 
     def closeEvent(self, event: object) -> None:  # noqa: N802 (Qt API)
-        """Stop following when the panel goes away."""
+        """Stop following (and reading) when the panel goes away."""
         self.timer.stop()
+        self.loader.close()
         super().closeEvent(event)
-
-
-def _export_svg(widget: pg.PlotWidget, path: str) -> None:
-    """Render a plot widget's scene into an SVG file."""
-    from PySide6.QtCore import QRect, QSize
-    from PySide6.QtGui import QPainter
-    from PySide6.QtSvg import QSvgGenerator
-
-    size = widget.size()
-    gen = QSvgGenerator()
-    gen.setFileName(path)
-    gen.setSize(QSize(size.width(), size.height()))
-    gen.setViewBox(QRect(0, 0, size.width(), size.height()))
-    gen.setTitle("tfstudio plot")
-    painter = QPainter(gen)
-    try:
-        widget.render(painter)
-    finally:
-        painter.end()
-
-
-def is_per_step(tag: str) -> bool:
-    """Whether a tag is a per-step curve (smoothed) rather than one point per epoch."""
-    base = tag.rsplit("/", 1)[-1]
-    return not (tag.startswith("epoch/") or base.startswith("epoch_") or "/epoch" in tag)
-
-
-def _tag_order(tag: str) -> tuple[int, str, str]:
-    """Per-step tags first, loss first within a group."""
-    group = 0 if tag.startswith("step/") else 1 if tag.startswith("epoch/") else 2
-    base = tag.rsplit("/", 1)[-1]
-    return (group, "" if base in ("loss", "epoch_loss") else base, tag)
