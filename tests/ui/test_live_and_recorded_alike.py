@@ -1,0 +1,119 @@
+"""One run's events, taken live and read back from its recorded folder, give the same store
+and the same plots (the recorder writes what the store reads; the views cannot tell)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tfstudio.core.events import (
+    EpochEnded,
+    FitEnded,
+    FitStarted,
+    LearningRate,
+    ModelSummary,
+    RunEnded,
+    RunStarted,
+    StepEnded,
+)
+from tfstudio.core.run_loading import load_folder
+from tfstudio.core.run_store import RunStore
+from tfstudio.ui.panels.metric_plot import PER_FIT
+from tfstudio.ui.panels.metrics import MetricsPanel
+
+pytestmark = pytest.mark.tf  # the recorder writes through TensorFlow's record writer
+
+
+def f32(v: float) -> float:
+    """Values the recorder keeps exactly (it writes float32, as tf.summary does)."""
+    return float(np.float32(v))
+
+
+def run_events() -> list[object]:
+    rng = np.random.default_rng(3)
+    events: list[object] = [RunStarted("/p/train.py", ("train.py",), "/p", 1_700_000_000.0)]
+    g = 0
+    for fit, (name, kind, loop) in enumerate((("mlp", "fit", 0), ("gan", "loop", 1))):
+        model = ModelSummary(name, "Sequential", (), 10, 10)
+        events.append(FitStarted(fit, model, 2, 0, 30, 1, g, g * 0.01, kind, loop))
+        for epoch in range(2):
+            for i in range(30):
+                g += 1
+                values = {"loss": f32(2.0 / g + rng.normal() * 0.1), "acc": f32(g / 200)}
+                events.append(StepEnded(fit, g, epoch, i + 1, 1, values, values, g * 0.01))
+            events.append(LearningRate(g, f32(0.01 / (epoch + 1)), False))
+            if kind == "fit":
+                metrics = {"loss": f32(1.0 / g), "val_loss": f32(1.2 / g), "acc": f32(g / 210)}
+                events.append(EpochEnded(fit, epoch, g, metrics, g * 0.01))
+        events.append(FitEnded(fit, g, False, g * 0.01))
+    events.append(RunEnded("finished", 0, 1, g, g * 0.01, loops=1))
+    return events
+
+
+def same_tracks(a: dict, b: dict) -> None:
+    assert sorted(a) == sorted(b)
+    for key in a:
+        xa, ya = a[key].points()
+        xb, yb = b[key].points()
+        np.testing.assert_array_equal(xa, xb, err_msg=key)
+        np.testing.assert_array_equal(ya, yb, err_msg=key)
+        assert a[key].breaks == b[key].breaks, key
+
+
+def test_live_and_recorded_stores_hold_the_same_run_and_draw_the_same_plots(qtbot, tmp_path):
+    from tfstudio.engine.recorder import Recorder
+
+    events = run_events()
+    live = RunStore("live", smoothing=0.6)
+    live.add(events)
+    recorder = Recorder(tmp_path / "run")
+    recorder.write(events[:-1])
+    recorder.close(events[-1])
+    recorded = load_folder(tmp_path / "run")
+    recorded.set_smoothing(0.6)
+
+    assert [
+        (f.fit_index, f.global_step, f.kind, f.loop_index, f.model.name) for f in live.fits
+    ] == [(f.fit_index, f.global_step, f.kind, f.loop_index, f.model.name) for f in recorded.fits]
+    assert [f.title() for f in live.fits] == [f.title() for f in recorded.fits]
+    same_tracks(live.steps, recorded.steps)  # per-step values and the learning rate
+    same_tracks(live.epochs, recorded.epochs)
+    assert live.epoch_steps == recorded.epoch_steps
+    assert live.breaks == recorded.breaks
+    assert live.fit_steps == recorded.fit_steps and live.fit_loss == recorded.fit_loss
+    assert live.families() == recorded.families()
+    # smoothed twins: the live store smooths frame by frame, the folder's in one go, so
+    # they agree to float rounding
+    for key in live.steps:
+        if live.steps[key].smooth is not None:
+            np.testing.assert_allclose(
+                live.steps[key].smooth.series.view()[1],
+                recorded.steps[key].smooth.series.view()[1],
+                rtol=1e-12,
+            )
+
+    panels = []
+    for store in (live, recorded):
+        panel = MetricsPanel()
+        qtbot.addWidget(panel)
+        panel.resize(900, 700)
+        panel.show()
+        panel.set_smoothing(0.6)
+        panel.show_store(store)
+        panel.refresh()
+        panels.append(panel)
+    a, b = panels
+    assert list(a.plots) == list(b.plots)
+    for mode in ("global", PER_FIT):
+        a.set_x_mode(mode)
+        b.set_x_mode(mode)
+        for family in a.plots:
+            pa, pb = a.plots[family], b.plots[family]
+            assert pa.fit_marker_labels() == pb.fit_marker_labels()
+            assert pa.legend_labels() == pb.legend_labels()
+            items_a = [i for i in pa.items if i.isVisible()]
+            items_b = [i for i in pb.items if i.isVisible()]
+            assert len(items_a) == len(items_b) > 0
+            for ia, ib in zip(items_a, items_b, strict=True):
+                np.testing.assert_array_equal(ia.xData, ib.xData)
+                np.testing.assert_allclose(ia.yData, ib.yData, rtol=1e-12)
