@@ -104,9 +104,25 @@ def test_a_run_in_the_window_is_recorded_and_listed_in_the_runs_panel(qtbot, tmp
         qtbot.waitUntil(lambda: win.runs.tree.topLevelItemCount() == 1, timeout=5000)
         item = win.runs.tree.topLevelItem(0)
         assert item.text(3) == "finished" and item.text(4) == "40"
-        win.runs.select([item.text(0)])
-        x, _ = win.runs.plots["step/loss"].raw[item.text(0)].getData()
+        name = item.text(0)
+        win.runs.select([name])
+        qtbot.waitUntil(lambda: not win.runs.loading(), timeout=30_000)
+        win.runs.poll()
+        [(first, _colour)] = win.runs.picked()
+        x, _ = first.steps["loss"].points()
         assert list(x) == list(range(1, 41))
+        # Run it again: the run before is drawn faintly behind the live one
+        win.runs.select([])
+        with qtbot.waitSignal(win.run_finished, timeout=120_000):
+            assert win.run_script(["--epochs", "2"])
+        qtbot.waitUntil(lambda: not win.runs.loading(), timeout=30_000)
+        win.runs.poll()
+        win.bridge.flush()
+        [layer] = win.metrics.plots["loss"].layers
+        assert layer.faint and layer.name == f"previous run ({name})"
+        x, _ = layer.store.steps["loss"].points()
+        assert list(x) == list(range(1, 41))
+        assert win.metrics.store.steps["loss"].count() == 40  # the live run, on show
     finally:
         win.bridge.stop()
         launcher.shutdown()
