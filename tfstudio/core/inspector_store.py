@@ -80,6 +80,7 @@ class InspectorStore:
     """Everything the model, weights, gradients, outputs and walk views draw from."""
 
     def __init__(self) -> None:
+        self.recorded_in = ""  # a recorded run's name: its samples come from its folder
         self.clear()
 
     def clear(self) -> None:
@@ -143,6 +144,9 @@ class InspectorStore:
 
     def status_text(self) -> str:
         """One line: cadence, measured overhead, cost of a sample, largest message."""
+        if self.recorded_in:
+            samples = max((len(h.steps) for h in self.weights.values()), default=0)
+            return f"Recorded in run '{self.recorded_in}': {samples} samples."
         s = self.status
         if s is None:
             return "Inspector: waiting for the first sample"

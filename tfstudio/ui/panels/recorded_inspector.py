@@ -10,33 +10,24 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QDialog, QLabel, QTabWidget, QVBoxLayout, QWidget
 
-from tfstudio.core.inspector_store import InspectorStore
 from tfstudio.core.locations import Location, location
 from tfstudio.core.recorded import inspector_events
+from tfstudio.core.run_store import RunStore
 from tfstudio.core.runs import RunReader, read_run_json
 from tfstudio.ui.panels.gradients import GradientsView
 from tfstudio.ui.panels.weights import WeightsView
 
 
-class RecordedStore(InspectorStore):
-    """An inspector store filled once from a run folder."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__()
-        self.name = name
-
-    def status_text(self) -> str:
-        """Where the data comes from, instead of the live sampling status."""
-        samples = max((len(h.steps) for h in self.weights.values()), default=0)
-        return f"Recorded in run '{self.name}': {samples} samples."
-
-
 class RecordedInspector(QDialog):
     """Weights and gradients tabs for one recorded run.
+
+    The views draw from the run's :class:`~tfstudio.core.run_store.RunStore` (its
+    ``inspector`` part), as the live inspector draws from the live run's.
 
     Args:
         run_dir: the run folder, a path or URL (or any TensorBoard log folder with histograms).
         reader: an up-to-date reader of that folder (read again if None).
+        run: the run's store (the Runs panel's, when picked); a new one if None.
     """
 
     def __init__(
@@ -44,6 +35,7 @@ class RecordedInspector(QDialog):
         run_dir: str | Location,
         reader: RunReader | None = None,
         parent: QWidget | None = None,
+        run: RunStore | None = None,
     ) -> None:
         super().__init__(parent)
         path = location(run_dir)
@@ -52,10 +44,12 @@ class RecordedInspector(QDialog):
             reader.update()
         self.setWindowTitle(f"Inspector — {path.name} (recorded)")
         self.resize(1000, 720)
-        self.store = RecordedStore(path.name)
+        self.run = run if run is not None else RunStore(path.name, path=str(path))
         self.events = inspector_events(reader.scalars, reader.histograms, read_run_json(path))
-        for event in self.events:
-            self.store.ingest(event)
+        self.store = self.run.inspector
+        self.store.clear()
+        self.store.recorded_in = path.name
+        self.run.add(self.events)
         paint_clock = [0.0]
         self.weights = WeightsView(self.store, paint_clock)
         self.gradients = GradientsView(self.store, paint_clock)

@@ -281,8 +281,13 @@ class RunsPanel(QWidget):
         return bool(self._pending)
 
     def _reader(self, path: Location) -> RunReader:
-        feed = self.feeds.get(path)
-        return feed.reader if feed is not None else RunReader(path)
+        """A reader of ``path`` of its own, read now (the loader's belongs to its thread)."""
+        reader = RunReader(path)
+        try:
+            reader.update()
+        except OSError as exc:  # unreachable or unsupported URL: say it, show nothing
+            self.show_error(f"cannot read {path}: {exc}")
+        return reader
 
     def colour_of(self, path: Location) -> str:
         """A run's colour: by its place among the selected runs (first green, then red...)."""
@@ -469,7 +474,9 @@ class RunsPanel(QWidget):
         paths = self.selected_paths()
         if len(paths) != 1:
             return None
-        window = RecordedInspector(paths[0], self._reader(paths[0]), self)
+        window = RecordedInspector(
+            paths[0], self._reader(paths[0]), self, run=self.stores.get(paths[0])
+        )
         self.inspectors = [w for w in self.inspectors if w.isVisible()] + [window]
         window.show()
         return window
