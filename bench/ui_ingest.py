@@ -16,6 +16,12 @@ default: loss and 11 metrics, most of which come and go from fit to fit), so the
 plots break at every fit, mark each one, and hide the families not shown by default.
 ``--fits 1 --families 2`` is the single-MLP run this benchmark started with.
 
+With ``--compare N`` (5 by default) the live run is drawn with N recorded runs of
+``--compare-steps`` steps each (100k by default) beside it, as the Runs panel and the
+previous run put them there: each a :class:`~tfstudio.core.run_store.RunStore` filled
+the way a folder fills one (columns per metric, two fits, epoch points), drawn as a
+layer of every plot. ``--compare 0`` is the live run alone.
+
     QT_QPA_PLATFORM=offscreen python bench/ui_ingest.py [--seconds 4] [--x-axis fit]
 
 The last line is the summary: ``ui: median frame ms = X, p99 = Y, dropped = D at
@@ -50,7 +56,9 @@ from tfstudio.core.events import (  # noqa: E402
     RunStarted,
     StepEnded,
 )
+from tfstudio.core.run_store import EPOCH, RunStore  # noqa: E402
 from tfstudio.ui.main_window import MainWindow  # noqa: E402
+from tfstudio.ui.panels.metric_plot import RunLayer  # noqa: E402
 
 STEPS_PER_EPOCH = 1000
 
@@ -171,6 +179,31 @@ class Producer(threading.Thread):
         self.elapsed = time.perf_counter() - t0
 
 
+def recorded_store(index, steps, families):
+    """A finished run of ``steps`` steps, two fits, filled as a run folder fills a store."""
+    import numpy as np
+
+    store = RunStore(f"earlier-{index}")
+    half = steps // 2
+    fits = []
+    for f, start in enumerate((0, half)):
+        model = ModelSummary(f"model_{f}", "Sequential", (), 10_000, 10_000)
+        fits.append(FitStarted(f, model, 10**6, 0, STEPS_PER_EPOCH, 1, start, 0.0))
+    store.add(fits)
+    rng = np.random.default_rng(index)
+    x = np.arange(1, steps + 1, dtype=np.float64)
+    for j, key in enumerate(keys_of_fit(index, families)):
+        y = (j + 1) / (1.0 + x * 1e-4) + rng.random(steps) * 0.1
+        store.add_columns(key, x, y)
+        epochs = x[STEPS_PER_EPOCH - 1 :: STEPS_PER_EPOCH]
+        store.add_columns(f"val_{key}", epochs, (j + 1.05) / (1.0 + epochs * 1e-4), EPOCH)
+    store.add_event(RunEnded("finished", 0, 2, steps, 0.0))
+    return store
+
+
+COMPARE_COLOURS = ("#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+
+
 def pump_until(app, done, timeout):
     """Run the Qt event loop until ``done()`` or ``timeout`` seconds."""
     end = time.perf_counter() + timeout
@@ -246,6 +279,8 @@ def main() -> int:
         default=None,
         help="EMA weight of the per-step curves (default: the app's, 0.6; 0 = off)",
     )
+    parser.add_argument("--compare", type=int, default=5, help="recorded runs shown beside it")
+    parser.add_argument("--compare-steps", type=int, default=100_000, help="steps of each")
     opts = parser.parse_args()
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
@@ -264,11 +299,18 @@ def main() -> int:
         window.metrics.set_smoothing(opts.smoothing)
     channel.emit(RunStarted("/bench/train.py", ("train.py",), "/bench", time.time()))
     window.bridge.tick()
+    layers = [
+        RunLayer(recorded_store(i, opts.compare_steps, opts.families), f"earlier-{i}", colour)
+        for i, colour in zip(range(opts.compare), COMPARE_COLOURS * 10, strict=False)
+    ]
+    window.metrics.set_compared(layers)
+    window.bridge.flush()
 
     print(
         f"bridge: {1000 / window.bridge.interval_ms():.0f} Hz timer; window 1200x800 offscreen; "
         f"{opts.fits} fits per phase, {opts.families} metric families, x axis {opts.x_axis}, "
-        f"smoothing {window.metrics.smoothing:g}"
+        f"smoothing {window.metrics.smoothing:g}; beside it {opts.compare} recorded runs of "
+        f"{opts.compare_steps:,} steps"
     )
     header = (
         f"{'steps/s':>8} {'achieved':>9} {'produced':>9} {'consumed':>9} {'dropped':>7} "
@@ -355,7 +397,8 @@ def main() -> int:
         return 0
     print(
         f"ui: median frame ms = {r['median']:.2f}, p99 = {r['p99']:.2f}, "
-        f"dropped = {r['dropped']} at 10000 steps/s"
+        f"dropped = {r['dropped']} at 10000 steps/s "
+        f"(live run + {opts.compare} recorded {opts.compare_steps:,}-step runs shown)"
     )
     return 0
 

@@ -29,6 +29,8 @@ def run_app(
     x_axis: str | None = None,
     view: str | None = None,
     sample_every: int = 0,
+    compare: Sequence[str] = (),
+    smoothing: float | None = None,
 ) -> int:
     """Show the window (before TensorFlow is imported), open ``script`` and maybe run it.
 
@@ -54,6 +56,8 @@ def run_app(
 
     if x_axis:
         window.metrics.set_x_mode(x_axis)
+    if smoothing is not None:
+        window.metrics.set_smoothing(smoothing)
     if view:
         window.inspector.show_view(view)
     if sample_every:
@@ -89,6 +93,8 @@ def run_app(
     opened = window.open_script(script if script else str(default_example()))
     if opened:
         window.script_args = tuple(script_args)  # the Run button uses them too
+    if compare:
+        window.runs.pick_folders(compare)
     if run:
         if opened:
             QTimer.singleShot(0, lambda: window.run_script(window.script_args))

@@ -60,6 +60,20 @@ def gui_parser() -> argparse.ArgumentParser:
     add_control_flags(p, headless=False)
 
     p.add_argument(
+        "--compare",
+        metavar="RUN",
+        action="append",
+        default=[],
+        help="a recorded run folder (or any TensorBoard log folder) to draw beside the live "
+        "run; repeat for more",
+    )
+    p.add_argument(
+        "--smoothing",
+        metavar="W",
+        type=float,
+        help="EMA smoothing of the per-step curves, 0 (raw) to 0.99 (default: the last used)",
+    )
+    p.add_argument(
         "--x-axis",
         choices=("global", "fit"),
         help="x axis of the metric plots: the run's global step (default), or the step "
@@ -295,4 +309,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         x_axis=ns.x_axis,
         view=ns.view,
         sample_every=ns.sample_every,
+        compare=ns.compare,
+        smoothing=ns.smoothing,
     )

@@ -119,7 +119,7 @@ def test_a_run_in_the_window_is_recorded_and_listed_in_the_runs_panel(qtbot, tmp
         win.runs.poll()
         win.bridge.flush()
         [layer] = win.metrics.plots["loss"].layers
-        assert layer.faint and layer.name == f"previous run ({name})"
+        assert layer.faint and layer.name == "previous run" and layer.store.name == name
         x, _ = layer.store.steps["loss"].points()
         assert list(x) == list(range(1, 41))
         assert win.metrics.store.steps["loss"].count() == 40  # the live run, on show

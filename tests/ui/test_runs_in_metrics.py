@@ -112,7 +112,7 @@ def test_the_live_run_shows_with_its_previous_run_faint_behind_it(window, run, q
     assert metrics.previous_box.isVisible() and metrics.previous_box.isChecked()
     plot = metrics.plots["loss"]
     [layer] = plot.layers
-    assert layer.faint and layer.name == "previous run (train-20260101-000000)"
+    assert layer.faint and layer.name == "previous run"
     qtbot.waitUntil(lambda: "loss" in layer.curves, timeout=10_000)
     _, y = item_data(layer.curves["loss"].item)
     assert y.tolist() == pytest.approx(ema(f32(B[:10]), 0.6) + ema(f32(B[10:]), 0.6))
@@ -128,6 +128,6 @@ def test_the_live_run_shows_with_its_previous_run_faint_behind_it(window, run, q
     assert picked.name == "other-20260101-000000" and not picked.faint
     metrics.previous_box.setChecked(True)
     assert [lay.name for lay in plot.layers] == [
-        "previous run (train-20260101-000000)",
+        "previous run",
         "other-20260101-000000",
     ]

@@ -414,8 +414,7 @@ class MainWindow(QMainWindow):
         shown: list[tuple[RunStore, str, str, bool]] = []  # store, name, colour, faint
         if self._run_seen:
             if self._previous is not None and self.metrics.previous_box.isChecked():
-                name = f"previous run ({self._previous.name})"
-                shown.append((self._previous, name, PREVIOUS_COLOUR, True))
+                shown.append((self._previous, "previous run", PREVIOUS_COLOUR, True))
         elif picked:
             self.metrics.show_store(picked[0][0])
             picked = picked[1:]

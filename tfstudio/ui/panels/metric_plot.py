@@ -413,7 +413,7 @@ class MetricPlot(PlotView):
             self.legend.setVisible(True)
             for item, label in entries:
                 self.legend.addItem(item, label)
-            self.legend.setColumnCount(max(1, len(entries)))
+            self.legend.setColumnCount(_legend_columns(len(entries)))
             return
         primary = self._primary_label()
         entries = [
@@ -436,7 +436,7 @@ class MetricPlot(PlotView):
         layers = self._layer_entries()
         for item, label in layers:
             self.legend.addItem(item, label)
-        self.legend.setColumnCount(max(1, len(entries) + len(layers)))
+        self.legend.setColumnCount(_legend_columns(len(entries) + len(layers)))
 
     def _layer_entries(self) -> list[tuple[pg.PlotDataItem, str]]:
         """One legend entry per other run: its first line, named after the run."""
@@ -716,7 +716,10 @@ class MetricPlot(PlotView):
                 hit = curve.nearest(x, *window)
             if hit is None:
                 continue
-            label = f"{layer.name}{fit_here}: {key}"
+            name = (
+                layer.name if layer.name == layer.store.name else f"{layer.name} {layer.store.name}"
+            )
+            label = f"{name}{fit_here}: {key}"
             rows.append(_row(layer.colour, label, hit[1], hit[2], ""))
         return rows
 
@@ -727,6 +730,11 @@ def _legend_item(curve: Curve) -> pg.PlotDataItem:
     if smoothed is not None and smoothed.item is not None:
         return smoothed.item
     return curve.item
+
+
+def _legend_columns(entries: int) -> int:
+    """Legend columns: one row up to three entries, then two rows (it stays in the title row)."""
+    return max(1, entries if entries <= 3 else (entries + 1) // 2)
 
 
 def _cap(rows: list[str]) -> list[str]:

@@ -160,7 +160,8 @@ class MetricsPanel(QWidget):
         bar.addWidget(self.link_box)
         self.previous_box = QCheckBox("previous run")
         self.previous_box.setToolTip(
-            "The script's previous run (from the runs folder), drawn faintly behind this one"
+            "The script's previous run (from the runs folder), drawn faintly behind this one; "
+            "its folder is named in the hover readout"
         )
         self.previous_box.setChecked(bool(_setting(settings, "previous_run", True)))
         self.previous_box.toggled.connect(self._on_previous_toggled)

@@ -260,6 +260,15 @@ class RunsPanel(QWidget):
         self.tree.blockSignals(False)
         self._on_selection_changed()
 
+    def pick_folders(self, paths: Sequence[str | Location]) -> None:
+        """Open these run (or TensorBoard log) folders and pick them all."""
+        opened = [location(p, resolve=True) for p in paths]
+        for p in opened:
+            if p not in self.extra:
+                self.extra.append(p)
+        self.refresh_list()
+        self.select([p.name for p in opened])
+
     def open_folder(self, path: str | Location) -> None:
         """Open (and select) any run or TensorBoard log folder, e.g. one written elsewhere
         (a local path, or a URL TensorBoard's file layer reads)."""
