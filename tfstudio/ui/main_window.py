@@ -40,7 +40,7 @@ APP_NAME = "tfstudio"
 RECENT_KEY = "recent_scripts"
 MAX_RECENT = 10
 MESSAGE_MS = 15_000
-PREVIOUS_COLOUR = "#7f7f7f"  # the script's previous run, faint behind the live one
+PREVIOUS_COLOUR = "#666666"  # the script's previous run, faint behind the live one
 
 
 class MainWindow(QMainWindow):

@@ -62,7 +62,7 @@ class FitSpan:
 
 
 LAYER_ALPHA = 230  # a compared run's line
-FAINT_ALPHA = 110  # the previous run of the same script, behind the live one
+FAINT_ALPHA = 150  # the previous run of the same script, behind the live one
 
 
 class RunLayer:
@@ -279,6 +279,7 @@ class MetricPlot(PlotView):
                     item.setDownsampling(auto=True, method="peak")
                     item = self.add_item(item, z=0.5, ranged=not layer.faint)
                     layer.overlays[(key, index)] = item
+                    self._legend_stale = True
                 item.setVisible(self.x_mode != GLOBAL)
                 item.setData(x - start, y, connect="finite")
 
@@ -442,9 +443,12 @@ class MetricPlot(PlotView):
         """One legend entry per other run: its first line, named after the run."""
         out = []
         for layer in self.layers:
-            curve = next((c for c in layer.curves.values() if c.item is not None), None)
-            if curve is not None:
-                out.append((curve.item, layer.name))
+            if self.x_mode == GLOBAL:
+                items = [c.item for c in layer.curves.values() if c.item is not None]
+            else:
+                items = list(layer.overlays.values())  # the global items are hidden
+            if items:
+                out.append((items[0], layer.name))
         return out
 
     def _primary_label(self) -> str:
