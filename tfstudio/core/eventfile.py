@@ -407,7 +407,9 @@ class EventFileReader:
             return {}
         self.refresh_size()
         budget = max_bytes if max_bytes is not None else self.size
-        want = CHUNK_BYTES
+        # A chunk is at most the budget (but not absurdly small), unless one record needs more.
+        chunk_bytes = CHUNK_BYTES if max_bytes is None else min(CHUNK_BYTES, max(max_bytes, 4096))
+        want = chunk_bytes
         while self.offset < self.size and budget > 0 and not self.note:
             if cancelled is not None and cancelled():
                 break
@@ -431,7 +433,7 @@ class EventFileReader:
                     want = need  # one record bigger than a chunk: read it whole
                     continue
                 break  # the rest is a record still being written
-            want = CHUNK_BYTES
+            want = chunk_bytes
         return {tag: TagColumns.concat(cols) for tag, cols in parts.items()}
 
     def _read(self, offset: int, n: int) -> bytes:
