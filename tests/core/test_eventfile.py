@@ -293,3 +293,29 @@ def test_float32_bytes_round_trip_exactly(tmp_path):
     same = (got.astype(np.float32).view(np.uint32) == bits) | np.isnan(floats)
     assert same.all()
     assert struct.pack("<f", float(got[3])) == struct.pack("<f", float(floats[3]))
+
+
+def test_pieces_of_any_size_add_up_to_the_whole(tmp_path):
+    steps = list(range(1, 2001))
+    hist = {s: {"weights/w": ([0.0, 1.0, 2.0], [1.0, 2.0])} for s in steps[::100]}
+    path = recorder_file(
+        tmp_path / "r", steps, [{"a": s * 1.0, "b": -s * 1.0} for s in steps], hist
+    )
+    with open(path, "ab") as f:  # another writer's records after the recorder's
+        for s in range(500):
+            f.write(frame(tf_summary_event("other" if s % 3 else "o2", s, s / 7, 2.0)))
+    whole = EventFileReader(path).read()
+    rng = np.random.default_rng(3)
+    reader = EventFileReader(path)
+    pieces: dict[str, list[TagColumns]] = {}
+    histograms = 0
+    while reader.offset < path.stat().st_size:
+        for tag, cols in reader.read(max_bytes=int(rng.integers(1, 20_000))).items():
+            pieces.setdefault(tag, []).append(cols)
+        histograms += sum(len(h) for h in reader.histograms_read().values())
+    assert reader.note == "" and histograms == 20
+    assert sorted(pieces) == sorted(whole)
+    for tag, cols in whole.items():
+        joined = TagColumns.concat(pieces[tag])
+        assert joined.steps.tolist() == cols.steps.tolist()
+        assert joined.values.tolist() == cols.values.tolist()
