@@ -150,28 +150,28 @@ def build(base: Path, runs: int, steps: int, big: int, huge: int, foreign: int) 
 
 
 # -- tfstudio ------------------------------------------------------------------------
-def tfstudio_read(logdir: Path) -> tuple[float, int]:
-    """Seconds to read every point of every run in ``logdir``, and the values read."""
+def tfstudio_read(logdir: Path) -> tuple[float, int, float]:
+    """Seconds to read every point of every run in ``logdir``, values read, CPU seconds."""
     from tfstudio.core.runs import RunFolderReader, list_runs
 
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     values = 0
     for run in list_runs(logdir):
         for cols in RunFolderReader(run.path).read().values():
             values += len(cols)
-    return time.perf_counter() - t, values
+    return time.perf_counter() - t, values, time.process_time() - cpu
 
 
-def tfstudio_read_folder(folder: Path) -> tuple[float, int]:
-    """Seconds to read every point of one log folder (all its sub-folders), and values read."""
+def tfstudio_read_folder(folder: Path) -> tuple[float, int, float]:
+    """Seconds to read every point of one log folder's sub-folders, values read, CPU seconds."""
     from tfstudio.core.runs import RunFolderReader
 
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     values = 0
     for sub in sorted(p for p in folder.rglob("*") if p.is_dir()):
         if any(sub.glob("events.out.tfevents.*")):
             values += sum(len(c) for c in RunFolderReader(sub).read().values())
-    return time.perf_counter() - t, values
+    return time.perf_counter() - t, values, time.process_time() - cpu
 
 
 MEMORY = """
@@ -314,8 +314,11 @@ def main() -> None:
         list_s = time.perf_counter() - t
         print(f"list_runs of {len(listed)} run folders: {list_s:.2f} s")
 
-        own_s, own_values = tfstudio_read(logdir)
-        print(f"tfstudio reader: {own_values:,} values in {own_s:.2f} s (every point)")
+        own_s, own_values, own_cpu = tfstudio_read(logdir)
+        print(
+            f"tfstudio reader: {own_values:,} values in {own_s:.2f} s (every point; "
+            f"{own_cpu:.2f} s of CPU: {own_values / own_cpu:.3g} values per CPU second)"
+        )
         tb_s = acc_s = float("nan")
         if not ns.skip_tensorboard:
             acc_s, acc_values = accumulator_read(logdir)
@@ -323,16 +326,19 @@ def main() -> None:
             tb_s = rust_server(logdir, runs, steps, limit_s=900)
             print(f"tensorboard --load_fast (Rust): every run's step/loss served in {tb_s:.1f} s")
 
-        big_s, big_values = tfstudio_read(base / "big")
-        print(f"{big:,}-step run: {big_values:,} values read in {big_s:.2f} s")
+        big_s, big_values, big_cpu = tfstudio_read(base / "big")
+        print(f"{big:,}-step run: {big_values:,} values in {big_s:.2f} s ({big_cpu:.2f} s CPU)")
         out = base / "export.csv"
         t = time.perf_counter()
         rows = export_scalars_csv(base / "big" / "run-2m", out)
         print(f"export of the {big:,}-step run: {rows:,} rows in {time.perf_counter() - t:.2f} s")
         out.unlink()
 
-        foreign_s, foreign_values = tfstudio_read_folder(base / "foreign")
-        print(f"foreign (tf.summary, Keras): {foreign_values:,} values in {foreign_s:.2f} s")
+        foreign_s, foreign_values, foreign_cpu = tfstudio_read_folder(base / "foreign")
+        print(
+            f"foreign (tf.summary, Keras): {foreign_values:,} values in {foreign_s:.2f} s "
+            f"({foreign_cpu:.2f} s CPU: {foreign_values / foreign_cpu:.3g} values per CPU second)"
+        )
 
         points, grown, rss = memory_10m(base / "huge" / "run-10m")
         print(

@@ -147,14 +147,21 @@ def _mask(crc: np.ndarray) -> np.ndarray:
     return ((crc >> np.uint32(15)) | (crc << np.uint32(17))) + np.uint32(_MASK_DELTA)
 
 
-def _group_crcs_ok(rows: np.ndarray, stored: np.ndarray) -> np.ndarray:
-    """Which rows (records of one length, one per row) match their stored masked CRC."""
+def _varying_columns(rows: np.ndarray) -> np.ndarray:
+    """The columns where some row differs from the first."""
+    return np.flatnonzero((rows != rows[0]).any(axis=0))
+
+
+def _group_crcs_ok(rows: np.ndarray, stored: np.ndarray, varying: np.ndarray) -> np.ndarray:
+    """Which rows (records of one length, one per row) match their stored masked CRC.
+
+    ``varying``: the columns where rows differ (CRC32C is linear: only they need look-ups).
+    """
     n, length = rows.shape
     if n < 4 or length > _TABLE_DISTANCES:
         got = [masked_crc(r.tobytes()) for r in rows]
         return np.asarray(got, dtype=np.uint32) == stored
     first = rows[0]
-    varying = np.flatnonzero((rows != first).any(axis=0))
     base = first.copy()
     base[varying] = 0
     crc = np.full(n, crc32c(base.tobytes()), dtype=np.uint32)
@@ -347,10 +354,14 @@ class _Chunk:
             if len(parts) == 1:
                 out[tag] = parts[0][1]
                 continue
-            order = np.concatenate([p[0] for p in parts])
+            parts = [p for p in parts if len(p[0])]
+            parts.sort(key=lambda p: int(p[0][0]))
+            in_order = all(a[0][-1] < b[0][0] for a, b in zip(parts, parts[1:], strict=False))
             cols = TagColumns.concat(p[1] for p in parts)
-            idx = np.argsort(order, kind="stable")
-            out[tag] = TagColumns(cols.steps[idx], cols.values[idx], cols.wall[idx])
+            if not in_order:  # parts interleave (layouts in turn): sort by file position
+                idx = np.argsort(np.concatenate([p[0] for p in parts]), kind="stable")
+                cols = TagColumns(cols.steps[idx], cols.values[idx], cols.wall[idx])
+            out[tag] = cols
         return out
 
 
@@ -457,6 +468,7 @@ class EventFileReader:
         need = 0
         bad_at = end  # the first damaged record's start (end: none)
         what = ""
+        varying_by_block: list[np.ndarray | None] = []
         for starts, rows in blocks:
             length = rows.shape[1] - _HEADER - _FOOTER
             # The length's CRC depends only on the length: one value per block.
@@ -466,7 +478,9 @@ class EventFileReader:
                 bad_at, what = int(starts[int(np.argmax(bad))]), "a record with a bad length"
             data = rows[:, _HEADER : _HEADER + length]
             stored = np.ascontiguousarray(rows[:, _HEADER + length :]).view("<u4").ravel()
-            good = _group_crcs_ok(data, stored)
+            varying = _varying_columns(data) if len(data) >= 4 else None
+            good = _group_crcs_ok(data, stored, varying)
+            varying_by_block.append(varying)
             if not good.all() and int(starts[int(np.argmin(good))]) < bad_at:
                 bad_at, what = int(starts[int(np.argmin(good))]), "a record with a bad checksum"
         if what:
@@ -483,25 +497,28 @@ class EventFileReader:
         elif end < len(raw) and not at_end:
             need = _HEADER
         slow: list[tuple[int, int]] = []
-        for starts, rows in blocks:
+        for (starts, rows), varying in zip(blocks, varying_by_block, strict=True):
             if what:
                 keep = starts < bad_at
                 if not keep.all():
-                    starts, rows = starts[keep], rows[keep]
+                    starts, rows, varying = starts[keep], rows[keep], None
             if len(starts):
                 length = rows.shape[1] - _HEADER - _FOOTER
                 data = rows[:, _HEADER : _HEADER + length]
-                slow += [(s, length) for s in self._templated(chunk, starts, data)]
+                slow += [(s, length) for s in self._templated(chunk, starts, data, varying)]
         slow.sort()
         stop = self._slow(chunk, raw, slow)
         if stop is not None:
             end = stop
         return end, need, chunk
 
-    def _templated(self, chunk: _Chunk, starts: np.ndarray, rows: np.ndarray) -> list[int]:
+    def _templated(
+        self, chunk: _Chunk, starts: np.ndarray, rows: np.ndarray, varying: np.ndarray | None
+    ) -> list[int]:
         """Decode the records (rows of event bytes, one length) that fit a template.
 
-        Returns the starts of the others, for the protobuf parser.
+        ``varying``: the columns where the rows differ, when known. Returns the
+        starts of the other records, for the protobuf parser.
         """
         slow: list[int] = []
         misses = 0
@@ -517,8 +534,12 @@ class EventFileReader:
                 continue
             fixed = np.ones(rows.shape[1], dtype=bool)
             fixed[tpl.variable_columns()] = False
-            fixed_cols = np.flatnonzero(fixed)
-            match = (rows[:, fixed_cols] == rows[0, fixed_cols]).all(axis=1)
+            if varying is not None and not fixed[varying].any():
+                match = np.ones(len(rows), dtype=bool)  # rows differ only where values go
+            else:
+                fixed_cols = np.flatnonzero(fixed)
+                match = (rows[:, fixed_cols] == rows[0, fixed_cols]).all(axis=1)
+            varying = None  # it described the whole block, not what is left of it
             if tpl.step >= 0:
                 steps, well_formed = _varints(rows, tpl.step, tpl.step_width)
                 match &= well_formed
@@ -593,13 +614,17 @@ class EventFileReader:
                     column.pop()
 
 
+_MAX_PERIOD = 8  # most layouts a writer cycles through (tf.summary: one per tag)
+
+
 def _frame(raw: bytes, buf: np.ndarray) -> tuple[list[tuple[np.ndarray, np.ndarray]], int]:
     """The whole records of ``raw`` in blocks of one length, and where the rest begins.
 
-    Each block is (start offsets, records as rows of bytes). Runs of records of one
-    length are found with numpy and are views of ``raw`` (a recorder writes the same
-    layout step after step); elsewhere the lengths are walked one by one and the
-    records gathered per length.
+    Each block is (start offsets, records as rows of bytes). Writers cycle through a
+    few layouts (tfstudio's recorder: one; ``tf.summary``: one per tag, in turn), so
+    the lengths of a stretch of records repeat with a short period: such stretches
+    are checked with numpy and their blocks are views of ``raw``. Elsewhere the
+    lengths are walked one by one and the records gathered per length.
     """
     blocks: list[tuple[np.ndarray, np.ndarray]] = []
     walked: list[int] = []
@@ -608,23 +633,39 @@ def _frame(raw: bytes, buf: np.ndarray) -> tuple[list[tuple[np.ndarray, np.ndarr
     walk = 64
     unpack = struct.unpack_from
     while pos + _HEADER <= n:
-        (length,) = unpack("<Q", raw, pos)
-        stride = length + _HEADER + _FOOTER
-        if pos + stride > n:
+        lengths: list[int] = []
+        at = pos
+        while len(lengths) < 2 * _MAX_PERIOD and at + _HEADER <= n:
+            (length,) = unpack("<Q", raw, at)
+            if at + length + _HEADER + _FOOTER > n:
+                break
+            lengths.append(length)
+            at += length + _HEADER + _FOOTER
+        if not lengths:
             break
-        count = (n - pos) // stride
-        if count >= 8:
+        period = _period(lengths)
+        if period:
+            cycle = lengths[:period]
+            span = sum(cycle) + period * (_HEADER + _FOOTER)
+            count = (n - pos) // span
             probe = min(count, 64)
-            same = _same_lengths(buf, pos, stride, probe, length)
+            same = _same_cycles(buf, pos, span, probe, cycle)
             if same == probe and probe < count:
-                same = _same_lengths(buf, pos, stride, count, length)
-            if same >= 8:
-                rows = buf[pos : pos + stride * same].reshape(same, stride)
-                blocks.append((pos + stride * np.arange(same, dtype=np.int64), rows))
-                pos += same * stride
+                same = _same_cycles(buf, pos, span, count, cycle)
+            if same >= 4:
+                offset = 0
+                for length in cycle:
+                    width = length + _HEADER + _FOOTER
+                    rows = np.lib.stride_tricks.as_strided(
+                        buf[pos + offset :], (same, width), (span, 1), writeable=False
+                    )
+                    starts = pos + offset + span * np.arange(same, dtype=np.int64)
+                    blocks.append((starts, rows))
+                    offset += width
+                pos += same * span
                 walk = 64
                 continue
-        # Lengths vary here (several layouts in turn): walk them, then try numpy again.
+        # No repeating pattern here: walk the lengths, then look for one again.
         for _ in range(walk):
             if pos + _HEADER > n:
                 break
@@ -640,18 +681,30 @@ def _frame(raw: bytes, buf: np.ndarray) -> tuple[list[tuple[np.ndarray, np.ndarr
     if walked:
         starts = np.asarray(walked, dtype=np.int64)
         windows = np.lib.stride_tricks.sliding_window_view
-        lengths = np.ascontiguousarray(windows(buf, 8)[starts]).view("<u8").ravel()
-        for length in np.unique(lengths).tolist():
-            at = starts[lengths == length]
-            blocks.append((at, windows(buf, length + _HEADER + _FOOTER)[at]))
+        lengths_at = np.ascontiguousarray(windows(buf, 8)[starts]).view("<u8").ravel()
+        for length in np.unique(lengths_at).tolist():
+            at_length = starts[lengths_at == length]
+            blocks.append((at_length, windows(buf, length + _HEADER + _FOOTER)[at_length]))
     return blocks, pos
 
 
-def _same_lengths(buf: np.ndarray, pos: int, stride: int, count: int, length: int) -> int:
-    """How many records from ``pos`` on, ``stride`` bytes apart, have this length."""
-    block = buf[pos : pos + stride * count].reshape(count, stride)[:, :8]
-    lengths = np.ascontiguousarray(block).view("<u8").ravel()
-    bad = np.flatnonzero(lengths != length)
+def _period(lengths: list[int]) -> int:
+    """The shortest period with which these record lengths repeat (0: none seen twice)."""
+    for period in range(1, min(_MAX_PERIOD, len(lengths) // 2) + 1):
+        if all(lengths[i] == lengths[i + period] for i in range(len(lengths) - period)):
+            return period
+    return 0
+
+
+def _same_cycles(buf: np.ndarray, pos: int, span: int, count: int, cycle: list[int]) -> int:
+    """How many cycles of ``span`` bytes from ``pos`` on hold records of these lengths."""
+    block = buf[pos : pos + span * count].reshape(count, span)
+    ok = np.ones(count, dtype=bool)
+    offset = 0
+    for length in cycle:
+        ok &= np.ascontiguousarray(block[:, offset : offset + 8]).view("<u8").ravel() == length
+        offset += length + _HEADER + _FOOTER
+    bad = np.flatnonzero(~ok)
     return int(bad[0]) if len(bad) else count
 
 
