@@ -319,3 +319,27 @@ def test_pieces_of_any_size_add_up_to_the_whole(tmp_path):
         joined = TagColumns.concat(pieces[tag])
         assert joined.steps.tolist() == cols.steps.tolist()
         assert joined.values.tolist() == cols.values.tolist()
+
+
+def test_url_event_files_are_read_by_byte_ranges(tmp_path, monkeypatch):
+    steps = list(range(1, 3001))
+    path = recorder_file(tmp_path / "runs" / "r", steps, [{"step/loss": s * 1.0} for s in steps])
+    data = path.read_bytes()
+    url = locations.UrlPath(f"file://{path}")
+    fs = locations.reader_fs()
+    assert fs.read_range(url, 1000, 64) == data[1000:1064]
+    asked: list[tuple[int, int]] = []
+    original = locations.GFileFS.read_range
+
+    def counting(self, p, offset, length):
+        asked.append((offset, length))
+        return original(self, p, offset, length)
+
+    monkeypatch.setattr(locations.GFileFS, "read_range", counting)
+    reader = EventFileReader(url)
+    first = reader.read(max_bytes=len(data) // 2)
+    rest = reader.read()
+    got = TagColumns.concat([first["step/loss"], rest["step/loss"]])
+    assert got.steps.tolist() == steps
+    assert asked[0][0] == 0 and asked[-1][0] > 0  # the second read starts where the first ended
+    assert sum(n for _, n in asked) <= len(data) + 4096  # each byte read about once
