@@ -1,9 +1,10 @@
 """Run folders on disk: where they go, what they hold, and reading them back.
 
 A run folder holds TensorBoard event files (``events.out.tfevents.*``) and
-``run.json``. This module is pure Python (plus the ``tensorboard`` package's
-protobuf classes and its TensorFlow-free record reader), so the window can list,
-open and follow runs without importing TensorFlow. It reads any TensorBoard log
+``run.json``. This module is pure Python and numpy (event files are read by
+:mod:`tfstudio.core.eventfile`, with the ``tensorboard`` package's protobuf classes
+for the records that need them), so the window can list, open and follow runs
+without importing TensorFlow. It reads any TensorBoard log
 directory, e.g. one written by Keras's ``TensorBoard`` callback or ``tf.summary``.
 
 A runs directory or run folder may be a URL (``gs://bucket/runs``): see
@@ -322,8 +323,8 @@ class RunFolderReader:
         self._histograms: dict[str, list[Histogram]] = {}
         self._cancelled = threading.Event()
 
-    def discover(self) -> list[EventFileReader]:
-        """Look for new event files and refresh every file's size; returns the files' readers."""
+    def discover(self, refresh: bool = True) -> list[EventFileReader]:
+        """Look for new event files (and with ``refresh`` their sizes); returns their readers."""
         for folder, prefix in _event_folders(self.path):
             for path in event_files(folder):
                 if path not in self._files:
@@ -331,13 +332,13 @@ class RunFolderReader:
                     self._files[path] = (EventFileReader(path, kinds), prefix)
         readers = [r for r, _ in self._files.values()]
         for r in readers:
-            if not r.damaged:
+            if refresh and not r.damaged:
                 r.refresh_size()
         return readers
 
     def read(self, max_bytes: int | None = None) -> dict[str, TagColumns]:
         """The scalar points appended since the last call, per tag (about ``max_bytes`` at most)."""
-        self.discover()
+        self.discover(refresh=False)  # each file's read looks at its size
         new: dict[str, TagColumns] = {}
         budget = max_bytes
         for reader, prefix in self._files.values():
