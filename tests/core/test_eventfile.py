@@ -343,3 +343,31 @@ def test_url_event_files_are_read_by_byte_ranges(tmp_path, monkeypatch):
     assert got.steps.tolist() == steps
     assert asked[0][0] == 0 and asked[-1][0] > 0  # the second read starts where the first ended
     assert sum(n for _, n in asked) <= len(data) + 4096  # each byte read about once
+
+
+def test_a_range_of_steps_is_read_again_exactly_from_its_pieces(tmp_path, monkeypatch):
+    steps = list(range(1, 40_001))
+    values = [{"step/loss": 1.0 / s, "step/acc": s * 1e-5} for s in steps]
+    recorder_file(tmp_path / "r", steps, values)
+    reader = RunFolderReader(tmp_path / "r")
+    whole: dict[str, list[TagColumns]] = {}
+    while new := reader.read(max_bytes=100_000):
+        for tag, cols in new.items():
+            whole.setdefault(tag, []).append(cols)
+    full = {tag: TagColumns.concat(parts) for tag, parts in whole.items()}
+    read: list[int] = []
+    original = locations.LocalFS.read_range
+
+    def counting(self, p, offset, length):
+        read.append(length)
+        return original(self, p, offset, length)
+
+    monkeypatch.setattr(locations.LocalFS, "read_range", counting)
+    zoom = reader.read_steps(20_000, 20_500)
+    assert sorted(zoom) == ["step/acc", "step/loss"]
+    for tag, cols in zoom.items():
+        sel = (full[tag].steps >= 20_000) & (full[tag].steps <= 20_500)
+        assert cols.steps.tolist() == full[tag].steps[sel].tolist() == list(range(20_000, 20_501))
+        assert cols.values.tolist() == full[tag].values[sel].tolist()
+    assert sum(read) <= 3 * 100_000  # the pieces holding those steps, not the file
+    assert reader.read_steps(10**9, 10**9 + 5) == {}

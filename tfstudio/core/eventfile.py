@@ -385,6 +385,9 @@ class EventFileReader:
         self._fs = fs_for(path)
         self._kinds: dict[str, str] = {} if kinds is None else kinds
         self._histograms: dict[str, list[Histogram]] = {}
+        # (start byte, end byte, lowest step, highest step) of each piece read so far:
+        # a few entries per file, so a range of steps can be read again exactly.
+        self.index: list[tuple[int, int, int, int]] = []
 
     @property
     def damaged(self) -> bool:
@@ -433,8 +436,13 @@ class EventFileReader:
                 break
             at_end = self.offset + len(raw) >= self.size
             used, need, chunk = self._decode(raw, at_end)
-            for tag, cols in chunk.columns().items():
+            columns = chunk.columns()
+            for tag, cols in columns.items():
                 parts.setdefault(tag, []).append(cols)
+            if columns:
+                lo = min(int(c.steps.min()) for c in columns.values())
+                hi = max(int(c.steps.max()) for c in columns.values())
+                self.index.append((self.offset, self.offset + used, lo, hi))
             for _, tag, h in chunk.histograms:
                 self._histograms.setdefault(tag, []).append(h)
             self.offset += used
@@ -445,6 +453,31 @@ class EventFileReader:
                     continue
                 break  # the rest is a record still being written
             want = chunk_bytes
+        return {tag: TagColumns.concat(cols) for tag, cols in parts.items()}
+
+    def read_steps(self, first: int, last: int) -> dict[str, TagColumns]:
+        """Every point with ``first <= step <= last`` among what was read, read again.
+
+        Only the pieces of the file whose steps overlap the range are read (see
+        :attr:`index`): a view that keeps a decimated envelope gets a zoomed-in
+        range back exactly, without keeping every point.
+        """
+        parts: dict[str, list[TagColumns]] = {}
+        for start, end, lo, hi in self.index:
+            if hi < first or lo > last:
+                continue
+            try:
+                raw = self._read(start, end - start)
+            except OSError:
+                continue
+            again = EventFileReader(self.path, self._kinds)
+            again.offset, again.size = start, self.size
+            _, _, chunk = again._decode(raw, True)
+            for tag, cols in chunk.columns().items():
+                keep = (cols.steps >= first) & (cols.steps <= last)
+                if keep.any():
+                    cut = TagColumns(cols.steps[keep], cols.values[keep], cols.wall[keep])
+                    parts.setdefault(tag, []).append(cut)
         return {tag: TagColumns.concat(cols) for tag, cols in parts.items()}
 
     def _read(self, offset: int, n: int) -> bytes:

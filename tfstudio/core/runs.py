@@ -357,6 +357,17 @@ class RunFolderReader:
         out, self._histograms = self._histograms, {}
         return out
 
+    def read_steps(self, first: int, last: int) -> dict[str, TagColumns]:
+        """Every point read so far with ``first <= step <= last``, read again from the files.
+
+        Reads only the pieces of each file that hold such steps: for zooming into a
+        range of a run whose store keeps only a decimated envelope.
+        """
+        out: dict[str, TagColumns] = {}
+        for reader, prefix in list(self._files.values()):
+            merge_columns(out, reader.read_steps(first, last), prefix)
+        return out
+
     def progress(self) -> tuple[int, int]:
         """(bytes read, bytes in the folder's event files when last looked at)."""
         done = total = 0
