@@ -71,3 +71,79 @@ def write_events(
     if not keep_open:
         w.close()
     return w
+
+
+def recorder_file(
+    path: Path,
+    steps: list[int],
+    values: list[dict[str, float]],
+    histograms: dict[int, dict[str, tuple[list[float], list[float]]]] | None = None,
+    name: str = "events.out.tfevents.1.recorder.v2",
+) -> Path:
+    """An event file with the bytes tfstudio's recorder writes: one record per step.
+
+    ``histograms``: step -> tag -> (edges, counts), written after that step's scalars.
+    Uses the recorder's own encoding functions (they need no TensorFlow).
+    """
+    from tfstudio.engine.recorder import histogram_event, scalars_event
+
+    path.mkdir(parents=True, exist_ok=True)
+    described: set[str] = set()
+    out = [frame(event_pb2.Event(wall_time=1.0, file_version="brain.Event:2").SerializeToString())]
+    for i, (step, vals) in enumerate(zip(steps, values, strict=True)):
+        out.append(frame(scalars_event(step, vals, 1.7e9 + i * 0.001, described)))
+        for tag, (edges, counts) in ((histograms or {}).get(step) or {}).items():
+            out.append(frame(histogram_event(tag, step, edges, counts, 1.7e9 + i * 0.001)))
+    target = path / name
+    target.write_bytes(b"".join(out))
+    return target
+
+
+def tf_summary_event(tag: str, step: int, value: float, wall: float, double: bool = False) -> bytes:
+    """The bytes ``tf.summary.scalar`` (and Keras's TensorBoard callback) writes for one value.
+
+    One value per record, a scalar tensor in ``tensor_content``, the scalars plugin's
+    metadata on every record (as TF 2.21 writes them, looked at byte by byte).
+    """
+    ev = event_pb2.Event(wall_time=wall, step=step)
+    val = ev.summary.value.add(tag=tag)
+    val.metadata.plugin_data.plugin_name = "scalars"
+    val.tensor.dtype = 2 if double else 1
+    val.tensor.tensor_shape.SetInParent()
+    val.tensor.tensor_content = struct.pack("<d" if double else "<f", value)
+    return ev.SerializeToString()
+
+
+def reference_read(
+    path: Path,
+) -> tuple[dict[str, tuple[list[int], list[float], list[float]]], dict[str, list]]:
+    """Scalars and histograms of one event file through the protobuf path, record by record.
+
+    Framing by TensorBoard's own TensorFlow-free record reader; parsing by
+    ``event_pb2`` and the summary rules of :mod:`tfstudio.core.eventfile`.
+    """
+    from tensorboard.compat.tensorflow_stub import errors, pywrap_tensorflow
+
+    from tfstudio.core.eventfile import _summary_values
+
+    reader = pywrap_tensorflow.PyRecordReader_New(str(path))
+    kinds: dict[str, str] = {}
+    scalars: dict[str, tuple[list[int], list[float], list[float]]] = {}
+    histograms: dict[str, list] = {}
+    while True:
+        try:
+            reader.GetNext()
+        except (errors.OutOfRangeError, errors.DataLossError):
+            break
+        event = event_pb2.Event.FromString(reader.record())
+        if not event.HasField("summary"):
+            continue
+        for tag, kind, payload in _summary_values(event, kinds):
+            if kind == "scalar":
+                s = scalars.setdefault(tag, ([], [], []))
+                s[0].append(int(event.step))
+                s[1].append(payload)
+                s[2].append(float(event.wall_time))
+            else:
+                histograms.setdefault(tag, []).append(payload)
+    return scalars, histograms

@@ -133,6 +133,12 @@ class LocalFS:
         """The content of file ``p``."""
         return p.read_bytes()
 
+    def read_range(self, p: Path, offset: int, length: int) -> bytes:
+        """Up to ``length`` bytes of file ``p`` from byte ``offset`` on."""
+        with open(p, "rb") as f:
+            f.seek(offset)
+            return f.read(length)
+
     def write_bytes(self, p: Path, data: bytes) -> None:
         """Replace file ``p`` atomically (a reader never sees half a file)."""
         tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
@@ -225,6 +231,22 @@ class GFileFS:
         def read() -> bytes:
             with self.gfile.GFile(str(p), "rb") as f:
                 return f.read()
+
+        return self._call("read", p, read)
+
+    def read_range(self, p: UrlPath, offset: int, length: int) -> bytes:
+        """Up to ``length`` bytes of file ``p`` from byte ``offset`` on (a ranged read)."""
+
+        def read() -> bytes:
+            get_filesystem = getattr(self.gfile, "get_filesystem", None)
+            if get_filesystem is not None:  # TensorBoard's stub: its file systems read ranges
+                # local and fsspec file systems take "opaque_offset", S3's "byte_offset"
+                token = {"opaque_offset": offset, "byte_offset": offset}
+                data, _ = get_filesystem(str(p)).read(str(p), True, length, token)
+                return bytes(data)
+            with self.gfile.GFile(str(p), "rb") as f:  # tf.io.gfile: seekable files
+                f.seek(offset)
+                return f.read(length)
 
         return self._call("read", p, read)
 

@@ -1,9 +1,10 @@
 """Run folders on disk: where they go, what they hold, and reading them back.
 
 A run folder holds TensorBoard event files (``events.out.tfevents.*``) and
-``run.json``. This module is pure Python (plus the ``tensorboard`` package's
-protobuf classes and its TensorFlow-free record reader), so the window can list,
-open and follow runs without importing TensorFlow. It reads any TensorBoard log
+``run.json``. This module is pure Python and numpy (event files are read by
+:mod:`tfstudio.core.eventfile`, with the ``tensorboard`` package's protobuf classes
+for the records that need them), so the window can list, open and follow runs
+without importing TensorFlow. It reads any TensorBoard log
 directory, e.g. one written by Keras's ``TensorBoard`` callback or ``tf.summary``.
 
 A runs directory or run folder may be a URL (``gs://bucket/runs``): see
@@ -13,17 +14,26 @@ A runs directory or run folder may be a URL (``gs://bucket/runs``): see
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import socket
-import struct
+import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from tfstudio.core.eventfile import (
+    EventFileReader,
+    Histogram,
+    TagColumns,
+    masked_crc,
+    merge_columns,
+)
+from tfstudio.core.eventfile import tensor_values as tensor_values  # its old home
 from tfstudio.core.locations import (
     GFileFS,
     Location,
@@ -216,11 +226,7 @@ def describe_run(run_dir: PathLike) -> RunInfo:
     steps = info.get("steps")
     final_loss = info.get("final_loss")
     if not info:
-        scalars = read_scalars(p)
-        loss = _pick_loss(scalars)
-        steps = max((c.steps[-1] for c in scalars.values() if c.steps), default=None)
-        final_loss = loss.values[-1] if loss is not None and loss.values else None
-        started = min((c.wall[0] for c in scalars.values() if c.wall), default=None)
+        started, steps, final_loss = glance(p)
         return RunInfo(p, p.name, "", started, "tensorboard", steps, final_loss, info)
     started = info.get("start_time")
     return RunInfo(
@@ -235,7 +241,7 @@ def describe_run(run_dir: PathLike) -> RunInfo:
     )
 
 
-def _pick_loss(scalars: dict[str, Curve]) -> Curve | None:
+def _pick_loss(scalars: dict[str, TagColumns]) -> TagColumns | None:
     for tag in (f"{STEP_PREFIX}loss", f"{EPOCH_PREFIX}loss", "epoch_loss", "train/epoch_loss"):
         if tag in scalars:
             return scalars[tag]
@@ -277,21 +283,11 @@ def delete_run(run_dir: PathLike) -> None:
 # -- reading event files ---------------------------------------------------------
 @dataclass(slots=True)
 class Curve:
-    """One scalar series: steps, values and wall times, in file order."""
+    """One scalar series as Python lists: steps, values and wall times, in file order."""
 
     steps: list[int] = field(default_factory=list)
     values: list[float] = field(default_factory=list)
     wall: list[float] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
-class Histogram:
-    """One histogram at one step: bucket edges (``len(counts) + 1``) and counts."""
-
-    step: int
-    wall: float
-    edges: tuple[float, ...]
-    counts: tuple[float, ...]
 
 
 def event_files(folder: PathLike) -> Iterator[Location]:
@@ -301,173 +297,222 @@ def event_files(folder: PathLike) -> Iterator[Location]:
     return (p / n for n in names if EVENT_FILE_MARK in n and files.isfile(p / n))  # type: ignore[arg-type]
 
 
-class _RecordFile:
-    """Reads TFRecord-framed records from one file, resuming where it stopped.
+def _event_folders(run_dir: Location) -> Iterator[tuple[Location, str]]:
+    """The folder and its sub-folders that hold event files, with their tags' prefixes."""
+    yield run_dir, ""
+    for sub in _subdirs(run_dir):
+        if any(event_files(sub)):
+            yield sub, sub.name + "/"
 
-    Uses TensorBoard's TensorFlow-free record reader; a record still being
-    written (truncated at the end) is read again, whole, by a later call.
+
+class RunFolderReader:
+    """Streams a run folder's scalar points as numpy columns; call :meth:`read` again to follow.
+
+    Event files in the folder and in its sub-folders (Keras's ``TensorBoard``
+    callback writes ``train/`` and ``validation/``) are read; tags from a
+    sub-folder are prefixed with its name (``validation/epoch_loss``). Each
+    :meth:`read` returns only the points appended since the last one; the reader
+    keeps none, so a run of any length streams through it. Meant for a
+    background thread: :meth:`cancel` stops a read between chunks.
     """
 
-    def __init__(self, path: Location) -> None:
-        self.path = path
-        self._fs = fs_for(path)
-        self._reader: Any = None
-        self._size = -1
+    def __init__(self, run_dir: PathLike) -> None:
+        self.path = location(run_dir)
+        self._files: dict[Location, tuple[EventFileReader, str]] = {}
+        self._kinds: dict[str, dict[str, str]] = {}  # per prefix: tag -> plugin name
+        self._histograms: dict[str, list[Histogram]] = {}
+        self._cancelled = threading.Event()
 
-    def records(self) -> Iterator[bytes]:
-        from tensorboard.compat.tensorflow_stub import errors, pywrap_tensorflow
+    def discover(self, refresh: bool = True) -> list[EventFileReader]:
+        """Look for new event files (and with ``refresh`` their sizes); returns their readers."""
+        for folder, prefix in _event_folders(self.path):
+            for path in event_files(folder):
+                if path not in self._files:
+                    kinds = self._kinds.setdefault(prefix, {})
+                    self._files[path] = (EventFileReader(path, kinds), prefix)
+        readers = [r for r, _ in self._files.values()]
+        for r in readers:
+            if refresh and not r.damaged:
+                r.refresh_size()
+        return readers
 
-        try:
-            size = self._fs.size(self.path)  # type: ignore[arg-type]
-        except OSError:
-            return
-        if size == self._size:
-            return  # nothing appended since the last read
-        if self._reader is None:
-            self._reader = pywrap_tensorflow.PyRecordReader_New(str(self.path))
-        self._size = size
-        while True:
-            try:
-                self._reader.GetNext()
-            except errors.OutOfRangeError:
-                return
-            except errors.DataLossError:
-                self._size = -1  # partial record: read again next time
-                return
-            yield self._reader.record()
+    def read(self, max_bytes: int | None = None) -> dict[str, TagColumns]:
+        """The scalar points appended since the last call, per tag (about ``max_bytes`` at most)."""
+        self.discover(refresh=False)  # each file's read looks at its size
+        new: dict[str, TagColumns] = {}
+        budget = max_bytes
+        for reader, prefix in self._files.values():
+            if self._cancelled.is_set() or (budget is not None and budget <= 0):
+                break
+            before = reader.offset
+            merge_columns(new, reader.read(budget, self._cancelled.is_set), prefix)
+            for tag, hists in reader.histograms_read().items():
+                self._histograms.setdefault(prefix + tag, []).extend(hists)
+            if budget is not None:
+                budget -= reader.offset - before
+        return new
+
+    def histograms_read(self) -> dict[str, list[Histogram]]:
+        """The histograms read since the last call, per tag (then forgotten here)."""
+        out, self._histograms = self._histograms, {}
+        return out
+
+    def read_steps(self, first: int, last: int) -> dict[str, TagColumns]:
+        """Every point read so far with ``first <= step <= last``, read again from the files.
+
+        Reads only the pieces of each file that hold such steps: for zooming into a
+        range of a run whose store keeps only a decimated envelope.
+        """
+        out: dict[str, TagColumns] = {}
+        for reader, prefix in list(self._files.values()):
+            merge_columns(out, reader.read_steps(first, last), prefix)
+        return out
+
+    def progress(self) -> tuple[int, int]:
+        """(bytes read, bytes in the folder's event files when last looked at)."""
+        done = total = 0
+        for reader, _ in self._files.values():
+            total += reader.size
+            done += reader.size if reader.damaged else min(reader.offset, reader.size)
+        return done, total
+
+    def notes(self) -> list[str]:
+        """One sentence per damaged event file (empty when all read cleanly)."""
+        return [r.note for r, _ in self._files.values() if r.note]
+
+    def cancel(self) -> None:
+        """Stop the read in progress (from any thread) and any later one."""
+        self._cancelled.set()
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether :meth:`cancel` was called."""
+        return self._cancelled.is_set()
 
 
 class RunReader:
     """Reads a run folder's scalars and histograms; call :meth:`update` again to follow it.
 
-    Event files in the folder and in its sub-folders (Keras's ``TensorBoard``
-    callback writes ``train/`` and ``validation/``) are read; tags from a
-    sub-folder are prefixed with its name (``validation/epoch_loss``). Each
-    :meth:`update` reads only what was appended since the last one.
+    Keeps every point (as lists in :attr:`scalars`): for the inspector and small
+    runs. A view of long runs streams :class:`RunFolderReader`'s columns into a
+    bounded store instead.
     """
 
     def __init__(self, run_dir: PathLike) -> None:
         self.path = location(run_dir)
         self.scalars: dict[str, Curve] = {}
         self.histograms: dict[str, list[Histogram]] = {}
-        self._files: dict[Location, _RecordFile] = {}
-        self._kinds: dict[str, str] = {}  # tag -> plugin name, from the first metadata seen
+        self.folder = RunFolderReader(self.path)
 
     def update(self) -> int:
         """Read whatever was appended; returns how many new points (scalars + histograms)."""
-        from tensorboard.compat.proto import event_pb2
-
         new = 0
-        for folder, prefix in self._folders():
-            for path in event_files(folder):
-                reader = self._files.get(path)
-                if reader is None:
-                    reader = self._files[path] = _RecordFile(path)
-                for record in reader.records():
-                    event = event_pb2.Event.FromString(record)
-                    if event.HasField("summary"):
-                        new += self._add(event, prefix)
+        for tag, cols in self.folder.read().items():
+            curve = self.scalars.get(tag)
+            if curve is None:
+                curve = self.scalars[tag] = Curve()
+            curve.steps.extend(cols.steps.tolist())
+            curve.values.extend(cols.values.tolist())
+            curve.wall.extend(cols.wall.tolist())
+            new += len(cols)
+        for tag, hists in self.folder.histograms_read().items():
+            self.histograms.setdefault(tag, []).extend(hists)
+            new += len(hists)
         return new
 
-    def _folders(self) -> Iterable[tuple[Location, str]]:
-        yield self.path, ""
-        for sub in _subdirs(self.path):
-            if any(event_files(sub)):
-                yield sub, sub.name + "/"
-
-    def _add(self, event: Any, prefix: str) -> int:
-        added = 0
-        for value in event.summary.value:
-            tag = prefix + value.tag
-            plugin = value.metadata.plugin_data.plugin_name if value.HasField("metadata") else ""
-            if plugin:
-                self._kinds.setdefault(tag, plugin)
-            kind = self._kinds.get(tag, "")
-            which = value.WhichOneof("value")
-            if which == "simple_value":
-                self._scalar(tag, event, float(value.simple_value))
-            elif which == "histo":
-                h = value.histo
-                edges = (h.min, *h.bucket_limit)
-                self._histogram(tag, event, edges, tuple(h.bucket))
-            elif which == "tensor":
-                array = tensor_values(value.tensor)
-                if array is None:
-                    continue
-                values, shape = array
-                if kind == "histograms" and len(shape) == 2 and shape[1] == 3:
-                    rows = [values[i * 3 : i * 3 + 3] for i in range(shape[0])]
-                    edges = tuple(r[0] for r in rows) + ((rows[-1][1],) if rows else ())
-                    self._histogram(tag, event, edges, tuple(r[2] for r in rows))
-                elif kind in ("scalars", "") and len(values) == 1 and not shape:
-                    self._scalar(tag, event, float(values[0]))
-                else:
-                    continue
-            else:
-                continue
-            added += 1
-        return added
-
-    def _scalar(self, tag: str, event: Any, value: float) -> None:
-        curve = self.scalars.get(tag)
-        if curve is None:
-            curve = self.scalars[tag] = Curve()
-        curve.steps.append(int(event.step))
-        curve.values.append(value)
-        curve.wall.append(float(event.wall_time))
-
-    def _histogram(self, tag: str, event: Any, edges: tuple, counts: tuple) -> None:
-        self.histograms.setdefault(tag, []).append(
-            Histogram(int(event.step), float(event.wall_time), tuple(map(float, edges)), counts)
-        )
-
-
-_DTYPES = {1: "<f", 2: "<d", 3: "<i", 9: "<q", 19: "<e", 4: "<B", 6: "<b", 10: "<?"}
-
-
-def tensor_values(tensor: Any) -> tuple[list[float], tuple[int, ...]] | None:
-    """Flat numeric values and shape of a TensorProto (None for strings and unknown types)."""
-    shape = tuple(int(d.size) for d in tensor.tensor_shape.dim)
-    dtype = int(tensor.dtype)
-    if tensor.tensor_content:
-        fmt = _DTYPES.get(dtype)
-        if fmt is None:
-            return None
-        width = struct.calcsize(fmt)
-        count = len(tensor.tensor_content) // width
-        return list(struct.unpack(f"<{count}{fmt[1]}", tensor.tensor_content)), shape
-    for name in ("float_val", "double_val", "int_val", "int64_val", "half_val", "bool_val"):
-        vals = getattr(tensor, name)
-        if len(vals):
-            out = [float(v) for v in vals]
-            if name == "half_val":
-                out = [struct.unpack("<e", struct.pack("<H", int(v)))[0] for v in vals]
-            n = 1
-            for d in shape:
-                n *= d
-            if shape and len(out) == 1 and n > 1:
-                out = out * n  # a proto may store one value for a filled tensor
-            return out, shape
-    return None
+    def notes(self) -> list[str]:
+        """One sentence per damaged event file (see :meth:`RunFolderReader.notes`)."""
+        return self.folder.notes()
 
 
 def read_scalars(run_dir: PathLike) -> dict[str, Curve]:
-    """Every scalar series in a run folder (or any TensorBoard log folder)."""
+    """Every scalar series in a run folder (or any TensorBoard log folder), as lists."""
     reader = RunReader(run_dir)
     reader.update()
     return reader.scalars
 
 
+def read_columns(run_dir: PathLike) -> dict[str, TagColumns]:
+    """Every scalar series in a run folder, as numpy columns."""
+    return RunFolderReader(run_dir).read()
+
+
+# -- a glance at a log folder without run.json ----------------------------------------
+GLANCE_BYTES = 1 << 20  # an event file up to this size is read whole when listed
+TAIL_BYTES = 256 << 10
+
+
+def _tail_reader(path: Location, size: int, kinds: dict[str, str]) -> EventFileReader | None:
+    """A reader positioned at the first whole record of the file's last ``TAIL_BYTES``."""
+    reader = EventFileReader(path, kinds)
+    start = max(0, size - TAIL_BYTES)
+    try:
+        raw = fs_for(path).read_range(path, start, size - start)  # type: ignore[arg-type]
+    except OSError:
+        return None
+    for p in range(min(len(raw) - 12, 1 << 16)):
+        if int.from_bytes(raw[p + 8 : p + 12], "little") != masked_crc(raw[p : p + 8]):
+            continue
+        length = int.from_bytes(raw[p : p + 8], "little")
+        end = p + 12 + length
+        if end + 4 <= len(raw):
+            if int.from_bytes(raw[end : end + 4], "little") != masked_crc(raw[p + 12 : end]):
+                continue
+        reader.offset = start + p
+        return reader
+    return None
+
+
+def glance(run_dir: PathLike) -> tuple[float | None, int | None, float | None]:
+    """(start time, last step, last loss) of a log folder, reading only heads and tails.
+
+    An event file up to :data:`GLANCE_BYTES` is read whole; a bigger one only its
+    first and last few hundred kilobytes. None where a figure is not known.
+    """
+    started: float | None = None
+    heads: dict[str, TagColumns] = {}
+    tails: dict[str, TagColumns] = {}
+    for folder, prefix in _event_folders(location(run_dir)):
+        for path in event_files(folder):
+            kinds: dict[str, str] = {}
+            head = EventFileReader(path, kinds)
+            size = head.refresh_size()
+            columns = head.read(GLANCE_BYTES if size > GLANCE_BYTES else None)
+            merge_columns(heads, columns, prefix)
+            if size > GLANCE_BYTES:
+                tail = _tail_reader(path, size, kinds)
+                if tail is None or tail.offset <= head.offset:
+                    tail = head  # the tail overlaps the head (or was not found): read on
+                columns = tail.read(TAIL_BYTES)
+            merge_columns(tails, columns, prefix)
+    for cols in heads.values():
+        if len(cols):
+            first = float(cols.wall.min())
+            started = first if started is None else min(started, first)
+    steps = max((int(c.steps[-1]) for c in tails.values() if len(c)), default=None)
+    loss = _pick_loss(tails)
+    final_loss = float(loss.values[-1]) if loss is not None and len(loss.values) else None
+    return started, steps, final_loss
+
+
+# -- export ---------------------------------------------------------------------
 def export_scalars_csv(run_dir: PathLike, out: str | os.PathLike[str]) -> int:
     """Write a run's scalars as CSV rows ``tag,step,value,wall_time``; returns the row count."""
-    scalars = read_scalars(run_dir)
+    scalars = read_columns(run_dir)
     rows = 0
     with open(out, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(["tag", "step", "value", "wall_time"])
+        csv.writer(f).writerow(["tag", "step", "value", "wall_time"])
         for tag in sorted(scalars):
             c = scalars[tag]
-            for s, v, t in zip(c.steps, c.values, c.wall, strict=True):
-                w.writerow([tag, s, repr(v), f"{t:.6f}"])
-                rows += 1
+            quoted = io.StringIO()
+            csv.writer(quoted).writerow([tag])  # a tag with a comma or quote, quoted as csv does
+            line = quoted.getvalue().rstrip("\r\n").replace("{", "{{").replace("}", "}}")
+            row = (line + ",{},{!r},{:.6f}\r\n").format
+            block = 1 << 16  # rows formatted at once: bounded memory for the text
+            for i in range(0, len(c), block):
+                s = c.steps[i : i + block].tolist()
+                v = c.values[i : i + block].tolist()
+                t = c.wall[i : i + block].tolist()
+                f.write("".join(map(row, s, v, t)))
+            rows += len(c)
     return rows

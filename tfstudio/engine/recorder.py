@@ -180,18 +180,8 @@ class Recorder:
         ``tf.summary.scalar`` writes, a float32 tensor with the scalars plugin's
         metadata on a tag's first value, at a third of the protobuf library's cost.
         """
-        out = bytearray()
-        for tag, v in values.items():
-            described = tag in self._described
-            if not described:
-                self._described.add(tag)
-            value = _scalar_value(tag, float(v), described)
-            out += b"\x0a" + _varint(len(value)) + value
-        event = bytearray(b"\x09")
-        event += _DOUBLE.pack(time.time() if wall_time is None else wall_time)
-        event += b"\x10" + _varint(int(step) & 0xFFFFFFFFFFFFFFFF)
-        event += b"\x2a" + _varint(len(out)) + out
-        self._writer.write(bytes(event))
+        wall = time.time() if wall_time is None else wall_time
+        self._writer.write(scalars_event(step, values, wall, self._described))
 
     def histogram(
         self,
@@ -202,23 +192,8 @@ class Recorder:
         wall_time: float | None = None,
     ) -> None:
         """One histogram (bucket ``edges``, one more than ``counts``) in TensorBoard's v2 format."""
-        e = [float(x) for x in edges]
-        c = [float(x) for x in counts]
-        if len(e) != len(c) + 1:
-            raise ValueError(f"histogram {tag!r}: expected {len(c) + 1} edges, got {len(e)}")
-        flat: list[float] = []
-        for i, n in enumerate(c):
-            flat += (e[i], e[i + 1], n)
-        ev = self._event_pb2.Event(wall_time=time.time() if wall_time is None else wall_time)
-        ev.step = int(step)
-        value = ev.summary.value.add(tag=tag)
-        value.metadata.plugin_data.plugin_name = "histograms"
-        t = value.tensor
-        t.dtype = 2  # DT_DOUBLE
-        t.tensor_shape.dim.add(size=len(c))
-        t.tensor_shape.dim.add(size=3)
-        t.tensor_content = struct.pack(f"<{len(flat)}d", *flat)
-        self._write_event(ev)
+        wall = time.time() if wall_time is None else wall_time
+        self._writer.write(histogram_event(tag, step, edges, counts, wall))
 
     def _write_event(self, event: Any) -> None:
         self._writer.write(event.SerializeToString())
@@ -250,6 +225,51 @@ def _varint(n: int) -> bytes:
         else:
             out.append(byte)
             return bytes(out)
+
+
+def histogram_event(
+    tag: str, step: int, edges: Iterable[float], counts: Iterable[float], wall: float
+) -> bytes:
+    """The serialized ``Event`` :meth:`Recorder.histogram` writes (TensorBoard's v2 format)."""
+    from tensorboard.compat.proto import event_pb2
+
+    e = [float(x) for x in edges]
+    c = [float(x) for x in counts]
+    if len(e) != len(c) + 1:
+        raise ValueError(f"histogram {tag!r}: expected {len(c) + 1} edges, got {len(e)}")
+    flat: list[float] = []
+    for i, n in enumerate(c):
+        flat += (e[i], e[i + 1], n)
+    ev = event_pb2.Event(wall_time=wall, step=int(step))
+    value = ev.summary.value.add(tag=tag)
+    value.metadata.plugin_data.plugin_name = "histograms"
+    t = value.tensor
+    t.dtype = 2  # DT_DOUBLE
+    t.tensor_shape.dim.add(size=len(c))
+    t.tensor_shape.dim.add(size=3)
+    t.tensor_content = struct.pack(f"<{len(flat)}d", *flat)
+    return ev.SerializeToString()
+
+
+def scalars_event(
+    step: int, values: Mapping[str, float], wall: float, described: set[str]
+) -> bytes:
+    """The serialized ``Event`` :meth:`Recorder.scalars` writes (no TensorFlow needed).
+
+    ``described``: the tags that already carried their metadata; updated here.
+    """
+    out = bytearray()
+    for tag, v in values.items():
+        known = tag in described
+        if not known:
+            described.add(tag)
+        value = _scalar_value(tag, float(v), known)
+        out += b"\x0a" + _varint(len(value)) + value
+    event = bytearray(b"\x09")
+    event += _DOUBLE.pack(wall)
+    event += b"\x10" + _varint(int(step) & 0xFFFFFFFFFFFFFFFF)
+    event += b"\x2a" + _varint(len(out)) + out
+    return bytes(event)
 
 
 def _scalar_value(tag: str, v: float, described: bool) -> bytes:
