@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from PySide6.QtGui import QTextCursor
+from PySide6.QtWidgets import QApplication
 
 from tfstudio.core.commands import (
     DeleteCheckpoint,
@@ -205,3 +206,28 @@ def test_command_line_options_reach_the_control_panel(window):
     assert window.control.eager_action.isChecked()
     assert window.control.lr_label.text() == "next run: 0.02"
     assert window.control.options.stop_at_step == 17
+
+
+def test_pause_and_resume_keep_the_toolbar_still(window, run):
+    """The Pause button reads Resume while paused; Stop and what follows must not move."""
+    toolbar = window.toolbar
+    actions = (window.stop_action, window.control.save_action, window.control.eager_action)
+    pause = toolbar.widgetForAction(window.control.pause_action)
+    run.started().fit().steps(5).frame()
+
+    def geometry():
+        return [toolbar.widgetForAction(a).geometry() for a in actions] + [
+            window.control.lr_widget.geometry()
+        ]
+
+    QApplication.processEvents()
+    before, pause_before = geometry(), pause.geometry()
+    run.emit(RunState("paused", 5)).frame()
+    QApplication.processEvents()
+    assert window.control.pause_action.text() == "Resume"
+    assert geometry() == before
+    assert pause.geometry() == pause_before
+    assert pause.width() >= pause.sizeHint().width()  # "Resume" fits
+    run.emit(RunState("running", 5)).frame()
+    QApplication.processEvents()
+    assert geometry() == before

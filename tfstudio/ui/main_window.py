@@ -13,7 +13,15 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
-from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QMenu, QStyle, QWidget
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QFileDialog,
+    QMainWindow,
+    QMenu,
+    QStyle,
+    QToolBar,
+    QWidget,
+)
 
 from tfstudio.core.advisor import check_source
 from tfstudio.core.channel import Channel
@@ -223,6 +231,10 @@ class MainWindow(QMainWindow):
         toolbar.addWidget(self.control.lr_widget)
         toolbar.addSeparator()
         toolbar.addAction(self.clear_console_action)
+        self.toolbar = toolbar
+        # Pause reads "Resume" while paused: the button keeps the wider text's width,
+        # so Stop never slides under the cursor.
+        _reserve_width(toolbar, self.control.pause_action, self.control.PAUSE_TEXTS)
         self._rebuild_recent_menu()
 
     # -- public API (used by app.py and the CLI) ---------------------------
@@ -478,6 +490,20 @@ class MainWindow(QMainWindow):
         self.bridge.stop()
         self.system.stop()
         super().closeEvent(event)
+
+
+def _reserve_width(toolbar: QToolBar, action: QAction, texts: Sequence[str]) -> None:
+    """Give ``action``'s toolbar button the width of its widest text, so it never resizes."""
+    button = toolbar.widgetForAction(action)
+    if button is None:
+        return
+    current = action.text()
+    widths = []
+    for text in texts:
+        action.setText(text)
+        widths.append(button.sizeHint().width())
+    action.setText(current)
+    button.setMinimumWidth(max(widths))
 
 
 def _end_detail(end: RunEnded) -> str:

@@ -81,6 +81,7 @@ class ControlPanel(QObject):
     """
 
     state_changed = Signal()
+    PAUSE_TEXTS = ("Pause", "Resume")  # what the pause button reads (its width fits both)
     notice = Signal(str)  # a short line for the status bar (retracing, refused LR change)
 
     def __init__(self, launcher: Launcher, parent: QWidget, confirm: Confirm | None = None) -> None:
@@ -133,6 +134,9 @@ class ControlPanel(QObject):
         self.mode_label.setObjectName("executionMode")
         self.mode_label.setToolTip("Execution mode of the running fit and how many times "
                                    "its train step was traced into a graph")  # fmt: skip
+        # Room for a three-digit trace count: a retrace must not shift the LR field.
+        width = self.mode_label.fontMetrics().horizontalAdvance("eager · traced 999×")
+        self.mode_label.setMinimumWidth(width + 4)
         self.lr_widget = QWidget(parent)
         self.lr_edit = QLineEdit(self.lr_widget)
         self.lr_edit.setPlaceholderText("learning rate")
