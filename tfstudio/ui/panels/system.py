@@ -192,6 +192,7 @@ class SystemPanel(QWidget):
         self.pauses: list[list[float]] = []  # [start, end] in run time; end NaN while paused
         self._paused = False
         self._gap_at: float | None = None  # a break to write before the next point
+        self._boundary: tuple[float, int] | None = None  # last step before an epoch/fit end
         self._last_step_arrival = -1e9
         self._in_fit = False
         self.notice_text = ""
@@ -225,6 +226,9 @@ class SystemPanel(QWidget):
         self._last_step_arrival = arrival
         if self._paused:  # a step means training goes on, even if the resume event lags
             self._end_pause(steps[0].time)
+        boundary, self._boundary = self._boundary, None
+        if boundary is not None and self._is_gap(boundary, steps[0]):
+            self._add_gap(boundary[0])
         start = self._prev_step
         prev = start
         for step in steps:
@@ -269,6 +273,13 @@ class SystemPanel(QWidget):
         if len(self.steps) and self._gap_at is None:
             self._gap_at = t
 
+    def _mark_boundary(self) -> None:
+        """An epoch or fit ended: the next step only starts a measurement, and if
+        what ran meanwhile (validation, callbacks, the script) took long, it is a gap."""
+        if self._prev_step is not None:
+            self._boundary = self._prev_step
+        self._prev_step = None
+
     def _start_pause(self) -> None:
         t = self._prev_step[0] if self._prev_step is not None else 0.0
         self._add_gap(t)
@@ -304,12 +315,10 @@ class SystemPanel(QWidget):
             self._in_fit = True
             self._prev_step = None
         elif isinstance(event, EpochEnded):
-            self._add_gap(event.time)  # the validation pass is not a step
-            self._prev_step = None
+            self._mark_boundary()  # the validation pass is not a step
         elif isinstance(event, FitEnded):
             self._in_fit = False
-            self._add_gap(event.time)
-            self._prev_step = None
+            self._mark_boundary()
         elif isinstance(event, RunState):
             if event.state == "paused":
                 self._start_pause()
