@@ -55,7 +55,7 @@ def run_app(
     if x_axis:
         window.metrics.set_x_mode(x_axis)
     if view:
-        window.inspector.show_view(view)
+        window.show_view(view)
     if sample_every:
         window.inspector.model.set_sample_every(sample_every)
     window.show()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import QDockWidget
 
 from tfstudio.ui.main_window import MAX_RECENT, MainWindow
 
@@ -239,3 +241,28 @@ def test_run_button_passes_the_command_line_arguments_of_that_script(
     other.write_text("print(1)\n")
     assert window.open_script(str(other))
     assert window.script_args == ()
+
+
+def test_view_system_raises_and_enlarges_the_system_dock(window, tmp_path):
+    """``tfstudio SCRIPT --view system``: parsed, then the System dock in front and wide."""
+    from PySide6.QtWidgets import QApplication
+
+    from tfstudio.cli import VIEWS as CLI_VIEWS
+    from tfstudio.cli import gui_parser
+    from tfstudio.ui.main_window import VIEWS
+
+    assert set(CLI_VIEWS) == set(VIEWS)
+    assert gui_parser().parse_args(["train.py", "--view", "system"]).view == "system"
+    dock = window.findChild(QDockWidget, "systemDock")
+    window.inspector.show_view("model")  # the model tree tab in front of the System dock
+    QApplication.processEvents()
+    assert window.system.visibleRegion().isEmpty()
+    narrow = dock.width()
+    window.show_view("system")
+    QApplication.processEvents()
+    assert not window.system.visibleRegion().isEmpty()
+    assert dock.width() > narrow + 100
+    window.grab().save(str(tmp_path / "view_system.png"))
+    with pytest.raises(ValueError, match="expected one of"):
+        window.show_view("nope")
+

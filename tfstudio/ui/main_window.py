@@ -35,6 +35,7 @@ from tfstudio.ui.bridge import Bridge
 from tfstudio.ui.panels.checkpoints import CheckpointsPanel
 from tfstudio.ui.panels.console import ConsolePanel
 from tfstudio.ui.panels.control import ControlPanel
+from tfstudio.ui.panels.inspector import VIEWS as INSPECTOR_VIEWS
 from tfstudio.ui.panels.inspector import InspectorPanels
 from tfstudio.ui.panels.metrics import MetricsPanel
 from tfstudio.ui.panels.notices import NoticesPanel
@@ -46,6 +47,8 @@ APP_NAME = "tfstudio"
 RECENT_KEY = "recent_scripts"
 MAX_RECENT = 10
 MESSAGE_MS = 15_000
+VIEWS = (*INSPECTOR_VIEWS, "system")  # what ``--view`` may show
+SYSTEM_VIEW_WIDTH = 720  # the System dock, enlarged when it is the view asked for
 
 
 class MainWindow(QMainWindow):
@@ -309,6 +312,17 @@ class MainWindow(QMainWindow):
             inspector_budget=inspector.inspector_budget,
             sample_every=inspector.sample_every,
         )
+
+    def show_view(self, name: str) -> None:
+        """Bring a view to the front: an inspector view, or ``"system"`` (the dock, enlarged)."""
+        if name not in VIEWS:
+            raise ValueError(f"unknown view {name!r}: expected one of {', '.join(VIEWS)}")
+        if name != "system":
+            self.inspector.show_view(name)
+            return
+        self._system_dock.show()
+        self._system_dock.raise_()
+        self.resizeDocks([self._system_dock], [SYSTEM_VIEW_WIDTH], Qt.Orientation.Horizontal)
 
     def stop_run(self) -> None:
         """Ask the current run to stop at the next step; pressed again, stop it harder.
