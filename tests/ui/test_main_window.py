@@ -266,3 +266,28 @@ def test_view_system_raises_and_enlarges_the_system_dock(window, tmp_path):
     with pytest.raises(ValueError, match="expected one of"):
         window.show_view("nope")
 
+
+def test_metrics_area_says_a_run_failed_and_why(window, launcher, run, tmp_path):
+    """A script that crashes before its first metric: the empty area tells it, not 'press Run'."""
+    segv = tmp_path / "segv.py"
+    segv.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    assert window.open_script(str(segv))
+    assert window.metrics.placeholder().startswith("segv.py is open")
+    assert window.run_script()
+    run.frame()
+    assert "segv.py is running" in window.metrics.placeholder()
+    run.ended("failed", -11, fits=0, message="the script's process died of SIGSEGV").frame()
+    text = window.metrics.placeholder()
+    assert text.startswith("segv.py failed") and "died of SIGSEGV" in text
+    assert "is open" not in text
+    window.grab().save(str(tmp_path / "failed_placeholder.png"))
+
+
+def test_metrics_area_names_the_exception_of_a_failed_run(window, run, script, script_error):
+    window.open_script(str(script))
+    window.run_script()
+    run.frame()
+    run.ended("failed", 1, fits=0, error=script_error(str(script), 3)).frame()
+    text = window.metrics.placeholder()
+    assert "train.py failed" in text
+    assert "ZeroDivisionError: division by zero" in text and f"{script}:3" in text

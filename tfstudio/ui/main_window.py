@@ -346,14 +346,36 @@ class MainWindow(QMainWindow):
         if event.script and event.script != self._script:
             self._script = event.script
             self._update_title()
+        name = Path(event.script).name if event.script else "The script"
+        self.metrics.set_placeholder(
+            f"{name} is running — its metrics appear here from the first training step."
+        )
         self._update_state()
 
     def _on_run_ended(self, event: RunEnded) -> None:
         self._running = False
         self._stopping = False
         self._last_end = event
+        self.metrics.set_placeholder(self._ended_placeholder(event))
         self._update_state()
         self.run_finished.emit(event.status, event.exit_code)
+
+    def _ended_placeholder(self, end: RunEnded) -> str:
+        """What the empty metrics area says once a run ended without a metric to show."""
+        name = Path(self._script).name if self._script else "The script"
+        again = "Press Run (F5) to run it again."
+        if end.status == "failed":
+            err = end.error
+            if err is not None:
+                why = f"{err.type_name}: {err.message}\nat {err.location()}"
+            else:
+                why = end.message or f"exit code {end.exit_code}"
+            return f"{name} failed — {why}\nThe console has the details. {again}"
+        if end.status == "stopped":
+            return f"{name} was stopped before a metric arrived. {again}"
+        if end.fits == 0 and end.loops == 0:
+            return f"{name} finished without training a model (no fit or loop ran). {again}"
+        return f"{name} finished without reporting a metric. {again}"
 
     def _on_engine_status(self, event: EngineStatus) -> None:
         if event.state == "stopping":
