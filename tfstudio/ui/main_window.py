@@ -185,6 +185,7 @@ class MainWindow(QMainWindow):
         self.control = ControlPanel(self.launcher, parent=self)
         self.control.state_changed.connect(self._update_state)
         self.control.notice.connect(lambda text: self.statusBar().showMessage(text, MESSAGE_MS))
+        self.control.console_note.connect(self.console.note)
         self.checkpoints = CheckpointsPanel(self.launcher, parent=self)
         self._checkpoints_dock = QDockWidget("Checkpoints", self)
         self._checkpoints_dock.setObjectName("checkpointsDock")
