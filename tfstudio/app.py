@@ -59,7 +59,7 @@ def run_app(
     if smoothing is not None:
         window.metrics.set_smoothing(smoothing)
     if view:
-        window.inspector.show_view(view)
+        window.show_view(view)
     if sample_every:
         window.inspector.model.set_sample_every(sample_every)
     window.show()

@@ -15,7 +15,7 @@ from tfstudio.core.options import RunOptions
 
 NAN_EXIT_CODE = 3  # engine/control.py: a run stopped by --on-nan stop exits with this
 
-VIEWS = ("metrics", "model", "weights", "gradients", "outputs", "walk")
+VIEWS = ("metrics", "model", "weights", "gradients", "outputs", "walk", "system")
 
 GUI_EPILOG = """\
 script arguments: put them after '--', e.g.  tfstudio train.py --run -- --epochs 3

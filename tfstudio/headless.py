@@ -97,8 +97,8 @@ def describe(tracker: ProgressTracker) -> str:
         f"{fit}{epoch}",
         step,
         loss,
-        f"{p.rate:.0f} steps/s",
-        f"ETA {format_duration(p.eta)}",
+        f"paused at step {p.global_step}" if p.paused else f"{p.rate:.0f} steps/s",
+        "" if p.paused else f"ETA {format_duration(p.eta)}",
     ]
     return (
         f"{bar} " + " | ".join(x for x in parts if x) if bar else " | ".join(x for x in parts if x)

@@ -6,7 +6,13 @@ import pytest
 
 from tfstudio.core.channel import Channel
 from tfstudio.core.commands import Pause, Stop
-from tfstudio.core.events import FitStarted, ModelSummary, StepEnded
+from tfstudio.core.events import (
+    CheckpointRestored,
+    FitStarted,
+    ModelSummary,
+    RunState,
+    StepEnded,
+)
 from tfstudio.core.progress import ProgressTracker, format_duration, format_value
 from tfstudio.core.scripts import ScriptPathError, check_script
 
@@ -55,6 +61,28 @@ def test_progress_rate_eta_and_fraction():
     assert p.eta == pytest.approx(1.5)  # 150 steps left at 100 steps/s
     assert p.fraction() == pytest.approx(0.25)
     assert p.loss_key == "loss" and p.loss == pytest.approx(2.0 / 50)
+
+
+def test_progress_after_a_pause_and_a_restore_counts_only_the_steps_after_it():
+    """Every step after the rate restarts feeds here (as the headless viewer does)."""
+    tr = ProgressTracker(window=1.0)
+    model = ModelSummary("m", "Sequential", (), 10, 10)
+    tr.feed(FitStarted(0, model, 1, 0, 1000, 1, 0, 0.0))
+    for i in range(1, 301):
+        tr.feed(_step(i, 0, i, i * 0.01))
+    tr.feed(RunState("paused", 300))
+    assert tr.progress.paused and tr.progress.rate == 0.0 and tr.progress.eta is None
+    tr.feed(CheckpointRestored("/ck/ckpt-1", 100, 100))
+    assert tr.progress.global_step == 100
+    tr.feed(RunState("running", 100))
+    t = 3.0 + 120.0  # two minutes paused
+    for i in range(101, 302):
+        t += 0.02
+        tr.feed(_step(i, 0, i, t))
+    p = tr.progress
+    assert not p.paused
+    assert p.rate == pytest.approx(50.0)  # never negative, never diluted by the pause
+    assert p.eta == pytest.approx((1000 - 301) / 50.0)
 
 
 def test_formatting():

@@ -34,7 +34,7 @@ def test_example_runs_headless_with_per_step_points(name, capfd):
         assert "Run finished after" in err and "0 fits, 1 loop, 300 steps" in err
         return
     assert "tfstudio: fit 1:" in err
-    steps = int(re.search(r"Run finished after [\d:]+: 1 fit, (\d+) steps", err).group(1))
+    steps = int(re.search(r"Run finished after [\d:.]+(?: s)?: 1 fit, (\d+) steps", err).group(1))
     assert steps > 0
     assert "tfstudio: epoch 1:" in err and "loss" in err  # per-epoch lines off a terminal
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 
-from tfstudio.ui.panels.console import STREAM_COLOURS, ConsoleBuffer, ConsolePanel
+from tfstudio.core.events import ConsoleOutput
+from tfstudio.ui.panels.console import FOLD_COLOUR, STREAM_COLOURS, ConsoleBuffer, ConsolePanel
 
 
 def colour_at(panel, needle):
@@ -117,3 +119,97 @@ def test_failed_run_traceback_is_shown_once(window, run, script_error):
     text = window.console.text()
     assert text.count("Traceback (most recent call last)") == 1
     assert "ZeroDivisionError: division by zero at /proj/train.py:7" in text
+
+
+# What TensorFlow 2.21 wrote on this machine (CPU only) at import and at its first op.
+TF_STARTUP = [
+    "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n",
+    "I0000 00:00:1795485259.405270    3261 cudart_stub.cc:31] Could not find cuda drivers on "
+    "your machine, GPU will not be used.\n",
+    "I0000 00:00:1795485259.543421    3261 cpu_feature_guard.cc:227] This TensorFlow binary is "
+    "optimized to use available CPU instructions in performance-critical operations.\n"
+    "To enable the following instructions: AVX2 FMA, in other operations, rebuild TensorFlow "
+    "with the appropriate compiler flags.\n",
+]
+CUINIT = (
+    "E0000 00:00:1795485264.953825    3261 cuda_platform.cc:52] failed call to cuInit: "
+    "INTERNAL: CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)\n"
+)
+
+
+def _click_line(panel, needle):
+    from PySide6.QtCore import QPoint
+    from PySide6.QtTest import QTest
+
+    view = panel.view
+    block = view.document().findBlock(panel.text().index(needle))
+    rect = view.blockBoundingGeometry(block).translated(view.contentOffset())
+    point = QPoint(int(rect.left()) + 30, int(rect.center().y()))
+    QTest.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=point)
+
+
+def test_tensorflow_start_up_lines_fold_into_one_quiet_line_that_expands(window, run, tmp_path):
+    from tfstudio.core.events import FitStarted, ModelSummary
+
+    console = window.console
+    for chunk in TF_STARTUP:  # a warm worker's import: before the run starts
+        run.emit(ConsoleOutput("stderr", chunk, native=True))
+    run.started("/tmp/train.py")
+    run.emit(ConsoleOutput("stdout", "loading data\n"))  # the script's own line
+    run.emit(ConsoleOutput("stderr", CUINIT[:40], native=True))  # split across chunks
+    run.emit(ConsoleOutput("stderr", CUINIT[40:], native=True))
+    run.emit(ConsoleOutput("stderr", "W0000 00:00:1.0  1 my_op.cc:12] the script's own op\n", True))
+    run.frame()
+    text = console.text()
+    lines = text.splitlines()
+    assert lines[0] == "Run started: /tmp/train.py"
+    assert lines[1] == "▸ TensorFlow start-up: 5 messages, no GPU found (click to show)"
+    assert "loading data" in text and "the script's own op" in text  # never hidden
+    for hidden in (
+        "cudart_stub",
+        "absl::InitializeLog",
+        "cpu_feature_guard",
+        "To enable",
+        "cuInit",
+    ):
+        assert hidden not in text
+    assert colour_at(console, "TensorFlow start-up") == (FOLD_COLOUR, True)
+    console.grab().save(str(tmp_path / "folded.png"))
+
+    _click_line(console, "TensorFlow start-up")
+    text = console.text()
+    assert "▾ TensorFlow start-up: 5 messages, no GPU found (click to hide)" in text
+    assert (
+        "cudart_stub.cc:31] Could not find cuda drivers" in text and "UNKNOWN ERROR (303)" in text
+    )
+    assert text.index("cudart_stub") < text.index("loading data")  # under the fold's line
+    console.grab().save(str(tmp_path / "expanded.png"))
+    _click_line(console, "TensorFlow start-up")
+    assert "cudart_stub" not in console.text() and "(click to show)" in console.text()
+
+    # once training starts nothing more is folded, whatever it looks like
+    model = ModelSummary("m", "Sequential", (), 1, 1)
+    run.emit(FitStarted(0, model, 1, 0, 1, 1, 0, 0.0))
+    run.emit(ConsoleOutput("stderr", TF_STARTUP[1], native=True)).frame()
+    assert "cudart_stub" in console.text()
+
+
+def test_only_native_stderr_before_training_is_folded(window, run):
+    run.started()
+    run.emit(ConsoleOutput("stderr", TF_STARTUP[0]))  # written by Python code: not native
+    run.emit(ConsoleOutput("stdout", TF_STARTUP[1], native=True))  # fd 1, not TF's log
+    run.frame()
+    text = window.console.text()
+    assert "absl::InitializeLog" in text and "cudart_stub" in text
+    assert "TensorFlow start-up" not in text
+
+
+def test_each_run_gets_its_own_fold(window, run):
+    run.started().emit(ConsoleOutput("stderr", TF_STARTUP[1], native=True))
+    run.ended("finished", 0, fits=0)
+    run.emit(ConsoleOutput("stderr", TF_STARTUP[1], native=True))  # the next worker's import
+    run.started().emit(ConsoleOutput("stderr", CUINIT, native=True)).frame()
+    text = window.console.text()
+    assert text.count("TensorFlow start-up: 1 message, no GPU found") == 1
+    assert text.count("TensorFlow start-up: 2 messages, no GPU found") == 1
+    assert len(window.console.startup_folds()) == 2

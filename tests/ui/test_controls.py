@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from PySide6.QtGui import QTextCursor
+from PySide6.QtWidgets import QApplication
 
 from tfstudio.core.commands import (
     DeleteCheckpoint,
@@ -205,3 +206,67 @@ def test_command_line_options_reach_the_control_panel(window):
     assert window.control.eager_action.isChecked()
     assert window.control.lr_label.text() == "next run: 0.02"
     assert window.control.options.stop_at_step == 17
+
+
+def test_pause_and_resume_keep_the_toolbar_still(window, run):
+    """The Pause button reads Resume while paused; Stop and what follows must not move."""
+    toolbar = window.toolbar
+    actions = (window.stop_action, window.control.save_action, window.control.eager_action)
+    pause = toolbar.widgetForAction(window.control.pause_action)
+    run.started().fit().steps(5).frame()
+
+    def geometry():
+        return [toolbar.widgetForAction(a).geometry() for a in actions] + [
+            window.control.lr_widget.geometry()
+        ]
+
+    QApplication.processEvents()
+    before, pause_before = geometry(), pause.geometry()
+    run.emit(RunState("paused", 5)).frame()
+    QApplication.processEvents()
+    assert window.control.pause_action.text() == "Resume"
+    assert geometry() == before
+    assert pause.geometry() == pause_before
+    assert pause.width() >= pause.sizeHint().width()  # "Resume" fits
+    run.emit(RunState("running", 5)).frame()
+    QApplication.processEvents()
+    assert geometry() == before
+
+
+def test_a_restore_that_replaces_a_typed_learning_rate_says_so_and_offers_it_again(
+    window, run, launcher
+):
+    """Paused, the user sets 0.01; a Restore brings the checkpoint's 0.001 back."""
+    control = window.control
+    run.started().fit().emit(LearningRate(0, 0.001, False)).steps(20).frame()
+    run.emit(RunState("paused", 20)).frame()
+    control.lr_edit.setText("0.01")
+    control.lr_button.click()
+    assert sent(launcher) == [SetLearningRate(0.01, replace_schedule=False)]
+    run.emit(LearningRate(20, 0.009999999776482582, False)).frame()  # float32, as TF sends it
+    assert not control.reapply_button.isVisible()
+    run.emit(CheckpointRestored("/tmp/ckpt/ckpt-1", 10, 10), LearningRate(10, 0.001, False))
+    run.frame()
+    console = window.console.text()
+    assert "The restored checkpoint brought its own learning rate (0.001)" in console
+    assert "the 0.01 you set was replaced" in console
+    assert control.lr_label.text() == "0.001 (restored)"
+    assert control.reapply_button.isVisible()
+    assert control.reapply_button.text() == "Re-apply 0.01"
+    control.reapply_button.click()
+    assert sent(launcher)[-1] == SetLearningRate(0.01, replace_schedule=False)
+    run.emit(LearningRate(10, 0.01, False)).frame()
+    assert not control.reapply_button.isVisible()
+    assert control.lr_label.text() == "0.01"
+
+
+def test_a_restore_keeping_the_typed_rate_or_with_none_typed_says_nothing(window, run):
+    control = window.control
+    run.started().fit().emit(LearningRate(0, 0.001, False)).steps(5)
+    run.emit(RunState("paused", 5), CheckpointRestored("/tmp/c/ckpt-1", 2, 2))
+    run.emit(LearningRate(2, 0.001, False)).frame()
+    assert "learning rate" not in window.console.text()
+    assert not control.reapply_button.isVisible()
+    control.set_learning_rate(0.001)
+    run.emit(CheckpointRestored("/tmp/c/ckpt-1", 2, 2), LearningRate(2, 0.001, False)).frame()
+    assert "learning rate" not in window.console.text()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import QDockWidget
 
 from tfstudio.ui.main_window import MAX_RECENT, MainWindow
 
@@ -239,3 +241,53 @@ def test_run_button_passes_the_command_line_arguments_of_that_script(
     other.write_text("print(1)\n")
     assert window.open_script(str(other))
     assert window.script_args == ()
+
+
+def test_view_system_raises_and_enlarges_the_system_dock(window, tmp_path):
+    """``tfstudio SCRIPT --view system``: parsed, then the System dock in front and wide."""
+    from PySide6.QtWidgets import QApplication
+
+    from tfstudio.cli import VIEWS as CLI_VIEWS
+    from tfstudio.cli import gui_parser
+    from tfstudio.ui.main_window import VIEWS
+
+    assert set(CLI_VIEWS) == set(VIEWS)
+    assert gui_parser().parse_args(["train.py", "--view", "system"]).view == "system"
+    dock = window.findChild(QDockWidget, "systemDock")
+    window.inspector.show_view("model")  # the model tree tab in front of the System dock
+    QApplication.processEvents()
+    assert window.system.visibleRegion().isEmpty()
+    narrow = dock.width()
+    window.show_view("system")
+    QApplication.processEvents()
+    assert not window.system.visibleRegion().isEmpty()
+    assert dock.width() > narrow + 100
+    window.grab().save(str(tmp_path / "view_system.png"))
+    with pytest.raises(ValueError, match="expected one of"):
+        window.show_view("nope")
+
+
+def test_metrics_area_says_a_run_failed_and_why(window, launcher, run, tmp_path):
+    """A script that crashes before its first metric: the empty area tells it, not 'press Run'."""
+    segv = tmp_path / "segv.py"
+    segv.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    assert window.open_script(str(segv))
+    assert window.metrics.placeholder().startswith("segv.py is open")
+    assert window.run_script()
+    run.frame()
+    assert "segv.py is running" in window.metrics.placeholder()
+    run.ended("failed", -11, fits=0, message="the script's process died of SIGSEGV").frame()
+    text = window.metrics.placeholder()
+    assert text.startswith("segv.py failed") and "died of SIGSEGV" in text
+    assert "is open" not in text
+    window.grab().save(str(tmp_path / "failed_placeholder.png"))
+
+
+def test_metrics_area_names_the_exception_of_a_failed_run(window, run, script, script_error):
+    window.open_script(str(script))
+    window.run_script()
+    run.frame()
+    run.ended("failed", 1, fits=0, error=script_error(str(script), 3)).frame()
+    text = window.metrics.placeholder()
+    assert "train.py failed" in text
+    assert "ZeroDivisionError: division by zero" in text and f"{script}:3" in text

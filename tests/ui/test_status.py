@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tfstudio.core.events import CheckpointRestored, RunState
+
 
 def test_progress_texts_during_a_fit(window, run):
     run.started().fit(epochs=5, steps_per_epoch=100)
@@ -65,3 +67,36 @@ def test_finished_and_stopped(window, run):
     assert window.status.state_text().startswith("finished — 10 steps")
     run.started().fit().steps(1).fit_end(stopped=True).ended("stopped", 0).frame()
     assert window.status.state_text().startswith("stopped")
+
+
+def test_pause_restore_resume_shows_paused_then_a_fresh_rate(window, run):
+    """A restore to an earlier step never gives a negative rate, nor counts the paused time."""
+    run.started().fit(epochs=5, steps_per_epoch=1000)
+    run.steps(300, epoch=0, dt=0.01).frame()
+    status = window.status
+    assert status.rate_label.text() == "100 steps/s"
+    run.emit(RunState("paused", 300)).frame()
+    assert status.rate_label.text() == "paused at step 300"
+    assert status.eta_label.text() == "ETA --"
+    run.time += 60.0  # a minute paused
+    run.emit(CheckpointRestored("/tmp/ckpt/ckpt-1", 120, 120)).frame()
+    assert status.rate_label.text() == "paused at step 120"
+    run.emit(RunState("running", 120)).frame()
+    run.global_step = 120
+    run.time += 5.0  # the first step after the resume carries the wait
+    run.steps(1, epoch=0, dt=0.0, start=120).frame()
+    assert "paused" not in status.rate_label.text()
+    assert "-" not in status.rate_label.text().replace("--", "")
+    run.steps(150, epoch=0, dt=0.02, start=121).frame()
+    assert status.rate_label.text() == "50 steps/s"  # only the steps after the resume
+    assert status.eta_label.text().startswith("ETA ")
+    assert status.eta_label.text() != "ETA --"
+
+
+def test_a_step_after_a_pause_clears_it_even_if_the_resume_event_is_missed(window, run):
+    run.started().fit(epochs=1, steps_per_epoch=1000).steps(50, dt=0.01)
+    run.emit(RunState("paused", 50)).frame()
+    assert window.status.rate_label.text() == "paused at step 50"
+    run.time += 30.0
+    run.steps(50, dt=0.01, start=50).frame()
+    assert window.status.rate_label.text() == "100 steps/s"

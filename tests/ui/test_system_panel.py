@@ -52,7 +52,8 @@ def test_cpu_only_run_shows_process_and_machine_and_no_gpu(window, run):
     assert not panel.gpu_util_curves and not panel.note.isVisible()
     assert len(panel.samples) >= 2 and panel.samples[-1].process_rss > 10e6
     x, y = panel.step_curve.getData()
-    assert len(x) == 1 and abs(y[0] - 20.0) < 1e-6  # 20 ms per step, from the step events
+    # 20 ms per step, from the step events: one point per batch of arrivals
+    assert len(x) == 2 and max(abs(y - 20.0)) < 1e-6
     assert window.status.device_label.text() == "CPU"
     _grab(window.system, "system_cpu_only.png")
 
@@ -155,3 +156,84 @@ def test_hidden_dock_keeps_sampling_and_draws_when_shown(window, run):
     window._system_dock.toggleViewAction().trigger()  # show
     x, _ = panel.rss_curve.getData()
     assert len(x) == 2
+
+
+def _step_series(panel):
+    import numpy as np
+
+    x, y = panel.steps.view()
+    return np.asarray(x), np.asarray(y)
+
+
+def test_a_pause_is_a_gap_in_step_time_not_a_slow_step(window, run):
+    """Paused for 100 s between two stretches at 10 ms a step: no point near 100 s."""
+    import numpy as np
+
+    from tfstudio.core.events import CheckpointRestored, RunState
+
+    panel = window.system
+    panel.gpu_reader = GpuReader(FakeNvml([]))
+    run.started().fit(epochs=1, steps_per_epoch=10_000)
+    run.steps(50, dt=0.01).frame()
+    run.steps(50, dt=0.01, start=50).frame()
+    run.emit(RunState("paused", 100)).frame()
+    run.time += 100.0
+    run.emit(CheckpointRestored("/tmp/ckpt/ckpt-1", 60, 60), RunState("running", 60)).frame()
+    run.global_step = 60
+    run.steps(1, dt=0.0, start=60).frame()  # the step after Resume carries the pause
+    run.steps(50, dt=0.01, start=61).frame()
+    x, y = _step_series(panel)
+    finite = y[np.isfinite(y)]
+    assert finite.max() < 20.0, f"a point carries the pause: {finite.max():.0f} ms"
+    assert np.isnan(y).sum() == 1  # one break, where the pause was
+    gap = int(np.flatnonzero(np.isnan(y))[0])
+    assert x[gap - 1] < 1.01 < x[gap + 1]  # between the last step before and the first after
+    assert len(panel.pauses) == 1
+    start, end = panel.pauses[0]
+    assert abs(start - 1.0) < 1e-9 and abs(end - 101.0) < 1e-9
+    panel.sample_now()
+    assert len(panel.pause_marks) == 1
+    lo, hi = panel.pause_marks[0].getRegion()
+    assert hi - lo > 99.0
+    _grab(window.system, "system_pause_gap.png")
+
+
+def test_a_stretch_without_steps_is_a_gap_not_a_slow_step(window, run):
+    """A loop that evaluates for 8 s between two stretches of 10 ms steps (no event marks it)."""
+    import numpy as np
+
+    panel = window.system
+    panel.gpu_reader = GpuReader(FakeNvml([]))
+    run.started().fit(epochs=1, steps_per_epoch=None)
+    for i in range(5):
+        run.steps(20, dt=0.01, start=20 * i).frame()
+    run.time += 8.0  # evaluating, saving: no steps
+    run.steps(20, dt=0.01, start=100).frame()  # the gap arrives inside one batch of steps
+    x, y = _step_series(panel)
+    finite = y[np.isfinite(y)]
+    assert finite.max() < 20.0 and np.isnan(y).sum() == 1
+    assert abs(finite[-1] - 10.0) < 1e-6  # the steps after the gap are measured on their own
+    assert not panel.pauses  # not a pause: only a gap
+
+
+def test_an_epoch_boundary_breaks_the_line_and_the_series_never_ends_in_a_gap(window, run):
+    import numpy as np
+
+    panel = window.system
+    run.started().fit(epochs=2, steps_per_epoch=20)
+    run.steps(10, dt=0.01).frame()
+    run.steps(10, dt=0.01, start=10).epoch_end(0, loss=0.1).frame()
+    x, y = _step_series(panel)
+    assert np.isfinite(y).all()
+    run.time += 3.0  # validation
+    run.steps(10, epoch=1, dt=0.01).frame()
+    run.steps(10, epoch=1, dt=0.01, start=10).fit_end().frame()
+    x, y = _step_series(panel)
+    assert np.isnan(y).sum() == 1 and np.isfinite(y[-1])
+    assert np.nanmax(y) < 20.0
+    run.fit(epochs=1, steps_per_epoch=20)
+    run.time += 0.03  # a quick boundary: no gap worth a break (short epochs stay one line)
+    run.steps(10, dt=0.01).frame()
+    run.steps(10, dt=0.01, start=10).frame()
+    x, y = _step_series(panel)
+    assert np.isnan(y).sum() == 1 and np.nanmax(y) < 20.0

@@ -230,22 +230,30 @@ class RunEnded:
     loops: int = 0  # custom training loops discovered (engine/loops.py)
 
     def summary(self) -> str:
-        """One line for consoles and terminals: how the run ended and after what."""
-        took = format_duration(self.time)
-        if self.status == "failed" and self.error is not None:
-            err = self.error
-            return (
-                f"Run failed after {took}: {err.type_name}: {err.message} "
-                f"at {err.location()} (exit code {self.exit_code})"
-            )
+        """One line for consoles and terminals: how the run ended and after what.
+
+        A failed run says what ran before the error, as a finished one does.
+        """
+        took = _elapsed(self.time)
         fits = f"{self.fits} fit{'' if self.fits == 1 else 's'}"
         if self.loops:
             fits += f", {self.loops} loop{'' if self.loops == 1 else 's'}"
+        done = f"{fits}, {self.global_step} step{'' if self.global_step == 1 else 's'}"
+        if self.status == "failed" and self.error is not None:
+            err = self.error
+            return (
+                f"Run failed after {took}: {done} — {err.type_name}: {err.message} "
+                f"at {err.location()} (exit code {self.exit_code})"
+            )
         extra = f" — {self.message}" if self.message else ""
-        return (
-            f"Run {self.status} after {took}: {fits}, {self.global_step} steps "
-            f"(exit code {self.exit_code}){extra}"
-        )
+        return f"Run {self.status} after {took}: {done} (exit code {self.exit_code}){extra}"
+
+
+def _elapsed(seconds: float) -> str:
+    """A run's duration: tenths of a second under one second (never a bare ``0:00``)."""
+    if 0 <= seconds < 1:
+        return f"{seconds:.1f} s"
+    return format_duration(seconds)
 
 
 @dataclass(frozen=True, slots=True)

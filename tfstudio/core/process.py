@@ -128,6 +128,7 @@ class _Worker:
         self.deadline: float | None = None
         self.killed_with: str | None = None
         self.fits = 0
+        self.loops = 0  # custom training loops (FitStarted of kind "loop")
         self.global_step = 0
         self.run_seen = False
         self.t0 = time.monotonic()
@@ -349,7 +350,10 @@ class _Worker:
                 self.ended = event  # type: ignore[assignment]
                 continue  # handed over once the last output is in (see _finish)
             elif kind is FitStarted:
-                self.fits += 1
+                if event.kind == "loop":  # type: ignore[attr-defined]
+                    self.loops += 1
+                else:
+                    self.fits += 1
             elif kind is RunStarted:
                 self.run_seen = True
             emit(event)
@@ -405,6 +409,7 @@ class _Worker:
             time.monotonic() - self.t0,
             None,
             reason,
+            loops=self.loops,
         )
 
     def _reap(self) -> None:

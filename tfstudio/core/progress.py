@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tfstudio.core.events import EpochEnded, FitEnded, FitStarted, StepEnded
+from tfstudio.core.events import (
+    CheckpointRestored,
+    EpochEnded,
+    FitEnded,
+    FitStarted,
+    RunState,
+    StepEnded,
+)
 from tfstudio.core.formatting import format_duration, format_value
 
 __all__ = ["Progress", "ProgressTracker", "format_duration", "format_value"]
@@ -30,6 +37,7 @@ class Progress:
     eta: float | None = None  # seconds left in the current fit
     loss: float | None = None
     loss_key: str = ""
+    paused: bool = False  # training is held: rate and ETA mean nothing until it resumes
 
     def fraction(self) -> float | None:
         """Share of the current fit done, 0..1, or None when unknown."""
@@ -41,6 +49,10 @@ class Progress:
 
 class ProgressTracker:
     """Folds events into a :class:`Progress`; steps/s is smoothed over ~1 s.
+
+    A pause, a resume or a restored checkpoint starts the rate afresh: the first
+    step after it carries the paused time (and a restore moves the step back), so
+    only the steps after it count.
 
     Args:
         window: seconds over which the step rate is averaged.
@@ -58,6 +70,9 @@ class ProgressTracker:
         """Update from one event; events of other kinds are ignored."""
         p = self.progress
         if isinstance(event, StepEnded):
+            if p.paused:  # a step means training goes on (the resume event may lag)
+                p.paused = False
+                self._restart_rate()
             p.epoch = event.epoch + 1
             p.step = event.step
             p.global_step = event.global_step
@@ -85,6 +100,20 @@ class ProgressTracker:
             p.epoch = event.epoch + 1
         elif isinstance(event, FitEnded) and not event.stopped:
             p.eta = 0.0
+        elif isinstance(event, RunState):
+            p.paused = event.state == "paused"
+            p.global_step = event.global_step
+            self._restart_rate()
+        elif isinstance(event, CheckpointRestored):
+            p.global_step = event.step
+            self._restart_rate()
+
+    def _restart_rate(self) -> None:
+        """Forget the rate: the next two steps measure it again."""
+        p = self.progress
+        p.rate = 0.0
+        p.eta = None
+        self._rate_t0 = None
 
     def _update_rate(self, t: float, global_step: int) -> None:
         p = self.progress
@@ -92,6 +121,9 @@ class ProgressTracker:
             self._rate_t0, self._rate_s0 = t, global_step
             return
         dt = t - self._rate_t0
+        if global_step < self._rate_s0:  # the step went back (a restore): measure anew
+            self._rate_t0, self._rate_s0 = t, global_step
+            return
         if dt <= 0:
             return
         if dt >= self.window or p.rate == 0.0:

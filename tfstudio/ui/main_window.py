@@ -13,7 +13,15 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
-from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QMenu, QStyle, QWidget
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QFileDialog,
+    QMainWindow,
+    QMenu,
+    QStyle,
+    QToolBar,
+    QWidget,
+)
 
 from tfstudio.core.advisor import check_source
 from tfstudio.core.channel import Channel
@@ -28,6 +36,7 @@ from tfstudio.ui.bridge import Bridge
 from tfstudio.ui.panels.checkpoints import CheckpointsPanel
 from tfstudio.ui.panels.console import ConsolePanel
 from tfstudio.ui.panels.control import ControlPanel
+from tfstudio.ui.panels.inspector import VIEWS as INSPECTOR_VIEWS
 from tfstudio.ui.panels.inspector import InspectorPanels
 from tfstudio.ui.panels.metric_plot import RunLayer
 from tfstudio.ui.panels.metrics import MetricsPanel
@@ -41,6 +50,8 @@ RECENT_KEY = "recent_scripts"
 MAX_RECENT = 10
 MESSAGE_MS = 15_000
 PREVIOUS_COLOUR = "#666666"  # the script's previous run, faint behind the live one
+VIEWS = (*INSPECTOR_VIEWS, "system")  # what ``--view`` may show
+SYSTEM_VIEW_WIDTH = 720  # the System dock, enlarged when it is the view asked for
 
 
 class MainWindow(QMainWindow):
@@ -182,6 +193,7 @@ class MainWindow(QMainWindow):
         self.control = ControlPanel(self.launcher, parent=self)
         self.control.state_changed.connect(self._update_state)
         self.control.notice.connect(lambda text: self.statusBar().showMessage(text, MESSAGE_MS))
+        self.control.console_note.connect(self.console.note)
         self.checkpoints = CheckpointsPanel(self.launcher, parent=self)
         self._checkpoints_dock = QDockWidget("Checkpoints", self)
         self._checkpoints_dock.setObjectName("checkpointsDock")
@@ -231,6 +243,10 @@ class MainWindow(QMainWindow):
         toolbar.addWidget(self.control.lr_widget)
         toolbar.addSeparator()
         toolbar.addAction(self.clear_console_action)
+        self.toolbar = toolbar
+        # Pause reads "Resume" while paused: the button keeps the wider text's width,
+        # so Stop never slides under the cursor.
+        _reserve_width(toolbar, self.control.pause_action, self.control.PAUSE_TEXTS)
         self._rebuild_recent_menu()
 
     # -- public API (used by app.py and the CLI) ---------------------------
@@ -306,6 +322,17 @@ class MainWindow(QMainWindow):
             sample_every=inspector.sample_every,
         )
 
+    def show_view(self, name: str) -> None:
+        """Bring a view to the front: an inspector view, or ``"system"`` (the dock, enlarged)."""
+        if name not in VIEWS:
+            raise ValueError(f"unknown view {name!r}: expected one of {', '.join(VIEWS)}")
+        if name != "system":
+            self.inspector.show_view(name)
+            return
+        self._system_dock.show()
+        self._system_dock.raise_()
+        self.resizeDocks([self._system_dock], [SYSTEM_VIEW_WIDTH], Qt.Orientation.Horizontal)
+
     def stop_run(self) -> None:
         """Ask the current run to stop at the next step; pressed again, stop it harder.
 
@@ -332,14 +359,36 @@ class MainWindow(QMainWindow):
         if event.script and event.script != self._script:
             self._script = event.script
             self._update_title()
+        name = Path(event.script).name if event.script else "The script"
+        self.metrics.set_placeholder(
+            f"{name} is running — its metrics appear here from the first training step."
+        )
         self._update_state()
 
     def _on_run_ended(self, event: RunEnded) -> None:
         self._running = False
         self._stopping = False
         self._last_end = event
+        self.metrics.set_placeholder(self._ended_placeholder(event))
         self._update_state()
         self.run_finished.emit(event.status, event.exit_code)
+
+    def _ended_placeholder(self, end: RunEnded) -> str:
+        """What the empty metrics area says once a run ended without a metric to show."""
+        name = Path(self._script).name if self._script else "The script"
+        again = "Press Run (F5) to run it again."
+        if end.status == "failed":
+            err = end.error
+            if err is not None:
+                why = f"{err.type_name}: {err.message}\nat {err.location()}"
+            else:
+                why = end.message or f"exit code {end.exit_code}"
+            return f"{name} failed — {why}\nThe console has the details. {again}"
+        if end.status == "stopped":
+            return f"{name} was stopped before a metric arrived. {again}"
+        if end.fits == 0 and end.loops == 0:
+            return f"{name} finished without training a model (no fit or loop ran). {again}"
+        return f"{name} finished without reporting a metric. {again}"
 
     def _on_engine_status(self, event: EngineStatus) -> None:
         if event.state == "stopping":
@@ -517,6 +566,20 @@ class MainWindow(QMainWindow):
         self.bridge.stop()
         self.system.stop()
         super().closeEvent(event)
+
+
+def _reserve_width(toolbar: QToolBar, action: QAction, texts: Sequence[str]) -> None:
+    """Give ``action``'s toolbar button the width of its widest text, so it never resizes."""
+    button = toolbar.widgetForAction(action)
+    if button is None:
+        return
+    current = action.text()
+    widths = []
+    for text in texts:
+        action.setText(text)
+        widths.append(button.sizeHint().width())
+    action.setText(current)
+    button.setMinimumWidth(max(widths))
 
 
 def _end_detail(end: RunEnded) -> str:

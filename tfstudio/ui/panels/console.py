@@ -4,18 +4,35 @@ Output written at file-descriptor level (``tf.print``, TensorFlow's C++ logs)
 is shown apart from Python's ``print``: another colour on a tinted background
 (with a tooltip saying so), so a user sees that in graph mode ``print`` ran once, while
 tracing, and ``tf.print`` every step.
+
+TensorFlow's start-up messages (no CUDA driver, cuInit, CPU instructions; see
+:mod:`tfstudio.core.tf_startup`) are folded into one quiet line per run that shows
+them on click. Only native stderr lines in TensorFlow's log format are folded, and
+only until the first fit or loop starts: nothing the script writes is hidden.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
-from PySide6.QtGui import QAction, QColor, QFont, QFontDatabase, QTextCharFormat, QTextCursor
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtGui import (
+    QAction,
+    QColor,
+    QFont,
+    QFontDatabase,
+    QMouseEvent,
+    QTextBlock,
+    QTextCharFormat,
+    QTextCursor,
+)
 from PySide6.QtWidgets import QPlainTextEdit, QVBoxLayout, QWidget
 
 from tfstudio.core.events import (
     CheckpointRefused,
     ConsoleOutput,
+    FitStarted,
     MonitorError,
     Notice,
     RunEnded,
@@ -23,6 +40,7 @@ from tfstudio.core.events import (
     StepEnded,
 )
 from tfstudio.core.terminal import plain_text
+from tfstudio.core.tf_startup import StartupFold, describe_startup
 
 MAX_LINES = 20_000
 STREAM_COLOURS = {
@@ -34,6 +52,29 @@ STREAM_COLOURS = {
     "stderr native": "#8d4e00",
 }
 NATIVE_BACKGROUND = "#eef6f5"
+FOLD_COLOUR = "#8a8a8a"  # the folded start-up line: quiet, not an error
+FOLD_STREAM = "fold "  # + the fold's id: a buffer segment holding a fold's line
+
+
+@dataclass
+class StartupMessages:
+    """One run's folded TensorFlow start-up lines and how its line in the console looks.
+
+    Args:
+        id: the console block's ``userState`` that marks this fold's line.
+        lines: the folded lines (shared with the :class:`StartupFold` that collects them).
+    """
+
+    id: int
+    lines: list[str] = field(default_factory=list)
+    expanded: bool = False
+    written: bool = False  # its line is in the buffer or the document
+    shown: int = 0  # lines inserted under it while expanded
+
+    def header(self) -> str:
+        """The fold's one line, with what a click does."""
+        mark, action = ("▾", "hide") if self.expanded else ("▸", "show")
+        return f"{mark} {describe_startup(self.lines)} (click to {action})"
 
 
 class ConsoleBuffer:
@@ -172,8 +213,13 @@ class ConsolePanel(QWidget):
         self.view.addAction(self.clear_action)
         self._buffer = ConsoleBuffer(max_lines)
         self._formats = {name: _format(name) for name in STREAM_COLOURS}
+        self._fold_format = _fold_format()
         self._at_line_start = True
         self.inserts = 0  # document edits made (one per frame with output)
+        self.folds: dict[int, StartupMessages] = {}
+        self._new_phase()
+        self.view.viewport().setMouseTracking(True)
+        self.view.viewport().installEventFilter(self)
 
     # -- panel protocol ----------------------------------------------------
     def ingest_steps(self, steps: Sequence[StepEnded]) -> None:
@@ -183,12 +229,25 @@ class ConsolePanel(QWidget):
         """Queue console output and our own notes about the run."""
         if type(event) is ConsoleOutput:
             stream = f"{event.stream} native" if event.native else event.stream
-            self._buffer.add(stream, plain_text(event.text))
+            text = event.text
+            if self._folding and stream == "stderr native":
+                before = len(self._startup.lines)
+                text = self._startup.feed(text)
+                if len(self._startup.lines) > before:
+                    self._on_startup_lines()
+            self._buffer.add(stream, plain_text(text))
         elif isinstance(event, RunStarted):
             args = " ".join(event.argv[1:])
             self.note(f"Run started: {event.script}{' ' + args if args else ''}", flush=False)
+            self._run_seen = True
+            self._write_fold()  # a warm worker's import messages came before the run
+        elif isinstance(event, FitStarted):
+            self._end_phase()
         elif isinstance(event, RunEnded):
+            self._end_phase()
+            self._write_fold()
             self.note(event.summary(), flush=False)
+            self._new_phase()  # the next run's worker may write before its RunStarted
         elif isinstance(event, MonitorError):
             self.note(f"Monitoring error in {event.where}: {event.message}", flush=False)
         elif isinstance(event, Notice):
@@ -198,8 +257,16 @@ class ConsolePanel(QWidget):
 
     def refresh(self) -> None:
         """Write everything queued since the last frame in one edit."""
-        if not self._buffer:
-            return
+        if self._buffer:
+            self._write_buffer()
+        for fold_id in list(self._fold_dirty):
+            fold = self.folds.get(fold_id)
+            if fold is None or fold.written:
+                del self._fold_dirty[fold_id]
+                if fold is not None:
+                    self._render_fold(fold)
+
+    def _write_buffer(self) -> None:
         clear_tail, segments = self._buffer.take()
         bar = self.view.verticalScrollBar()
         at_bottom = bar.value() >= bar.maximum() - 2
@@ -213,6 +280,11 @@ class ConsolePanel(QWidget):
             cursor.removeSelectedText()
         fallback = self._formats["stdout"]
         for stream, text in segments:
+            if stream.startswith(FOLD_STREAM):
+                cursor.insertText(text, self._fold_format)
+                # the fold's line is the last one written: mark it for clicks and updates
+                cursor.block().previous().setUserState(int(stream[len(FOLD_STREAM) :]))
+                continue
             cursor.insertText(text, self._formats.get(stream, fallback))
         cursor.endEditBlock()
         self.inserts += 1
@@ -221,9 +293,112 @@ class ConsolePanel(QWidget):
         if at_bottom:
             bar.setValue(bar.maximum())
 
+    # -- TensorFlow's start-up messages ------------------------------------
+    def _new_phase(self) -> None:
+        """Fold start-up lines again: a new run (and its worker) is coming."""
+        self._startup = StartupFold()
+        self._fold: StartupMessages | None = None
+        self._folding = True
+        self._run_seen = False
+        if not hasattr(self, "_fold_dirty"):
+            self._fold_dirty: dict[int, bool] = {}
+
+    def _end_phase(self) -> None:
+        """Training started (or the run ended): every later line is shown as written."""
+        if self._folding:
+            self._folding = False
+            rest = self._startup.flush()
+            if rest:
+                self._buffer.add("stderr native", plain_text(rest))
+
+    def _on_startup_lines(self) -> None:
+        if self._fold is None:
+            fold_id = max(self.folds, default=0) + 1
+            self._fold = StartupMessages(fold_id, self._startup.lines)
+            self.folds[fold_id] = self._fold
+        if self._run_seen:
+            self._write_fold()
+        self._fold_dirty[self._fold.id] = True
+
+    def _write_fold(self) -> None:
+        """Put the fold's line in the console, once, where the start-up messages began."""
+        fold = self._fold
+        if fold is None or fold.written or not fold.lines:
+            return
+        fold.written = True
+        self._line(f"{FOLD_STREAM}{fold.id}", fold.header())
+        self._fold_dirty[fold.id] = True
+
+    def startup_folds(self) -> list[StartupMessages]:
+        """Every start-up fold in the console, oldest first (for tests and menus)."""
+        return [self.folds[k] for k in sorted(self.folds)]
+
+    def toggle_fold(self, fold: StartupMessages) -> None:
+        """Show a fold's lines under its line, or hide them again."""
+        self.refresh()  # its line must be in the document
+        fold.expanded = not fold.expanded
+        self._render_fold(fold)
+
+    def _fold_block(self, fold: StartupMessages) -> QTextBlock | None:
+        block = self.view.document().lastBlock()
+        while block.isValid():
+            if block.userState() == fold.id:
+                return block
+            block = block.previous()
+        return None
+
+    def _render_fold(self, fold: StartupMessages) -> None:
+        """Rewrite the fold's line (its count may have grown) and the lines shown under it."""
+        block = self._fold_block(fold)
+        if block is None:
+            return  # scrolled out of the kept lines
+        doc = self.view.document()
+        number = block.blockNumber()
+        cursor = QTextCursor(block)
+        cursor.beginEditBlock()
+        cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock, QTextCursor.MoveMode.KeepAnchor)
+        cursor.insertText(fold.header(), self._fold_format)
+        end = cursor.position()
+        if fold.shown:
+            last = doc.findBlockByNumber(number + fold.shown)
+            cursor.setPosition(end)
+            cursor.setPosition(last.position() + last.length() - 1, QTextCursor.MoveMode.KeepAnchor)
+            cursor.removeSelectedText()
+            fold.shown = 0
+        if fold.expanded and fold.lines:
+            cursor.setPosition(end)
+            cursor.insertText("\n" + "\n".join(fold.lines), self._formats["stderr native"])
+            fold.shown = len(fold.lines)
+        cursor.endEditBlock()
+        doc.findBlockByNumber(number).setUserState(fold.id)
+        for i in range(1, fold.shown + 1):
+            doc.findBlockByNumber(number + i).setUserState(-1)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """A click on a fold's line opens or closes it; the pointer shows it can."""
+        kind = event.type()
+        if kind in (QEvent.Type.MouseButtonRelease, QEvent.Type.MouseMove) and isinstance(
+            event, QMouseEvent
+        ):
+            block = self.view.cursorForPosition(event.position().toPoint()).block()
+            fold = self.folds.get(block.userState())
+            if kind == QEvent.Type.MouseMove:
+                shape = Qt.CursorShape.PointingHandCursor if fold else Qt.CursorShape.IBeamCursor
+                self.view.viewport().setCursor(shape)
+            elif fold is not None and event.button() == Qt.MouseButton.LeftButton:
+                self.toggle_fold(fold)
+                return True
+        return super().eventFilter(watched, event)
+
     # -- public ------------------------------------------------------------
     def note(self, text: str, flush: bool = True) -> None:
         """Write one of tfstudio's own messages on a line of its own."""
+        self._line("tfstudio", text)
+        if flush:
+            self.refresh()
+
+    def _line(self, stream: str, text: str) -> None:
+        """Queue ``text`` on a line of its own."""
         buf = self._buffer
         if buf.segments:
             line_open = not buf.segments[-1][1].endswith("\n")
@@ -231,9 +406,7 @@ class ConsolePanel(QWidget):
             line_open = not (buf.clear_tail or self._at_line_start)
         if line_open:
             text = "\n" + text
-        self._buffer.add("tfstudio", text + "\n")
-        if flush:
-            self.refresh()
+        self._buffer.add(stream, text + "\n")
 
     def text(self) -> str:
         """The console's plain text (for tests and copying)."""
@@ -244,6 +417,13 @@ class ConsolePanel(QWidget):
         self._buffer.take()
         self.view.clear()
         self._at_line_start = True
+        for fold in self.folds.values():
+            fold.shown = 0
+        self.folds = {k: v for k, v in self.folds.items() if v is self._fold}
+        if self._fold is not None:
+            self._fold.written = False
+            if self._run_seen:
+                self._write_fold()
 
 
 def _format(stream: str) -> QTextCharFormat:
@@ -254,4 +434,12 @@ def _format(stream: str) -> QTextCharFormat:
     if stream.endswith(" native"):
         fmt.setBackground(QColor(NATIVE_BACKGROUND))
         fmt.setToolTip("written at file-descriptor level: tf.print or TensorFlow's C++ logs")
+    return fmt
+
+
+def _fold_format() -> QTextCharFormat:
+    fmt = QTextCharFormat()
+    fmt.setForeground(QColor(FOLD_COLOUR))
+    fmt.setFontItalic(True)
+    fmt.setToolTip("TensorFlow's start-up messages: click to show or hide them")
     return fmt

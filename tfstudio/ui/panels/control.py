@@ -81,7 +81,9 @@ class ControlPanel(QObject):
     """
 
     state_changed = Signal()
+    PAUSE_TEXTS = ("Pause", "Resume")  # what the pause button reads (its width fits both)
     notice = Signal(str)  # a short line for the status bar (retracing, refused LR change)
+    console_note = Signal(str)  # a line for the console (an LR the user typed was replaced)
 
     EVENTS = (
         RunStarted,
@@ -107,6 +109,9 @@ class ControlPanel(QObject):
         self.traces = 0
         self.lr: LearningRate | None = None
         self.non_finite: NonFinite | None = None
+        self.typed_lr: float | None = None  # the last rate the user set in this run
+        self.replaced_lr: float | None = None  # a typed rate a Restore replaced: re-apply?
+        self._restored = False  # a CheckpointRestored came: its LearningRate is next
         self._dirty = True
         icon = parent.style().standardIcon
 
@@ -144,6 +149,9 @@ class ControlPanel(QObject):
         self.mode_label.setObjectName("executionMode")
         self.mode_label.setToolTip("Execution mode of the running fit and how many times "
                                    "its train step was traced into a graph")  # fmt: skip
+        # Room for a two-digit trace count: a retrace must not shift the LR field.
+        width = self.mode_label.fontMetrics().horizontalAdvance("eager · traced 99×")
+        self.mode_label.setMinimumWidth(width + 4)
         self.lr_widget = QWidget(parent)
         self.lr_edit = QLineEdit(self.lr_widget)
         self.lr_edit.setPlaceholderText("learning rate")
@@ -154,12 +162,18 @@ class ControlPanel(QObject):
         self.lr_button.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
         self.lr_button.clicked.connect(self._on_lr_entered)
         self.lr_label = QLabel(self.lr_widget)
+        self.reapply_button = QPushButton(self.lr_widget)
+        self.reapply_button.setObjectName("reapplyLearningRate")
+        self.reapply_button.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+        self.reapply_button.clicked.connect(self.reapply_learning_rate)
+        self.reapply_button.hide()
         layout = QHBoxLayout(self.lr_widget)
         layout.setContentsMargins(6, 0, 6, 0)
         layout.addWidget(QLabel("LR", self.lr_widget))
         layout.addWidget(self.lr_edit)
         layout.addWidget(self.lr_button)
         layout.addWidget(self.lr_label)
+        layout.addWidget(self.reapply_button)
         self.lr_widget.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
         self.refresh()
 
@@ -223,7 +237,18 @@ class ControlPanel(QObject):
             if not replace_schedule:
                 return False
         self.launcher.send(SetLearningRate(value, replace_schedule=replace_schedule))
+        self.typed_lr = value
+        self.replaced_lr = None
+        self._dirty = True
+        self.refresh()
         return True
+
+    def reapply_learning_rate(self) -> bool:
+        """Send again the rate the user typed before a Restore replaced it."""
+        value = self.replaced_lr
+        if value is None or not self.running:
+            return False
+        return self.set_learning_rate(value)
 
     def _on_lr_entered(self) -> None:
         text = self.lr_edit.text().strip()
@@ -250,8 +275,10 @@ class ControlPanel(QObject):
         if isinstance(event, RunStarted):
             self.running, self.paused, self.pause_reason = True, False, ""
             self.eager, self.traces, self.lr, self.non_finite = None, 0, None, None
+            self.typed_lr, self.replaced_lr, self._restored = None, None, False
         elif isinstance(event, RunEnded):
             self.running, self.paused = False, False
+            self.replaced_lr = None
         elif isinstance(event, RunState):
             self.paused = event.state == "paused"
             self.pause_reason = event.reason if self.paused else ""
@@ -259,10 +286,12 @@ class ControlPanel(QObject):
             self.eager, self.traces = event.eager, event.traces
         elif isinstance(event, LearningRate):
             self.lr = event
+            self._follow_learning_rate(event)
         elif isinstance(event, NonFinite):
             self.non_finite = event
         elif isinstance(event, CheckpointRestored):
             self.non_finite = None
+            self._restored = True
             if self.paused:
                 self.pause_reason = f"restored step {event.step}: Resume continues from it"
         elif isinstance(event, Notice):
@@ -276,6 +305,24 @@ class ControlPanel(QObject):
             self._dirty = True
             if not isinstance(event, LearningRate | ExecutionMode):
                 self.state_changed.emit()
+
+    def _follow_learning_rate(self, event: LearningRate) -> None:
+        """After a Restore, tell the user when the checkpoint's rate replaced the typed one."""
+        if self.replaced_lr is not None and _same_rate(event.value, self.replaced_lr):
+            self.replaced_lr = None  # re-applied
+            self.typed_lr = event.value
+        if not self._restored:
+            return
+        self._restored = False
+        typed = self.typed_lr
+        if typed is None or _same_rate(event.value, typed):
+            return
+        self.replaced_lr = typed
+        self.console_note.emit(
+            f"The restored checkpoint brought its own learning rate ({event.value:.3g}); the "
+            f"{typed:g} you set was replaced. Press 'Re-apply {typed:g}' beside the LR field "
+            "to set it again."
+        )
 
     def refresh(self) -> None:
         """Update labels and enabled states if anything changed."""
@@ -309,7 +356,22 @@ class ControlPanel(QObject):
             self.lr_label.setText(f"next run: {self.options.lr:g}" if self.options.lr else "")
         else:
             kind = f" ({self.lr.schedule})" if self.lr.is_schedule else ""
-            self.lr_label.setText(f"{self.lr.value:.3g}{kind}")
+            restored = " (restored)" if self.replaced_lr is not None else ""
+            self.lr_label.setText(f"{self.lr.value:.3g}{kind}{restored}")
+        replaced = self.replaced_lr
+        self.reapply_button.setVisible(replaced is not None and self.running)
+        if replaced is not None:
+            self.reapply_button.setText(f"Re-apply {replaced:g}")
+            self.reapply_button.setToolTip(
+                f"The restored checkpoint replaced the learning rate you set ({replaced:g}) "
+                "with its own: set it again from the next step"
+            )
+            self.lr_label.setToolTip(
+                "The learning rate restored with the checkpoint's optimizer; "
+                f"you had set {replaced:g}"
+            )
+        else:
+            self.lr_label.setToolTip("")
 
     # -- public ------------------------------------------------------------
     def state(self) -> str:
@@ -323,3 +385,8 @@ class ControlPanel(QObject):
             where = f" in {nf.layer}" if nf.layer else ""
             return f"NaN at step {nf.global_step}{where}"
         return "" if self.pause_reason in ("", "user") else self.pause_reason
+
+
+def _same_rate(a: float, b: float) -> bool:
+    """Learning rates travel as float32 in the optimizer: compare them at that precision."""
+    return abs(a - b) <= 1e-6 * max(abs(a), abs(b))

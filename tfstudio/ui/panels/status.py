@@ -8,15 +8,17 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QWidget
 
 from tfstudio.core.events import (
+    CheckpointRestored,
     DeviceMemory,
     EpochEnded,
     FitEnded,
     FitStarted,
     RunDevices,
     RunStarted,
+    RunState,
     StepEnded,
 )
-from tfstudio.core.progress import ProgressTracker, format_duration, format_value
+from tfstudio.core.progress import Progress, ProgressTracker, format_duration, format_value
 from tfstudio.core.system import format_bytes
 
 # state -> (text shown, colour)
@@ -93,6 +95,8 @@ class StatusPanel(QWidget):
     # -- panel protocol ----------------------------------------------------
     def ingest_steps(self, steps: Sequence[StepEnded]) -> None:
         """Fold a run of steps in; only the newest one matters for what is shown."""
+        if self.tracker.progress.paused and len(steps) > 1:
+            self.tracker.feed(steps[0])  # the first step after a pause restarts the rate
         self.tracker.feed(steps[-1])
         self._dirty = True
 
@@ -109,7 +113,7 @@ class StatusPanel(QWidget):
             if event.available:
                 self.device_memory = event
                 self._dirty = True
-        elif isinstance(event, FitStarted | EpochEnded | FitEnded):
+        elif isinstance(event, FitStarted | EpochEnded | FitEnded | RunState | CheckpointRestored):
             self.tracker.feed(event)
             self._dirty = True
 
@@ -127,7 +131,7 @@ class StatusPanel(QWidget):
             texts = (
                 f"epoch {p.epoch}/{p.epochs}" if p.epochs else "",
                 f"step {p.step}{total}{every}",
-                f"{p.rate:,.0f} steps/s" if p.rate else "-- steps/s",
+                _rate_text(p),
                 f"ETA {format_duration(p.eta)}" if p.eta is not None or p.epochs else "",
                 f"{p.loss_key or 'loss'} {format_value(p.loss)}",
             )
@@ -207,3 +211,10 @@ class StatusPanel(QWidget):
             self.device_label.text(),
         ]
         return "  ".join(p for p in parts if p)
+
+
+def _rate_text(p: Progress) -> str:
+    """Steps/s, or where training is held: a paused run has no speed."""
+    if p.paused:
+        return f"paused at step {p.global_step:,}"
+    return f"{p.rate:,.0f} steps/s" if p.rate else "-- steps/s"

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 import tfstudio
 from tfstudio.core.events import (
+    CheckpointRestored,
     DeviceMemory,
     EpochEnded,
     FitEnded,
@@ -32,6 +33,7 @@ from tfstudio.core.events import (
     RunDevices,
     RunEnded,
     RunStarted,
+    RunState,
     StepEnded,
 )
 from tfstudio.core.gpu import GpuReader, GpuSample, IdleGpuWatch
@@ -41,6 +43,12 @@ from tfstudio.core.system import ProcessSampler, SystemSample, format_bytes
 SAMPLE_MS = 1000
 STEP_SERIES_CAPACITY = 20_000
 TRAINING_GAP_S = 3.0  # no step for this long: not training (paused, validating, compiling)
+# Between two step hooks longer than this (and GAP_FACTOR x the usual step) the script
+# did something else (evaluated, saved, built the next loop): a gap, not a slow step.
+GAP_MIN_S = 1.0
+GAP_FACTOR = 20.0
+MAX_PAUSE_MARKS = 200
+PAUSE_BRUSH = (123, 31, 162, 28)  # the status bar's "paused" purple, faint
 GB = 1e9
 
 BACKGROUND = "#ffffff"
@@ -140,6 +148,8 @@ class SystemPanel(QWidget):
         self.util_plot.setYRange(0, 100, padding=0.02)
         self.step_plot.setLimits(xMin=0)  # the run's time starts at 0
         self.step_curve = self._curve(self.step_plot, "per step", STEP)
+        self.step_curve.setData([], [], connect="finite")  # NaN: no steps there (a gap)
+        self.pause_marks: list[pg.LinearRegionItem] = []
         self.cpu_curve = self._curve(self.util_plot, "run CPU", PROCESS)
         self.machine_curve = self._curve(self.util_plot, "machine CPU", MACHINE)
         self.rss_curve = self._curve(self.memory_plot, "run RSS", PROCESS)
@@ -189,6 +199,11 @@ class SystemPanel(QWidget):
         self.steps = Series(STEP_SERIES_CAPACITY)
         self._step_offset: float | None = None  # window clock - run clock (min over arrivals)
         self._prev_step: tuple[float, int] | None = None  # (time, global_step) in this epoch
+        self._step_s: float | None = None  # usual seconds per step (moving average)
+        self.pauses: list[list[float]] = []  # [start, end] in run time; end NaN while paused
+        self._paused = False
+        self._gap_at: float | None = None  # a break to write before the next point
+        self._boundary: tuple[float, int] | None = None  # last step before an epoch/fit end
         self._last_step_arrival = -1e9
         self._in_fit = False
         self.notice_text = ""
@@ -201,23 +216,96 @@ class SystemPanel(QWidget):
             for item in curves.values():
                 plot.removeItem(item)
             curves.clear()
+        for mark in getattr(self, "pause_marks", ()):
+            self.step_plot.removeItem(mark)
+        self.pause_marks = []
         self._dirty = True
 
     # -- panel protocol ----------------------------------------------------
     def ingest_steps(self, steps: Sequence[StepEnded]) -> None:
-        """Turn a run of steps into step-time points (one per batch of arrivals)."""
+        """Turn a run of steps into step-time points (one per batch of arrivals).
+
+        A stretch without steps (a pause, an evaluation, saving between two loops)
+        is a gap in the series, never a slow step: the step after it carries the
+        stretch, so it only starts the next measurement.
+        """
         arrival = time.monotonic() - self.t0
         last = steps[-1]
         offset = arrival - last.time
         if self._step_offset is None or offset < self._step_offset:
             self._step_offset = offset
         self._last_step_arrival = arrival
-        prev = self._prev_step
-        if prev is not None and last.global_step > prev[1] and last.time > prev[0]:
-            ms = 1000.0 * (last.time - prev[0]) / (last.global_step - prev[1])
-            self.steps.append(last.time, ms)
+        if self._paused:  # a step means training goes on, even if the resume event lags
+            self._end_pause(steps[0].time)
+        boundary, self._boundary = self._boundary, None
+        if boundary is not None and self._is_gap(boundary, steps[0]):
+            self._add_gap(boundary[0])
+        start = self._prev_step
+        prev = start
+        for step in steps:
+            if prev is not None and self._is_gap(prev, step):
+                self._add_step_point(start, prev)
+                self._add_gap(prev[0])
+                start = (step.time, step.global_step)
+            elif start is None:
+                start = (step.time, step.global_step)
+            prev = (step.time, step.global_step)
+        self._add_step_point(start, prev)
+        self._prev_step = prev
+
+    def _is_gap(self, prev: tuple[float, int], step: StepEnded) -> bool:
+        """True when the time between two hooks is far beyond the run's usual step."""
+        dt = step.time - prev[0]
+        if dt <= GAP_MIN_S:
+            return False
+        usual = self._step_s
+        if usual is None:
+            return False  # nothing to compare with yet
+        return dt > GAP_FACTOR * usual * max(1, step.global_step - prev[1])
+
+    def _add_step_point(
+        self, start: tuple[float, int] | None, end: tuple[float, int] | None
+    ) -> None:
+        if start is None or end is None or end[1] <= start[1] or end[0] <= start[0]:
+            return
+        per_step = (end[0] - start[0]) / (end[1] - start[1])
+        if self._gap_at is not None:
+            self.steps.append(self._gap_at, float("nan"))
+            self._gap_at = None
+        self.steps.append(end[0], 1000.0 * per_step)
+        self._step_s = per_step if self._step_s is None else 0.8 * self._step_s + 0.2 * per_step
+        self._dirty = True
+
+    def _add_gap(self, t: float) -> None:
+        """Break the step-time line at ``t``: no steps ran after it for a while.
+
+        The break is written with the next point, so a series never ends in one.
+        """
+        if len(self.steps) and self._gap_at is None:
+            self._gap_at = t
+
+    def _mark_boundary(self) -> None:
+        """An epoch or fit ended: the next step only starts a measurement, and if
+        what ran meanwhile (validation, callbacks, the script) took long, it is a gap."""
+        if self._prev_step is not None:
+            self._boundary = self._prev_step
+        self._prev_step = None
+
+    def _start_pause(self) -> None:
+        t = self._prev_step[0] if self._prev_step is not None else 0.0
+        self._add_gap(t)
+        self._prev_step = None
+        if not self._paused:
+            self._paused = True
+            self.pauses.append([t, float("nan")])
+            del self.pauses[:-MAX_PAUSE_MARKS]
             self._dirty = True
-        self._prev_step = (last.time, last.global_step)
+
+    def _end_pause(self, t: float) -> None:
+        self._paused = False
+        if self.pauses and np.isnan(self.pauses[-1][1]):
+            self.pauses[-1][1] = max(t, self.pauses[-1][0])
+            self._dirty = True
 
     def ingest_event(self, event: object) -> None:
         """Follow the run: start and stop sampling, devices, TF memory, fit boundaries."""
@@ -238,9 +326,17 @@ class SystemPanel(QWidget):
             self._in_fit = True
             self._prev_step = None
         elif isinstance(event, EpochEnded):
-            self._prev_step = None  # the validation pass is not a step
+            self._mark_boundary()  # the validation pass is not a step
         elif isinstance(event, FitEnded):
             self._in_fit = False
+            self._mark_boundary()
+        elif isinstance(event, RunState):
+            if event.state == "paused":
+                self._start_pause()
+            else:
+                self._prev_step = None  # the first step after Resume carries the pause
+        elif isinstance(event, CheckpointRestored):
+            self._add_gap(self._prev_step[0] if self._prev_step is not None else 0.0)
             self._prev_step = None
 
     def refresh(self) -> None:
@@ -338,8 +434,9 @@ class SystemPanel(QWidget):
             self.step_curve.setSymbolSize(4)
             self.step_curve.setSymbolBrush(STEP)
             self.step_curve.setSymbolPen(None)
-        self.step_curve.setData(x + offset, y)
+        self.step_curve.setData(x + offset, y, connect="finite")
         _from_zero(self.step_plot, y)
+        self._draw_pauses(offset)
         if self.samples:
             ncpu = self.samples[-1].cpu_count
             cpu = [_nan(s.process_cpu, 1.0 / ncpu) for s in self.samples]
@@ -377,6 +474,25 @@ class SystemPanel(QWidget):
                 curve.setData(tf_t, np.asarray(values))
         memory = [c.getData()[1] for c in self.memory_plot.listDataItems()]
         _from_zero(self.memory_plot, np.concatenate([m for m in memory if m is not None] or [[]]))
+
+    def _draw_pauses(self, offset: float) -> None:
+        """Shade each pause on the step-time plot (an open one up to the newest step)."""
+        newest = self._prev_step[0] if self._prev_step is not None else None
+        while len(self.pause_marks) < len(self.pauses):
+            mark = pg.LinearRegionItem(
+                movable=False, brush=pg.mkBrush(PAUSE_BRUSH), pen=pg.mkPen(None)
+            )
+            mark.setZValue(-10)
+            mark.setToolTip("paused")
+            self.step_plot.addItem(mark, ignoreBounds=True)
+            self.pause_marks.append(mark)
+        while len(self.pause_marks) > len(self.pauses):
+            self.step_plot.removeItem(self.pause_marks.pop())
+        now = time.monotonic() - self.t0 - offset
+        for mark, (start, end) in zip(self.pause_marks, self.pauses, strict=True):
+            if np.isnan(end):
+                end = max(start, now if self.live else (newest or start))
+            mark.setRegion((start + offset, end + offset))
 
     def _gpu_curve(
         self,
