@@ -192,6 +192,7 @@ class ConsolePanel(QWidget):
         MonitorError,
         Notice,
         CheckpointRefused,
+        FitStarted,
     )  # the kinds the bridge hands ingest_event / ingest_steps (and no others)
 
     def __init__(self, max_lines: int = MAX_LINES, parent: QWidget | None = None) -> None:

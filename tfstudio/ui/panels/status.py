@@ -52,6 +52,8 @@ class StatusPanel(QWidget):
         FitStarted,
         EpochEnded,
         FitEnded,
+        RunState,
+        CheckpointRestored,
     )  # the kinds the bridge hands ingest_event / ingest_steps (and no others)
 
     def __init__(self, parent: QWidget | None = None) -> None:

@@ -89,6 +89,8 @@ class SystemPanel(QWidget):
         FitStarted,
         EpochEnded,
         FitEnded,
+        RunState,
+        CheckpointRestored,
     )  # the kinds the bridge hands ingest_event / ingest_steps (and no others)
 
     def __init__(
