@@ -178,7 +178,7 @@ keras.utils.set_random_seed(0)
 rng = np.random.default_rng(0)
 # small batches of a noisy regression, and layers that output zeros without being ReLUs
 x = rng.normal(size=(140, 4)).astype("float32")
-y = (x @ np.ones((4, 1)) + rng.normal(scale=2.0, size=(140, 1))).astype("float32")
+y = (x @ np.ones((4, 1)) + rng.normal(scale=0.5, size=(140, 1))).astype("float32")
 reg = keras.Sequential([
     keras.Input((4,)),
     keras.layers.Dense(16, activation="relu"),
