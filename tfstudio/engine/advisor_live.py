@@ -67,7 +67,6 @@ PER_MODEL_FUNCTIONS = (
     "WeightProbe.",
     "GradientProbe.",
     "ActivationProbe.",
-    "tfstudio",
 )
 GRAPH_ERRORS = (
     "only available when eager execution is enabled",
