@@ -35,7 +35,7 @@ from typing import Any
 
 from tfstudio.core.channel import Channel
 from tfstudio.core.commands import Stop
-from tfstudio.core.events import MonitorError
+from tfstudio.core.events import MonitorError, RunEnded
 from tfstudio.core.process import RunSpec
 from tfstudio.engine.capture import FdTextStream
 
@@ -43,10 +43,18 @@ PUMP_INTERVAL_S = 0.02  # one message every 20 ms at most: never one per step
 
 
 class EventSink:
-    """Something that also wants every batch of events the worker sends (a recorder)."""
+    """Something that also wants every batch of events the worker sends (a recorder, the
+    live advisor).
 
-    def write(self, events: list[object]) -> None:  # pragma: no cover - protocol
-        """Take one batch, off the training thread."""
+    A sink with ``adds_events = True`` (the live advisor) runs before the batch is
+    sent, and what its ``write`` returns goes into the batch (before a ``RunEnded``),
+    so the viewer and the later sinks see it; the others run after sending.
+    """
+
+    adds_events = False
+
+    def write(self, events: list[object]) -> list[object] | None:  # pragma: no cover - protocol
+        """Take one batch, off the training thread; return events to add to the stream."""
 
     def close(self) -> None:  # pragma: no cover - protocol
         """The run is over; flush and release."""
@@ -131,10 +139,18 @@ class Pump(threading.Thread):
 
     def _flush_locked(self) -> None:
         events = self.channel.drain()
+        for sink in self.sinks:  # the advisor: its advice goes into this batch
+            if getattr(sink, "adds_events", False):
+                try:
+                    events = _merged(events, sink.write(events) or [])
+                except Exception:  # noqa: BLE001 - advice must not stop the stream
+                    traceback.print_exc(file=sys.__stderr__)
         if events:
             self._send_batch(events)
             self.batches += 1
         for sink in self.sinks:  # also with nothing new: a recorder flushes on its clock
+            if getattr(sink, "adds_events", False):
+                continue
             try:
                 sink.write(events)
             except Exception:  # noqa: BLE001 - a recorder must not stop the stream
@@ -170,6 +186,16 @@ class Pump(threading.Thread):
                 sink.close()
             except Exception:  # noqa: BLE001
                 traceback.print_exc(file=sys.__stderr__)
+
+
+def _merged(events: list[object], added: list[object]) -> list[object]:
+    """``events`` with ``added`` put in before the run's end (viewers stop reading there)."""
+    if not added:
+        return events
+    for i, event in enumerate(events):
+        if isinstance(event, RunEnded):
+            return [*events[:i], *added, *events[i:]]
+    return [*events, *added]
 
 
 def _die_with_viewer() -> None:
@@ -280,7 +306,8 @@ def _serve(conn: Connection, spec: RunSpec, *, warm: bool) -> int:
         on_started=lambda: pump.flush(),
     )
     stops = _StopSignals(session)
-    pump = Pump(conn, channel, stops.request_stop, stops.interrupt)
+    # The live advisor is the pump's first sink: it reads each batch on the pump thread.
+    pump = Pump(conn, channel, stops.request_stop, stops.interrupt, sinks=[session.advisor])
     session.pump = pump  # the recorder becomes one of its sinks: written on the pump thread
     signal.signal(signal.SIGINT, stops.on_sigint)
     real_exit = os._exit

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import math
+import re
+import threading
 
+import numpy as np
 import pytest
 
 from tests.engine.helpers import of, run_script
@@ -11,13 +14,22 @@ from tfstudio.core.events import (
     Advice,
     EpochEnded,
     FitStarted,
+    LayerOutput,
+    LayerOutputs,
     LayerSummary,
     ModelSummary,
+    Notice,
     RunEnded,
+    ScriptError,
     StepEnded,
 )
 from tfstudio.core.options import RunOptions
-from tfstudio.engine.advisor_live import LiveAdvisor
+from tfstudio.engine.advisor_live import (
+    DEAD_AFTER_STEPS,
+    DIVERGE_STEPS,
+    SMOOTH_STEPS,
+    LiveAdvisor,
+)
 
 pytestmark = pytest.mark.tf
 
@@ -130,41 +142,302 @@ def test_graph_mode_error_is_explained_before_the_run_ends(write_script):
     assert events.index(advice[0]) < events.index(ended)
 
 
+DIVERGE = """
+import numpy as np, keras
+
+keras.utils.set_random_seed(0)
+x = np.random.default_rng(0).normal(size=(200, 4)).astype("float32")
+y = x @ np.array([[1.0], [-2.0], [0.5], [1.5]], "float32")
+
+class Boost(keras.callbacks.Callback):
+    def on_train_batch_begin(self, batch, logs=None):
+        if batch == 40:
+            self.model.optimizer.learning_rate.assign(3.0)
+
+m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+m.compile(keras.optimizers.Adam(0.05), "mse")
+m.fit(x, y, batch_size=2, epochs=1, verbose=0, callbacks=[Boost()])
+"""
+
+
+def test_a_loss_that_runs_away_and_stays_is_divergence(write_script):
+    """The learning rate jumps 60x at step 41: the loss climbs and stays up, still finite."""
+    options = RunOptions(record=False, on_nan="stop", inspector=False)
+    ended, events = run_script(write_script(DIVERGE), options=options)
+    advice = [a for a in of(events, Advice) if a.rule == "divergence"]
+    assert ended.status == "finished" and len(advice) == 1, of(events, Advice)
+    assert "learning rate now 3" in advice[0].message and advice[0].line == 14
+    step = int(re.search(r"at step (\d+)", advice[0].message).group(1))
+    assert step >= 40 + DIVERGE_STEPS
+
+
+HEALTHY = """
+import numpy as np, keras
+
+keras.utils.set_random_seed(0)
+rng = np.random.default_rng(0)
+# small batches of a noisy regression, and layers that output zeros without being ReLUs
+x = rng.normal(size=(140, 4)).astype("float32")
+y = (x @ np.ones((4, 1)) + rng.normal(scale=0.5, size=(140, 1))).astype("float32")
+reg = keras.Sequential([
+    keras.Input((4,)),
+    keras.layers.Dense(16, activation="relu"),
+    keras.layers.Dropout(0.3),
+    keras.layers.ActivityRegularization(l1=1e-3),
+    keras.layers.Dense(1),
+])
+reg.compile(keras.optimizers.Adam(0.01), "mse")
+reg.fit(x, y, batch_size=2, epochs=1, verbose=0)
+# a classifier on random labels
+labels = rng.integers(0, 4, size=96)
+clf = keras.Sequential([
+    keras.Input((4,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(4)
+])
+clf.compile(keras.optimizers.Adam(0.01),
+            keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+clf.fit(x[:96], labels, batch_size=4, epochs=3, verbose=0)
+# another loss on another scale
+big = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+big.compile(keras.optimizers.Adam(0.5), "mae")
+big.fit(x, y * 1000, batch_size=8, epochs=4, verbose=0)
+# several models, each traced once
+for units in range(2, 8):
+    m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(units), keras.layers.Dense(1)])
+    m.compile("sgd", "mse")
+    m.fit(x[:16], y[:16], batch_size=8, epochs=1, verbose=0)
+"""
+
+
+def test_noisy_but_healthy_training_gets_no_notice(write_script):
+    """Small noisy batches, random labels, fits of different losses, many models: silent."""
+    options = RunOptions(record=False, on_nan="stop", sample_every=5)
+    ended, events = run_script(write_script(HEALTHY), options=options)
+    assert ended.status == "finished" and ended.fits == 9, ended
+    assert of(events, LayerOutputs), "the inspector probed the layers"
+    assert any(n.kind == "retracing" for n in of(events, Notice))  # TensorFlow warned...
+    assert of(events, Advice) == []  # ...and the advisor knew better
+
+
+DEAD = """
+import numpy as np, keras
+
+keras.utils.set_random_seed(0)
+x = np.random.default_rng(0).random((140, 4)).astype("float32")
+y = x.sum(axis=1, keepdims=True)
+m = keras.Sequential([
+    keras.Input((4,)),
+    keras.layers.Dense(16, activation="relu", name="hidden",
+                       bias_initializer=keras.initializers.Constant(-50.0)),
+    keras.layers.Dropout(0.2, name="drop"),
+    keras.layers.Dense(1, name="out"),
+])
+m.compile(keras.optimizers.SGD(0.01), "mse")
+m.fit(x, y, batch_size=2, epochs=1, verbose=0)
+"""
+
+
+def test_dead_relu_layer_found_by_the_real_probe(write_script):
+    """A ReLU layer whose bias keeps every unit negative: named once, and only it."""
+    options = RunOptions(record=False, on_nan="stop", sample_every=5)
+    ended, events = run_script(write_script(DEAD), options=options)
+    probed = {
+        layer.path.rsplit("/", 1)[-1]: layer.activation
+        for e in of(events, LayerOutputs)
+        for layer in e.layers
+    }
+    assert probed["hidden"] == "relu" and probed["drop"] == "" and probed["out"] == "linear"
+    advice = [a for a in of(events, Advice) if a.rule == "dead-relu"]
+    assert ended.status == "finished" and len(advice) == 1, of(events, Advice)
+    assert "/hidden (Dense, relu)" in advice[0].message and "100%" in advice[0].message
+    step = int(re.search(r"steps (\d+)-(\d+)", advice[0].message).group(2))
+    assert step >= DEAD_AFTER_STEPS
+
+
+def test_the_worker_pump_runs_the_advisor_and_sends_its_advice_in_the_stream():
+    """The advisor is a sink of the pump: it runs on the pump thread, its advice goes in the
+    batch before RunEnded, and a later sink (a recorder) sees it too."""
+    from multiprocessing import Pipe
+
+    from tfstudio.core.channel import Channel
+    from tfstudio.worker import Pump
+
+    class Seen:
+        def __init__(self) -> None:
+            self.events: list = []
+
+        def write(self, events: list) -> None:
+            self.events += events
+
+        def close(self) -> None:
+            pass
+
+    class Advisor(LiveAdvisor):
+        threads: set = set()
+
+        def write(self, events: list) -> list:
+            self.threads.add(threading.current_thread().name)
+            return super().write(events)
+
+    viewer, worker = Pipe()
+    channel, seen, advisor = Channel(), Seen(), Advisor(nan_guard=False)
+    pump = Pump(worker, channel, lambda: None, sinks=[advisor, seen])
+    pump.start()
+    try:
+        for event in (_fit(0), _step(1, 1.0), _step(2, float("nan"))):
+            channel.emit(event)  # the training thread only queues
+        assert viewer.poll(60)
+        sent = []
+        while not any(isinstance(e, Advice) for e in sent) and viewer.poll(60):
+            sent += viewer.recv()[1]
+        assert [a.rule for a in of(sent, Advice)] == ["divergence"]
+        assert Advisor.threads == {"tfstudio-pump"}
+        channel.emit(RunEnded("failed", 1, 1, 2, 1.0, _graph_error(), ""))
+    finally:
+        pump.close()
+    last = []
+    while viewer.poll(1):
+        last += viewer.recv()[1]
+    assert [type(e).__name__ for e in last][-2:] == ["Advice", "RunEnded"]
+    assert [a.rule for a in of(seen.events, Advice)] == ["divergence", "graph-mode-error"]
+    viewer.close()
+    worker.close()
+
+
+def _graph_error() -> ScriptError:
+    return ScriptError(
+        "OperatorNotAllowedInGraphError", "using a tf.Tensor as a Python `bool` is not allowed",
+        "train.py", 6, "",
+    )  # fmt: skip
+
+
 # -- the decisions themselves, on hand-made events -----------------------------------
-def _step(n: int, loss: float) -> StepEnded:
-    return StepEnded(0, n, 0, n, 1, {"loss": loss}, {"loss": loss}, float(n))
+def _step(n: int, loss: float, fit: int = 0) -> StepEnded:
+    return StepEnded(fit, n, 0, n, 1, {"loss": loss}, {"loss": loss}, float(n))
 
 
-def test_divergence_needs_three_steps_above_ten_times_the_best():
+def _fit(index: int, step: int = 0, shape: str = "(None, 1)") -> FitStarted:
+    layer = LayerSummary("out", "Dense", shape, 15, 15)
+    model = ModelSummary("m", "Sequential", (layer,), 15, 15)
+    return FitStarted(index, model, 5, 0, 4, 1, step, 0.0)
+
+
+def _feed(adv: LiveAdvisor, events: list) -> list:
+    return [a for a in adv.write(events) if isinstance(a, Advice)]
+
+
+def test_batch_noise_is_not_divergence():
+    """Single batches 10x the best, three in a row, among small noisy batches: silent."""
+    rng = np.random.default_rng(0)
+    losses = np.concatenate([np.linspace(2.0, 0.06, 100), 0.06 * rng.lognormal(0, 1.0, 800)])
+    losses[500:503] = 0.6  # the false alarm of the old rule: 10x the best single batch, 3 times
     adv = LiveAdvisor()
-    losses = [1.0, 0.5, 0.2, 3.0, 0.3, 2.5, 2.6, 2.7, 2.8]
-    out = [a for i, v in enumerate(losses, 1) for a in adv.feed(_step(i, v))]
-    assert len(out) == 1 and "step 8" in out[0].message and "0.2" in out[0].message
+    assert _feed(adv, [_fit(0), *(_step(i, float(v)) for i, v in enumerate(losses, 1))]) == []
+
+
+def test_divergence_is_a_sustained_rise_of_the_smoothed_loss():
+    losses = [*np.linspace(1.0, 0.1, 60), *([2.0] * 60)]
+    adv = LiveAdvisor()
+    out = _feed(adv, [_fit(0), *(_step(i, float(v)) for i, v in enumerate(losses, 1))])
+    assert [a.rule for a in out] == ["divergence"]
+    step = int(re.search(r"at step (\d+)", out[0].message).group(1))
+    assert 60 + DIVERGE_STEPS <= step <= 60 + DIVERGE_STEPS + SMOOTH_STEPS  # sustained, not 1 batch
+    assert "averaged over" in out[0].message
+    # a short burst that comes back down is not divergence
+    burst = [*np.linspace(1.0, 0.1, 60), *([2.0] * 10), *([0.1] * 60)]
+    adv = LiveAdvisor()
+    assert _feed(adv, [_fit(0), *(_step(i, float(v)) for i, v in enumerate(burst, 1))]) == []
+
+
+def test_each_fit_has_its_own_loss_scale():
+    """A second fit whose loss is 1000x the first fit's best is a new scale, not divergence."""
+    adv = LiveAdvisor()
+    first = [_step(i, float(v)) for i, v in enumerate(np.linspace(0.5, 0.001, 80), 1)]
+    second = [_step(80 + i, float(v), fit=1) for i, v in enumerate(np.linspace(900, 300, 80), 1)]
+    assert _feed(adv, [_fit(0), *first, _fit(1, 80), *second]) == []
+
+
+def test_nan_loss_is_divergence_at_once():
+    adv = LiveAdvisor()
+    out = _feed(adv, [_fit(0), _step(1, 1.0), _step(2, float("nan"))])
+    assert [a.rule for a in out] == ["divergence"] and "step 2" in out[0].message
+
+
+def _outputs(step: int, *layers: tuple[str, str, str, float], fit: int = 0) -> LayerOutputs:
+    """A real ``LayerOutputs`` event: (path, class name, activation, dead fraction) per layer."""
+    return LayerOutputs(
+        fit,
+        step,
+        8,
+        tuple(
+            LayerOutput(i, path, path, cls, 1, (8, 16), "float32", 0.1, 0.1, 0.0, 1.0, 0.5,
+                        dead, (1,) * 30, activation=act)
+            for i, (path, cls, act, dead) in enumerate(layers)
+        ),
+    )  # fmt: skip
 
 
 def test_dead_relu_units_from_layer_outputs():
-    """Written against issue 6's ``LayerOutputs`` fields; it fires once that inspector is merged."""
-
-    class LayerOutput:  # the fields of issue 6's event this rule reads
-        def __init__(self, path: str, units: int, dead: float) -> None:
-            self.path, self.name, self.shape, self.dead_fraction = path, path, (8, units), dead
-
-    class LayerOutputs:
-        def __init__(self, step: int, layers: tuple) -> None:
-            self.step, self.layers = step, layers
-
+    """Real ``LayerOutputs`` events: only ReLU layers, >= 90% dead, several samples in a row,
+    after the fit has trained a while."""
+    relu = ("m/hidden", "Dense", "relu", 0.95)
+    others = [
+        ("m/dropout", "Dropout", "", 1.0),
+        ("m/act_reg", "ActivityRegularization", "", 1.0),
+        ("m/dense_linear", "Dense", "linear", 1.0),
+        ("m/leaky", "LeakyReLU", "leaky_relu", 1.0),
+        ("m/half", "Dense", "relu", 0.75),
+    ]
     adv = LiveAdvisor()
-    event = LayerOutputs(40, (LayerOutput("hidden", 16, 0.75), LayerOutput("out", 16, 0.1)))
-    out = adv.feed(event)
-    assert [a.rule for a in out] == ["dead-relu"] and "hidden" in out[0].message
-    assert "75%" in out[0].message
-    assert adv.feed(event) == []  # once per layer
+    events = [_fit(0, 100)]
+    events += [_outputs(100 + s, relu, *others) for s in (1, 10, 20, 30, 40)]  # too early
+    assert _feed(adv, events) == []
+    out = _feed(adv, [_outputs(100 + s, relu, *others) for s in (50, 60)])
+    assert out == []  # two samples in a row: not yet
+    out = _feed(adv, [_outputs(170, relu, *others)])
+    assert [a.rule for a in out] == ["dead-relu"]
+    assert "m/hidden" in out[0].message and "95%" in out[0].message
+    assert "steps 150-170" in out[0].message
+    assert _feed(adv, [_outputs(180, relu, *others)]) == []  # once per layer
+
+
+def test_dead_relu_needs_the_share_on_every_sample_in_a_row():
+    adv = LiveAdvisor()
+    dead, alive = ("m/hidden", "Dense", "relu", 0.95), ("m/hidden", "Dense", "relu", 0.5)
+    events = [_fit(0)] + [
+        _outputs(s, d) for s, d in zip(range(60, 210, 10), [dead, dead, alive] * 5, strict=True)
+    ]
+    assert _feed(adv, events) == []
+
+
+def test_retracing_of_per_model_functions_is_not_a_notice():
+    """Keras and tfstudio make one function per model: TensorFlow counts them together."""
+    text = "{n} out of the last {n} calls to <function {f} at {a}> triggered tf.function retracing."
+    adv = LiveAdvisor()
+    notices = [
+        Notice("retracing", text.format(n=5, f="WeightProbe.__init__.<locals>.compute", a="0x1")),
+        Notice("retracing", text.format(n=5, f=f"{TRAIN}.one_step_on_iterator", a="0x2")),
+        Notice("retracing", text.format(n=5, f="build.<locals>.train_step", a="0x3")),
+        Notice("retracing", text.format(n=6, f="build.<locals>.train_step", a="0x4")),
+    ]
+    assert _feed(adv, notices) == []  # a new function each time: each traced once
+    again = Notice("retracing", text.format(n=7, f="build.<locals>.train_step", a="0x4"))
+    assert [a.rule for a in _feed(adv, [again])] == ["retracing"]  # the same one, again
+
+
+TRAIN = "TensorFlowTrainer.make_train_function.<locals>"
+
+
+def test_a_failing_rule_reports_once_and_stops_advising():
+    adv = LiveAdvisor()
+    broken = StepEnded(0, 1, 0, 1, 1, {"loss": "not a number"}, {}, 0.0)  # type: ignore[dict-item]
+    out = adv.write([_fit(0), broken])
+    assert [type(e).__name__ for e in out] == ["MonitorError"] and out[0].where == "advisor"
+    assert adv.write([_step(2, float("nan"))]) == []
 
 
 def test_stuck_loss_needs_a_classifier_output_and_three_epochs_at_ln_classes():
     def fit(shape: str) -> FitStarted:
-        layer = LayerSummary("out", "Dense", shape, 15, 15)
-        return FitStarted(0, ModelSummary("m", "Sequential", (layer,), 15, 15), 5, 0, 4, 1, 0, 0.0)
+        return _fit(0, shape=shape)
 
     chance = math.log(3)
     for shape, want in (("(None, 3)", 1), ("(None, 1)", 0)):

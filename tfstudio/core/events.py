@@ -572,6 +572,8 @@ class LayerOutput:
             row-major bytes; each map scaled to 0..255 on its own.
         matrix: for ``(N, units)`` outputs, samples x units as 8-bit (scaled over
             ``[matrix_min, matrix_max]``), ``matrix_shape = (samples, units)``.
+        activation: the activation the layer applies to its output (``"relu"``,
+            ``"leaky_relu"``, ``"softmax"``, ``"linear"``...); "" when it has none.
     """
 
     index: int
@@ -594,6 +596,7 @@ class LayerOutput:
     matrix_shape: tuple[int, ...] = ()
     matrix_min: float = 0.0
     matrix_max: float = 0.0
+    activation: str = ""
 
 
 @dataclass(frozen=True, slots=True)

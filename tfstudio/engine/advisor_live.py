@@ -1,27 +1,44 @@
 """Live advice: rules decided from a run's own events, fired once per cause.
 
-The worker's channel is wrapped by :class:`AdvisingChannel` (same queues), so every
-event the engine emits also passes through :class:`LiveAdvisor`, which may add
-``Advice`` events: retracing (from the ``Notice("retracing")`` events), divergence
-(loss 10x its best, or NaN with the NaN guard's first non-finite layer), dead ReLU
-units (from the inspector's ``LayerOutputs`` events, once issue 6 is merged), a loss
-stuck at ln(classes), and graph-mode errors that ended the script.
+:class:`LiveAdvisor` is a sink of the run's event stream: the worker's pump hands
+it each batch it drains (on the pump thread, never the training thread) and puts
+the ``Advice`` it returns into the same batch, so the viewer and the recorder see
+it (before a ``RunEnded``). In-process sessions (tests, benchmarks) have no pump:
+:class:`AdviceThread` drains a copy of the stream on a thread of its own.
+
+The rules, each tuned to stay silent on noisy but healthy training:
+
+- retracing: TensorFlow's "triggered tf.function retracing" warning, for the
+  script's own functions (not the ones Keras or tfstudio make per model);
+- divergence: a NaN/Inf loss, or the loss smoothed over ``SMOOTH_STEPS`` steps
+  staying above ``DIVERGE_FACTOR`` x its smoothed best for ``DIVERGE_STEPS``
+  steps (and having lost half of what the fit had gained); per fit;
+- dead ReLU units: a ReLU-family layer with ``DEAD_SHARE`` of its units zero on
+  every probe sample, on ``DEAD_PROBES`` inspector samples in a row, once the
+  fit has trained ``DEAD_AFTER_STEPS`` steps;
+- a loss stuck at ln(classes); graph-mode errors that ended the script.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import threading
+import traceback
 from collections.abc import Callable
+from typing import Any
 
+from tfstudio.core.advisor.base import Rule
 from tfstudio.core.advisor.live import DEAD_UNITS, DIVERGENCE, GRAPH_ERROR, RETRACING, STUCK_LOSS
 from tfstudio.core.advisor.locate import call_line, def_line, python_number_args
-from tfstudio.core.channel import Channel
 from tfstudio.core.events import (
     Advice,
+    CheckpointRestored,
     EpochEnded,
     FitStarted,
+    LayerOutputs,
     LearningRate,
+    MonitorError,
     NonFinite,
     Notice,
     RunEnded,
@@ -29,11 +46,28 @@ from tfstudio.core.events import (
     StepEnded,
 )
 
-DIVERGE_FACTOR = 10.0
-DIVERGE_STEPS = 3  # consecutive steps above factor x best
-DEAD_FRACTION = 0.5
+SMOOTH_STEPS = 20  # span of the loss's moving average
+DIVERGE_FACTOR = 3.0  # smoothed loss over its smoothed best...
+DIVERGE_STEPS = 25  # ...for this many steps in a row
+RELU_FAMILY = frozenset({"relu", "relu6"})  # activations that output 0 for negative inputs
+DEAD_SHARE = 0.9
+DEAD_PROBES = 3  # inspector samples in a row
+DEAD_AFTER_STEPS = 50  # steps of the fit before a layer is judged
+DEAD_MIN_UNITS = 4
 STUCK_EPOCHS = 3
-FUNCTION = re.compile(r"<function (\S+) at 0x")
+FUNCTION = re.compile(r"<function (\S+) at (0x[0-9a-fA-F]+)")
+# Functions made once per model by Keras or tfstudio: TensorFlow counts their traces
+# together (one count per code object), though each model traces its own once.
+PER_MODEL_FUNCTIONS = (
+    "TensorFlowTrainer.",
+    "_make_function.",
+    "make_train_function.",
+    "make_test_function.",
+    "make_predict_function.",
+    "WeightProbe.",
+    "GradientProbe.",
+    "ActivationProbe.",
+)
 GRAPH_ERRORS = (
     "only available when eager execution is enabled",
     "OperatorNotAllowedInGraphError",
@@ -44,19 +78,33 @@ GRAPH_ERRORS = (
 
 
 class LiveAdvisor:
-    """Watches a run's events and returns ``Advice`` for each new cause it sees."""
+    """Reads a run's events and makes ``Advice`` for each new cause it sees.
+
+    A sink of the worker's pump: :meth:`write` takes each drained batch and returns
+    the events to add to the stream. A failure in a rule is reported once (a
+    ``MonitorError``) and turns the advisor off: training and the stream go on.
+
+    Args:
+        nan_guard: ``NonFinite`` events will come (they name the layer): the NaN
+            notice waits for them instead of firing on the loss alone.
+    """
+
+    adds_events = True  # the pump runs it before sending, so its advice goes in the same batch
 
     def __init__(self, nan_guard: bool = False) -> None:
-        self.nan_guard = nan_guard  # NonFinite events come (and name the layer): wait for them
+        self.nan_guard = nan_guard
+        self.enabled = True
         self.script = ""
         self.fired: set[tuple[str, str]] = set()
         self.lr: float | None = None
-        self._best = math.inf
-        self._above = 0
+        self._fit = 0
+        self._fit_start: dict[int, int] = {}  # fit index -> its first global step
         self._classes = 0
         self._epoch_losses: list[float] = []
-        self._fit = 0
-        self._handlers: dict[type, Callable[[object], list[Advice]]] = {
+        self._reset_loss()
+        self._dead: dict[str, list[tuple[int, float]]] = {}  # layer path -> its dead streak
+        self._retraced: set[tuple[str, str]] = set()
+        self._handlers: dict[type, Callable[[Any], list[Advice]]] = {
             StepEnded: self._step,
             RunStarted: self._started,
             FitStarted: self._fit_started,
@@ -64,17 +112,35 @@ class LiveAdvisor:
             LearningRate: self._learning_rate,
             Notice: self._notice,
             NonFinite: self._non_finite,
+            LayerOutputs: self._layer_outputs,
+            CheckpointRestored: self._restored,
             RunEnded: self._ended,
         }
 
-    def feed(self, event: object) -> list[Advice]:
-        """Advice caused by ``event`` (usually none)."""
-        handler = self._handlers.get(type(event))
-        if handler is None:
-            if type(event).__name__ == "LayerOutputs":  # issue 6's inspector event
-                return self._layer_outputs(event)
+    # -- the sink ---------------------------------------------------------
+    def write(self, events: list[object]) -> list[object]:
+        """Read one batch of the stream; return what to add to it (advice, or the error)."""
+        if not self.enabled:
             return []
-        return handler(event)
+        out: list[object] = []
+        try:
+            for event in events:
+                handler = self._handlers.get(type(event))
+                if handler is not None:
+                    out += handler(event)
+        except Exception as exc:  # noqa: BLE001 - advice must never break a run
+            self.enabled = False
+            tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+            out.append(MonitorError("advisor", f"{type(exc).__name__}: {exc}", tb))
+        return out
+
+    def close(self) -> None:
+        """The run is over (nothing to flush)."""
+
+    def feed(self, event: object) -> list[Advice]:
+        """Advice caused by one event (usually none)."""
+        handler = self._handlers.get(type(event))
+        return handler(event) if handler is not None else []
 
     # -- helpers ----------------------------------------------------------
     def _once(self, rule: str, cause: str) -> bool:
@@ -84,8 +150,16 @@ class LiveAdvisor:
         self.fired.add(key)
         return True
 
-    def _advice(self, rule, message: str, line: int = 0, fix: str = "") -> list[Advice]:  # noqa: ANN001
+    def _advice(self, rule: Rule, message: str, line: int = 0, fix: str = "") -> list[Advice]:
         return [rule.advice(message, self.script, line, fix)]
+
+    def _reset_loss(self) -> None:
+        """A new fit (or a restored checkpoint): a new loss scale, judged afresh."""
+        self._smooth: float | None = None
+        self._seen = 0
+        self._start = math.inf
+        self._best = math.inf
+        self._above = 0
 
     # -- handlers ---------------------------------------------------------
     def _started(self, e: RunStarted) -> list[Advice]:
@@ -94,13 +168,21 @@ class LiveAdvisor:
 
     def _fit_started(self, e: FitStarted) -> list[Advice]:
         self._fit = e.fit_index
-        self._best, self._above, self._epoch_losses = math.inf, 0, []
+        self._fit_start[e.fit_index] = e.global_step
+        self._reset_loss()
+        self._epoch_losses = []
+        self._dead.clear()
         layers = [layer for layer in e.model.layers if layer.depth == 0]
         self._classes = 0
         if layers:
             m = re.search(r"(\d+)\)?\s*$", layers[-1].output_shape)
             if m and "," in layers[-1].output_shape:
                 self._classes = int(m.group(1))
+        return []
+
+    def _restored(self, e: CheckpointRestored) -> list[Advice]:
+        self._reset_loss()
+        self._dead.clear()
         return []
 
     def _learning_rate(self, e: LearningRate) -> list[Advice]:
@@ -123,21 +205,31 @@ class LiveAdvisor:
                     call_line(self.script, "compile"),
                 )
             return []
-        if loss < self._best:
-            self._best, self._above = loss, 0
+        # One batch's loss is noisy (small batches, noisy targets): judge its moving average.
+        alpha = 2.0 / (SMOOTH_STEPS + 1)
+        smooth = loss if self._smooth is None else self._smooth + alpha * (loss - self._smooth)
+        self._smooth = smooth
+        self._seen += 1
+        if self._seen < SMOOTH_STEPS:
             return []
-        if self._best > 0 and loss > DIVERGE_FACTOR * self._best:
+        self._start = min(self._start, smooth) if self._seen == SMOOTH_STEPS else self._start
+        if smooth < self._best:
+            self._best, self._above = smooth, 0
+            return []
+        best = self._best
+        gave_back = smooth - best >= 0.5 * (self._start - best)  # half of what it had gained
+        if best > 0 and smooth > DIVERGE_FACTOR * best and gave_back:
             self._above += 1
-            if self._above >= DIVERGE_STEPS and self._once(DIVERGENCE.name, f"up:{self._fit}"):
-                return self._advice(
-                    DIVERGENCE,
-                    f"the loss is {loss:.4g} at step {e.global_step}, over {DIVERGE_FACTOR:g}x "
-                    f"its best ({self._best:.4g}){self._lr_words()}: training diverges; "
-                    "lower the learning rate",
-                    call_line(self.script, "compile"),
-                )
         else:
             self._above = 0
+        if self._above >= DIVERGE_STEPS and self._once(DIVERGENCE.name, f"up:{self._fit}"):
+            return self._advice(
+                DIVERGENCE,
+                f"the loss, averaged over {SMOOTH_STEPS} steps, has stayed above "
+                f"{DIVERGE_FACTOR:g}x its best ({best:.4g}) for {DIVERGE_STEPS} steps: "
+                f"{smooth:.4g} at step {e.global_step}{self._lr_words()}; training diverges",
+                call_line(self.script, "compile"),
+            )
         return []
 
     def _non_finite(self, e: NonFinite) -> list[Advice]:
@@ -180,7 +272,14 @@ class LiveAdvisor:
         if e.kind != "retracing":
             return []
         m = FUNCTION.search(e.text)
-        name = m.group(1) if m else "a tf.function"
+        name, address = (m.group(1), m.group(2)) if m else ("a tf.function", "")
+        if any(part in name for part in PER_MODEL_FUNCTIONS):
+            return []  # one function per model, each traced once: TensorFlow counts them together
+        if "<locals>" in name and (name, address) not in self._retraced:
+            # Made inside another function: maybe a new one per call, each traced once.
+            # TensorFlow warns again about the same code; judge when it names the same one.
+            self._retraced.add((name, address))
+            return []
         if not self._once(RETRACING.name, name):
             return []
         short = name.rsplit(".", 1)[-1]
@@ -200,21 +299,30 @@ class LiveAdvisor:
             )
         return self._advice(RETRACING, f"{how}: {cause}", def_line(self.script, short))
 
-    def _layer_outputs(self, e: object) -> list[Advice]:
+    def _layer_outputs(self, e: LayerOutputs) -> list[Advice]:
+        trained = e.step - self._fit_start.get(e.fit_index, e.step)
         out: list[Advice] = []
-        for layer in getattr(e, "layers", ()):
-            dead = getattr(layer, "dead_fraction", 0.0)
-            shape = getattr(layer, "shape", ())
-            units = shape[-1] if shape else 0
-            if dead < DEAD_FRACTION or units < 4:
+        for layer in e.layers:
+            if layer.activation not in RELU_FAMILY or len(layer.shape) < 2:
+                continue  # only a ReLU's zeros mean "no gradient"
+            units = layer.shape[-1]
+            if units < DEAD_MIN_UNITS:
                 continue
-            path = getattr(layer, "path", "") or getattr(layer, "name", "?")
-            if self._once(DEAD_UNITS.name, path):
-                out += self._advice(
-                    DEAD_UNITS,
-                    f"{dead:.0%} of the {units} units of {path} output 0 for every probe sample "
-                    f"at step {getattr(e, 'step', '?')}: they get no gradient and stay dead",
-                )
+            streak = self._dead.setdefault(layer.path, [])
+            if trained < DEAD_AFTER_STEPS or layer.dead_fraction < DEAD_SHARE:
+                streak.clear()  # too early to judge, or alive: start counting again
+                continue
+            streak.append((e.step, layer.dead_fraction))
+            if len(streak) < DEAD_PROBES or not self._once(DEAD_UNITS.name, layer.path):
+                continue
+            share = min(dead for _, dead in streak)
+            out += self._advice(
+                DEAD_UNITS,
+                f"{share:.0%} of the {units} units of {layer.path} ({layer.class_name}, "
+                f"{layer.activation}) output 0 for every probe sample ({e.samples}) at each of "
+                f"the last {len(streak)} inspector samples (steps {streak[0][0]}-{e.step}): "
+                "they get no gradient and stay dead",
+            )
         return out
 
     def _ended(self, e: RunEnded) -> list[Advice]:
@@ -237,46 +345,41 @@ class LiveAdvisor:
         ]
 
 
-class AdvisingChannel(Channel):
-    """The same channel (shared queues), with a :class:`LiveAdvisor` adding ``Advice`` events.
+class AdviceThread:
+    """In-process sessions (no worker pump): the advisor reads a copy of the stream on a thread.
 
-    Advice about a ``RunEnded`` goes before it (viewers stop reading at ``RunEnded``).
-    A failure in the advisor is reported once and turns it off: training goes on.
+    The session's channel becomes a tee (same queues: its consumer sees no
+    difference) whose copies this thread hands to the advisor every ``interval``
+    seconds; advice goes back on the channel. The training thread only appends
+    each event twice. (The worker needs none of this: its pump is the thread.)
     """
 
-    __slots__ = ("advisor", "on_error")
+    def __init__(self, session: Any, advisor: LiveAdvisor, interval: float = 0.02) -> None:
+        from tfstudio.engine.recorder import TeeChannel
 
-    def __init__(
-        self, inner: Channel, on_error: Callable[[BaseException], None], nan_guard: bool = False
-    ) -> None:
-        self._events = inner._events
-        self._commands = inner._commands
-        self.advisor: LiveAdvisor | None = LiveAdvisor(nan_guard)
-        self.on_error = on_error
+        self.session = session
+        self.advisor = advisor
+        self.interval = interval
+        self._tee = TeeChannel(session.channel)
+        session.channel = session.monitor.channel = self._tee
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="tfstudio-advisor", daemon=True)
+        self._thread.start()
 
-    def emit(self, event: object) -> None:
-        """Queue the event, and any advice it causes; never blocks."""
-        advice: list[Advice] = []
-        if self.advisor is not None:
-            try:
-                advice = self.advisor.feed(event)
-            except Exception as exc:  # noqa: BLE001 - advice must never break a run
-                self.advisor = None
-                self.on_error(exc)
-        if isinstance(event, RunEnded):
-            self._events.extend(advice)
-            self._events.append(event)
-        else:
-            self._events.append(event)
-            self._events.extend(advice)
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._advise([])
 
+    def _advise(self, extra: list[object]) -> None:
+        with self._lock:
+            added = self.advisor.write(self._tee.drain_copies() + extra)
+            for event in added:
+                self.session.channel.emit(event)  # the outermost channel: a recorder sees it too
 
-def advise(session: object) -> None:
-    """Wrap ``session.channel`` and ``session.monitor.channel`` with an :class:`AdvisingChannel`."""
-    monitor = session.monitor  # type: ignore[attr-defined]
-    channel = AdvisingChannel(
-        session.channel,  # type: ignore[attr-defined]
-        lambda exc: monitor.report_error("advisor", exc),
-        nan_guard=session.options.on_nan != "ignore",  # type: ignore[attr-defined]
-    )
-    session.channel = monitor.channel = channel  # type: ignore[attr-defined]
+    def close(self, ended: RunEnded) -> None:
+        """Stop the thread; advise on what is left and on ``ended`` (not emitted here)."""
+        self._stop.set()
+        self._thread.join()
+        self._advise([ended])
+        self.advisor.close()

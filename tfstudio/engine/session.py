@@ -24,7 +24,7 @@ from tfstudio.core.events import ConsoleOutput, EngineStatus, RunEnded, RunStart
 from tfstudio.core.locations import UrlPath
 from tfstudio.core.options import RunOptions
 from tfstudio.core.scripts import ScriptPathError, check_script
-from tfstudio.engine.advisor_live import advise
+from tfstudio.engine.advisor_live import AdviceThread, LiveAdvisor
 from tfstudio.engine.capture import OutputCapture
 from tfstudio.engine.monitor import RunMonitor
 from tfstudio.engine.recorder import PumpRecording, RecordingThread, start_recording
@@ -81,7 +81,10 @@ class TrainingSession:
         self.on_started = on_started
         self.options = options if options is not None else RunOptions()
         self.monitor = RunMonitor(self.channel, options=self.options)
-        advise(self)  # live advice: every emitted event also passes the LiveAdvisor
+        # Live advice reads the stream off the training thread: a sink of the worker's
+        # pump (tfstudio.worker), or in-process an AdviceThread started by run().
+        self.advisor = LiveAdvisor(nan_guard=self.options.on_nan != "ignore")
+        self._advising: AdviceThread | None = None
         self.result: RunEnded | None = None
         self.run_dir: Path | UrlPath | None = None  # the run folder, once recording started
         self._recording: RecordingThread | PumpRecording | None = None
@@ -122,11 +125,15 @@ class TrainingSession:
     def run(self) -> RunEnded:
         """Run the script in the calling thread and return how it ended."""
         self.channel.take_commands()  # stale commands from an earlier run
+        if self.pump is None:  # in-process: no pump to carry the advisor
+            self._advising = AdviceThread(self, self.advisor)
         try:
             ended = self._run()
         except BaseException as exc:  # noqa: BLE001 - a run must always end with RunEnded
             ended = self._ended("failed", 1, message=f"tfstudio internal error: {exc!r}")
         self.result = ended
+        if self._advising is not None:
+            self._advising.close(ended)  # advice on the last events goes before RunEnded
         if self._recording is not None:
             self._recording.close(ended)  # the run folder is complete before RunEnded is seen
         self.channel.emit(ended)

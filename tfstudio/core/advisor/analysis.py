@@ -23,6 +23,8 @@ DATASET_METHODS = frozenset(
 NUMERIC = (int, float)
 PY_FUNCS = ("py_function", "numpy_function", "py_func")
 FIT_METHODS = frozenset({"fit", "evaluate", "predict", "train_on_batch", "test_on_batch"})
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, *COMPREHENSIONS)
 
 
 def dotted(node: ast.AST) -> str | None:
@@ -129,7 +131,6 @@ class Script:
     tree: ast.Module
     modules: dict[str, str] = field(default_factory=dict)  # local name -> module
     assigns: dict[str, list[ast.expr]] = field(default_factory=dict)  # name -> values
-    assign_ends: dict[str, list[int]] = field(default_factory=dict)  # name -> end lines
     defs: dict[str, ast.FunctionDef] = field(default_factory=dict)  # module-level defs
     classes: dict[str, ast.ClassDef] = field(default_factory=dict)
     traced: list[Traced] = field(default_factory=list)
@@ -137,6 +138,13 @@ class Script:
     nodes: list[ast.AST] = field(default_factory=list)  # every node, walked once
     methods_on: dict[str, set[str]] = field(default_factory=dict)  # name -> methods called on it
     _dataset: dict[int, bool] = field(default_factory=dict)
+    _scope: dict[int, ast.AST] = field(default_factory=dict)  # id(node) -> its scope
+    _parent: dict[int, ast.AST] = field(default_factory=dict)  # id(scope) -> enclosing scope
+    # (id(scope), name) -> (end line, value) for each binding; value None: not followable
+    _binds: dict[tuple[int, str], list[tuple[int, ast.expr | None]]] = field(default_factory=dict)
+    _defs_in: dict[tuple[int, str], list[ast.FunctionDef | ast.AsyncFunctionDef]] = field(
+        default_factory=dict
+    )
 
     @classmethod
     def parse(cls, source: str, path: str = "<script>") -> Script:
@@ -167,18 +175,17 @@ class Script:
                 for t in node.targets:
                     if isinstance(t, ast.Name):
                         self.assigns.setdefault(t.id, []).append(node.value)
-                        self.assign_ends.setdefault(t.id, []).append(node.end_lineno or 0)
             elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and isinstance(
                 node.target, ast.Name
             ):
                 self.assigns.setdefault(node.target.id, []).append(node.value or node.target)
-                self.assign_ends.setdefault(node.target.id, []).append(10**9)  # never followed
             elif isinstance(node, ast.Call):
                 if is_const(keyword(node, "run_eagerly"), True):
                     self.eager = True
                 name = self.qualname(node.func) or ""
                 if name.endswith("run_functions_eagerly") and node.args:
                     self.eager = self.eager or is_const(node.args[0], True)
+        self._index_scopes(self.tree, self.tree)
         for node in self.tree.body:
             if isinstance(node, ast.FunctionDef):
                 self.defs[node.name] = node
@@ -211,14 +218,132 @@ class Script:
     def value_at(self, name: ast.Name) -> ast.expr | None:
         """The value ``name`` holds where it is used: the last plain assignment above it.
 
-        None when the name is also bound some other way (``+=``, a loop) or not assigned.
+        Looked up in the scope of the use (a function's locals, then the scopes around
+        it, as Python does). None when the name is also bound some other way there
+        (``+=``, a loop, a parameter, unpacking, an import) or not assigned above the use.
         """
-        values = self.assigns.get(name.id, [])
-        ends = self.assign_ends.get(name.id, [])
-        if len(values) != len(ends) or 10**9 in ends:
-            return None
-        before = [(end, v) for end, v in zip(ends, values, strict=True) if end < name.lineno]
-        return max(before, key=lambda ev: ev[0])[1] if before else None
+        scope: ast.AST | None = self._scope.get(id(name), self.tree)
+        while scope is not None:
+            binds = self._binds.get((id(scope), name.id))
+            if binds:
+                if any(value is None for _, value in binds):
+                    return None
+                before = [(end, v) for end, v in binds if end < name.lineno]
+                if not before:
+                    return None
+                return max(before, key=lambda ev: ev[0])[1]
+            scope = self._parent.get(id(scope))
+            while isinstance(scope, ast.ClassDef):  # a class body is no closure of its methods
+                scope = self._parent.get(id(scope))
+        return None
+
+    def is_bound(self, name: ast.Name) -> bool:
+        """True when the script binds ``name`` where it is used (False: a built-in)."""
+        scope: ast.AST | None = self._scope.get(id(name), self.tree)
+        own = True
+        while scope is not None:
+            if (own or not isinstance(scope, ast.ClassDef)) and self._binds.get(
+                (id(scope), name.id)
+            ):
+                return True
+            scope, own = self._parent.get(id(scope)), False
+        return False
+
+    def def_of(self, name: ast.Name) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """The function ``name`` calls where it is used, when its scope binds it only by one def."""
+        scope: ast.AST | None = self._scope.get(id(name), self.tree)
+        while scope is not None:
+            binds = self._binds.get((id(scope), name.id))
+            if binds:
+                defs = self._defs_in.get((id(scope), name.id), [])
+                return defs[0] if len(binds) == 1 and len(defs) == 1 else None
+            scope = self._parent.get(id(scope))
+            while isinstance(scope, ast.ClassDef):
+                scope = self._parent.get(id(scope))
+        return None
+
+    def returns(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr]:
+        """The values ``fn`` returns (``return x``), not counting nested functions."""
+        out: list[ast.expr] = []
+        stack: list[ast.AST] = list(fn.body)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.Return) and node.value is not None:
+                out.append(node.value)
+            elif isinstance(node, (*SCOPES,)):
+                continue
+            stack.extend(ast.iter_child_nodes(node))
+        return out
+
+    def _index_scopes(self, node: ast.AST, scope: ast.AST) -> None:
+        """Record each node's scope and every name binding, per scope (iterative walk)."""
+        stack: list[tuple[ast.AST, ast.AST]] = [(node, scope)]
+        while stack:
+            node, scope = stack.pop()
+            self._scope[id(node)] = scope
+            inner = scope
+            if isinstance(node, SCOPES) and node is not scope:
+                self._parent[id(node)] = scope
+                inner = node
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    self._bind(scope, node.name, None)
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    self._defs_in.setdefault((id(scope), node.name), []).append(node)
+                if not isinstance(node, ast.ClassDef) and not isinstance(node, COMPREHENSIONS):
+                    a = node.args
+                    for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg):
+                        if p is not None:
+                            self._bind(node, p.arg, None)
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    # decorators, defaults and bases are evaluated in the enclosing scope
+                    outer = [*node.decorator_list]
+                    if isinstance(node, ast.ClassDef):
+                        outer += [*node.bases, *node.keywords]
+                    else:
+                        outer += [*node.args.defaults, *(d for d in node.args.kw_defaults if d)]
+                    for child in outer:
+                        stack.append((child, scope))
+                    stack.extend((child, inner) for child in node.body)
+                    continue
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    if isinstance(t, ast.Name):
+                        self._bind(inner, t.id, node.value, node.end_lineno or 0)
+                    else:
+                        self._bind_all(inner, t)
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                if node.value is not None:
+                    self._bind(inner, node.target.id, node.value, node.end_lineno or 0)
+            elif isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor)):
+                self._bind_all(inner, node.target)
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                self._bind_all(inner, node.optional_vars)
+            elif isinstance(node, ast.NamedExpr):
+                self._bind_all(inner, node.target)
+            elif isinstance(node, ast.comprehension):
+                self._bind_all(inner, node.target)
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                self._bind(inner, node.name, None)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for a in node.names:
+                    self._bind(inner, (a.asname or a.name).split(".")[0], None)
+            elif isinstance(node, (ast.Global, ast.Nonlocal, ast.Delete)):
+                names = node.names if not isinstance(node, ast.Delete) else []
+                for n in names:
+                    self._bind(inner, n, None)
+                if isinstance(node, ast.Delete):
+                    for t in node.targets:
+                        self._bind_all(inner, t)
+            stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+
+    def _bind(self, scope: ast.AST, name: str, value: ast.expr | None, end: int = 0) -> None:
+        self._binds.setdefault((id(scope), name), []).append((end, value))
+
+    def _bind_all(self, scope: ast.AST, target: ast.AST) -> None:
+        """Every name stored in ``target`` (unpacking, a loop variable): not followable."""
+        for n in ast.walk(target):
+            if isinstance(n, ast.Name):
+                self._bind(scope, n.id, None)
 
     def line(self, lineno: int) -> str:
         """Source line ``lineno`` (1-based), stripped."""
@@ -271,11 +396,12 @@ class Script:
         return any(methods & FIT_METHODS for methods in self.methods_on.values())
 
     def function_of(self, node: ast.AST) -> ast.FunctionDef | ast.Lambda | None:
-        """The function a ``map``/``tf.function`` argument names: a lambda or a module-level def."""
+        """The function a ``map``/``tf.function`` argument names: a lambda or a def in scope."""
         if isinstance(node, ast.Lambda):
             return node
-        if isinstance(node, ast.Name) and node.id in self.defs:
-            return self.defs[node.id]
+        if isinstance(node, ast.Name):
+            fn = self.def_of(node)
+            return fn if isinstance(fn, ast.FunctionDef) else None
         return None
 
     def is_keras_class(self, cls: ast.ClassDef) -> bool:
@@ -321,14 +447,19 @@ class Script:
                 result = True
             elif isinstance(node.func, ast.Attribute) and node.func.attr in DATASET_METHODS:
                 result = self.is_dataset(node.func.value, depth + 1)
+            elif isinstance(node.func, ast.Name):  # a function of the script returning one
+                fn = self.def_of(node.func)
+                values = self.returns(fn) if fn is not None else []
+                result = bool(values) and all(self.is_dataset(v, depth + 1) for v in values)
         elif isinstance(node, ast.Name):
-            values = self.assigns.get(node.id, [])
-            result = bool(values) and all(self.is_dataset(v, depth + 1) for v in values)
+            value = self.value_at(node)
+            result = value is not None and self.is_dataset(value, depth + 1)
         self._dataset[key] = result
         return result
 
     def chain(self, node: ast.AST, depth: int = 0) -> list[ast.Call]:
-        """The dataset calls that made ``node``, source first (through names assigned once).
+        """The dataset calls that made ``node``, source first (through assignments and
+        functions of the script that return a dataset).
 
         The first call is the source (``from_tensor_slices``, ``range``, ``zip``...);
         the chain is empty when the source cannot be followed.
@@ -351,6 +482,11 @@ class Script:
             if isinstance(node.func, ast.Attribute) and node.func.attr in DATASET_METHODS:
                 calls.append(node)
                 node = node.func.value
+                continue
+            fn = self.def_of(node.func) if isinstance(node.func, ast.Name) else None
+            values = self.returns(fn) if fn is not None else []
+            if len(values) == 1:  # a function of the script that builds the dataset
+                node = values[0]
                 continue
             return []
         return []

@@ -195,12 +195,34 @@ class ActivationProbe:
             return None
         x = np.asarray(tensors[0], dtype=np.float32)
         dtype = tf.as_dtype(tensors[0].dtype).name
-        return summarize_output(index, layer.name, path, type(layer).__name__, depth, x, dtype)
+        return summarize_output(
+            index, layer.name, path, type(layer).__name__, depth, x, dtype, activation_of(layer)
+        )
 
     def _note_once(self, key: str, text: str) -> None:
         if key not in self._noted:
             self._noted.add(key)
             self._note(text)
+
+
+def activation_of(layer: Any) -> str:
+    """The activation ``layer`` applies last, by name ("" when it has none).
+
+    A ``ReLU``/``LeakyReLU`` layer is ``"relu"`` when it has no negative slope (it
+    outputs 0 for every negative input) and ``"leaky_relu"`` otherwise.
+    """
+    kind = type(layer).__name__
+    if kind in ("ReLU", "LeakyReLU"):
+        slope = getattr(layer, "negative_slope", 0.0 if kind == "ReLU" else 0.3)
+        try:
+            return "relu" if float(slope) == 0.0 else "leaky_relu"
+        except (TypeError, ValueError):
+            return ""
+    fn = getattr(layer, "activation", None)
+    if fn is None or not callable(fn):
+        return ""
+    name = getattr(fn, "__name__", "") or type(fn).__name__
+    return activation_of(fn) if name == type(fn).__name__ and hasattr(fn, "call") else name
 
 
 def _first_numeric(output: Any) -> Any:
@@ -234,14 +256,24 @@ def _all_layers(model: Any) -> list[tuple[Any, str, int]]:
 
 
 def summarize_output(
-    index: int, name: str, path: str, class_name: str, depth: int, x: np.ndarray, dtype: str
+    index: int,
+    name: str,
+    path: str,
+    class_name: str,
+    depth: int,
+    x: np.ndarray,
+    dtype: str,
+    activation: str = "",
 ) -> LayerOutput:
     """Statistics, histogram, dead units and 8-bit pictures of one layer's output."""
     flat = x.reshape(-1)
     finite = flat[np.isfinite(flat)] if flat.size else flat
     lo = float(finite.min()) if finite.size else 0.0
     hi = float(finite.max()) if finite.size else 0.0
-    hist = np.histogram(finite, bins=BINS, range=(lo, hi if hi > lo else lo + 1e-12))[0]
+    # In float64, over a range wide enough for BINS distinct edges: a constant output
+    # (a dead ReLU layer, a bias-only unit) made float32 edges collapse and the probe fail.
+    top = max(hi, lo + max(abs(lo), 1.0) * 1e-9)
+    hist = np.histogram(finite.astype(np.float64), bins=BINS, range=(lo, top))[0]
     dead = 0.0
     if x.ndim >= 2 and x.shape[-1] > 0:
         alive = np.any(x.reshape(-1, x.shape[-1]) != 0, axis=0)
@@ -275,6 +307,7 @@ def summarize_output(
         matrix_shape=matrix_shape,
         matrix_min=m_lo,
         matrix_max=m_hi,
+        activation=activation,
     )
 
 

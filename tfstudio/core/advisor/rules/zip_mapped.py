@@ -24,16 +24,33 @@ def _uses_random(script: Script, call: ast.Call) -> bool:
     return False
 
 
+def _zipped(script: Script, call: ast.Call) -> list[ast.expr] | None:
+    """The datasets a zip pairs: ``Dataset.zip((a, b))``, or built-in ``zip(a, b)`` of datasets."""
+    if (script.qualname(call.func) or "").endswith("Dataset.zip"):
+        parts = list(call.args)
+        if len(parts) == 1 and isinstance(parts[0], (ast.Tuple, ast.List)):
+            parts = list(parts[0].elts)
+        return parts
+    if (
+        isinstance(call.func, ast.Name)
+        and call.func.id == "zip"
+        and not script.is_bound(call.func)
+        and len(call.args) >= 2
+        and all(script.is_dataset(a) for a in call.args)
+    ):  # the built-in: iterates each dataset on its own, in lockstep
+        return list(call.args)
+    return None
+
+
 def check(script: Script) -> Iterator[tuple[int, str]]:
-    """``Dataset.zip((a, b))`` where a and b are maps of one shuffled or random source."""
+    """Zipped datasets (``Dataset.zip`` or built-in ``zip``) that are maps of one shuffled or
+    random source."""
     for node in script.nodes:
         if not isinstance(node, ast.Call):
             continue
-        if not (script.qualname(node.func) or "").endswith("Dataset.zip"):
+        parts = _zipped(script, node)
+        if parts is None:
             continue
-        parts = list(node.args)
-        if len(parts) == 1 and isinstance(parts[0], (ast.Tuple, ast.List)):
-            parts = list(parts[0].elts)
         chains = [script.chain(p) for p in parts]
         if len(chains) < 2 or not all(chains):
             continue
