@@ -7,7 +7,8 @@ values, ``epoch/<key>`` tags epoch means and ``val_`` points, ``learning_rate`` 
 learning-rate line. Reading and applying are apart: :meth:`FolderFeed.read` does
 the file work (any thread) and returns a :class:`FeedBatch`;
 :meth:`FeedBatch.apply` puts it into the store (the thread that owns the store).
-Each read takes only what was appended since the last, so a followed run grows.
+Each read takes a chunk of what was appended since the last, so a long run appears
+chunk by chunk and a followed run grows; the reader keeps no points.
 """
 
 from __future__ import annotations
@@ -22,7 +23,13 @@ import numpy as np
 from tfstudio.core.events import FitStarted, ModelSummary, RunEnded
 from tfstudio.core.locations import Location, location
 from tfstudio.core.run_store import EPOCH, LR_KEY, SAMPLED, STEP, RunStore
-from tfstudio.core.runs import EPOCH_PREFIX, STEP_PREFIX, RunReader, read_run_json, run_status
+from tfstudio.core.runs import (
+    EPOCH_PREFIX,
+    STEP_PREFIX,
+    RunFolderReader,
+    read_run_json,
+    run_status,
+)
 
 INSPECTOR_PREFIXES = ("weights/", "gradients/", "outputs/")
 
@@ -85,15 +92,24 @@ def fits_from_run_json(info: dict[str, Any]) -> list[FitStarted]:
     return fits
 
 
+CHUNK_BYTES = 4 << 20  # read at a time: the reading thread lets go of the GIL between chunks
+
+
 @dataclass
 class FeedBatch:
-    """What one read of a folder brought: new segments, new points per line, the end."""
+    """What one read of a folder brought: new segments, new points per line, the end.
+
+    ``more``: the folder holds more than was read (the loader reads on at once);
+    ``progress``: (bytes read, bytes in the folder's event files).
+    """
 
     fits: list[FitStarted] = field(default_factory=list)
     columns: list[tuple[str, str, np.ndarray, np.ndarray]] = field(default_factory=list)
     ended: RunEnded | None = None
     notes: list[str] = field(default_factory=list)
     points: int = 0
+    more: bool = False
+    progress: tuple[int, int] = (0, 0)
 
     def apply(self, store: RunStore) -> None:
         """Put the batch into ``store`` (segments first, so lines are cut where they start)."""
@@ -109,45 +125,48 @@ class FeedBatch:
 
 
 class FolderFeed:
-    """Reads a run folder into a store, a bit more at each :meth:`read`.
+    """Reads a run folder into a store, a chunk more at each :meth:`read`.
+
+    The folder's reader streams: it keeps no points, so a run of any length goes
+    through it into the store's bounded series.
 
     Args:
         run_dir: the run folder (path or URL).
-        reader: the folder's reader (a new one if None).
+        chunk_bytes: event-file bytes read per call at most.
     """
 
-    def __init__(self, run_dir: str | Location, reader: RunReader | None = None) -> None:
+    def __init__(self, run_dir: str | Location, chunk_bytes: int = CHUNK_BYTES) -> None:
         self.path = location(run_dir)
-        self.reader = reader if reader is not None else RunReader(self.path)
-        self._seen: dict[str, int] = {}  # tag -> points already handed over
+        self.reader = RunFolderReader(self.path)
+        self.chunk_bytes = chunk_bytes
         self._fits = 0
         self._ended = False
         self.cancelled = threading.Event()
 
+    def cancel(self) -> None:
+        """Stop reading (from any thread): a read in progress stops between chunks."""
+        self.cancelled.set()
+        self.reader.cancel()
+
     def read(self) -> FeedBatch:
-        """Read what was appended since the last call (file work only; the store is untouched)."""
+        """Read the next chunk of what was appended (file work only; the store is untouched)."""
         batch = FeedBatch()
         info = read_run_json(self.path)
         fits = fits_from_run_json(info)
         if len(fits) > self._fits:
             batch.fits = fits[self._fits :]
             self._fits = len(fits)
-        self.reader.update()
-        for tag, curve in self.reader.scalars.items():
+        for tag, cols in self.reader.read(self.chunk_bytes).items():
             mapped = tag_kind(tag)
-            if mapped is None:
+            if mapped is None or not len(cols):
                 continue
-            start = self._seen.get(tag, 0)
-            n = len(curve.steps)
-            if n <= start:
-                continue
-            self._seen[tag] = n
-            xs = np.asarray(curve.steps[start:n], dtype=np.float64)
-            ys = np.asarray(curve.values[start:n], dtype=np.float64)
-            batch.columns.append((mapped[0], mapped[1], xs, ys))
-            batch.points += n - start
+            batch.columns.append((mapped[0], mapped[1], cols.steps, cols.values))
+            batch.points += len(cols)
+        done, total = self.reader.progress()
+        batch.progress = (done, total)
+        batch.more = done < total and not self.cancelled.is_set()
         status = run_status(info) if info else ""
-        if status and status != "running" and not self._ended:
+        if status and status != "running" and not batch.more and not self._ended:
             self._ended = True
             batch.ended = RunEnded(
                 status=status,
@@ -157,7 +176,7 @@ class FolderFeed:
                 time=float(info.get("duration") or 0.0),
                 message=str(info.get("message") or ""),
             )
-        batch.notes = list(getattr(self.reader, "notes", lambda: [])())
+        batch.notes = self.reader.notes()
         return batch
 
 
@@ -165,8 +184,11 @@ def load_folder(run_dir: str | Location, store: RunStore | None = None) -> RunSt
     """A store holding a run folder as it is now (reads on the calling thread)."""
     feed = FolderFeed(run_dir)
     store = store if store is not None else RunStore(feed.path.name, path=str(feed.path))
-    feed.read().apply(store)
-    return store
+    while True:
+        batch = feed.read()
+        batch.apply(store)
+        if not batch.more:
+            return store
 
 
 class FolderLoader:
@@ -236,5 +258,7 @@ class FolderLoader:
                 result = exc
             with self._lock:
                 self._done.append((feed, result))
+                if isinstance(result, FeedBatch) and result.more and feed not in self._todo:
+                    self._todo.append(feed)  # read on: the run appears chunk by chunk
             if self._wake is not None:
                 self._wake()

@@ -87,7 +87,8 @@ class RunsPanel(QWidget):
         super().__init__(parent)
         self.feeds: dict[Location, FolderFeed] = {}  # picked runs: their folders' readers
         self.stores: dict[Location, RunStore] = {}  # ... and what was read of them
-        self._pending: set[Location] = set()  # picked, not read once yet
+        self._pending: set[Location] = set()  # picked, not read to its end yet
+        self._progress: dict[Location, tuple[int, int]] = {}  # bytes read, bytes in all
         self.pinned: dict[Location, tuple[FolderFeed, RunStore]] = {}  # read, not picked
         self.loader = FolderLoader()
         self.extra: list[Location] = []  # folders opened by hand (any TensorBoard log dir)
@@ -322,7 +323,7 @@ class RunsPanel(QWidget):
         """Start reading newly picked runs; forget (and cancel) the ones unpicked."""
         paths = self.selected_paths()
         for gone in [p for p in self.feeds if p not in paths]:
-            self.feeds.pop(gone).cancelled.set()
+            self.feeds.pop(gone).cancel()
             self.stores.pop(gone, None)
             self._pending.discard(gone)
         for p in paths:
@@ -363,8 +364,11 @@ class RunsPanel(QWidget):
         return earlier[-1].path if earlier else None
 
     def _show_progress(self) -> None:
-        names = sorted(p.name for p in self._pending)
-        self.progress_label.setText(f"reading {', '.join(names)}…" if names else "")
+        parts = []
+        for p in sorted(self._pending, key=lambda p: p.name):
+            done, total = self._progress.get(p, (0, 0))
+            parts.append(f"{p.name} {100 * done // total}%" if total else p.name)
+        self.progress_label.setText(f"reading {', '.join(parts)}…" if parts else "")
 
     def poll(self) -> int:
         """Apply what the reading thread read; ask for more of the followed runs.
@@ -379,15 +383,21 @@ class RunsPanel(QWidget):
                 store = self.pinned[path][1]
             elif store is None or self.feeds.get(path) is not feed:
                 continue  # unpicked meanwhile
-            self._pending.discard(path)
             if isinstance(result, Exception):
+                self._pending.discard(path)
                 self.show_error(f"cannot read {path}: {result}")
                 continue
             result.apply(store)
             new += result.points
+            self._progress[path] = result.progress
+            if not result.more:
+                self._pending.discard(path)
+            if result.notes:  # a damaged file: its good part is shown, and this says so
+                self.show_error("\n".join(f"{path.name}: {n}" for n in result.notes))
         if self.follow_box.isChecked():
-            for feed in self.feeds.values():
-                self.loader.submit(feed)
+            for path, feed in self.feeds.items():
+                if path not in self._pending:  # a run still loading is read on anyway
+                    self.loader.submit(feed)
         elif not self._pending:
             self.timer.stop()
         self._show_progress()
@@ -455,7 +465,7 @@ class RunsPanel(QWidget):
     def _forget(self, path: Location) -> None:
         feed = self.feeds.pop(path, None)
         if feed is not None:
-            feed.cancelled.set()
+            feed.cancel()
         self.stores.pop(path, None)
         self._pending.discard(path)
 
