@@ -272,11 +272,10 @@ class AdvisingChannel(Channel):
 
 
 def advise(session: object) -> None:
-    """Wrap ``session.channel`` and ``session.monitor.channel`` with an :class:`AdvisingChannel`."""
+    """Wrap the channel the engine emits on (``session.monitor.channel``): same queues."""
     monitor = session.monitor  # type: ignore[attr-defined]
-    channel = AdvisingChannel(
-        session.channel,  # type: ignore[attr-defined]
+    monitor.channel = AdvisingChannel(
+        monitor.channel,
         lambda exc: monitor.report_error("advisor", exc),
         nan_guard=session.options.on_nan != "ignore",  # type: ignore[attr-defined]
     )
-    session.channel = monitor.channel = channel  # type: ignore[attr-defined]
