@@ -39,7 +39,7 @@ from tfstudio.core.commands import Stop
 from tfstudio.core.events import MonitorError
 from tfstudio.core.process import RunSpec
 from tfstudio.core.pump import EventSink, Pump
-from tfstudio.engine.capture import FdTextStream
+from tfstudio.engine.capture import fd_text_stream
 
 
 class PipeSink:
@@ -209,8 +209,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Serve one run for the viewer on the other end of ``--fd``; returns the exit status."""
     ns = _parse(argv)
     conn = Connection(ns.fd)
-    sys.stdout = FdTextStream(ns.stdout_fd, "<stdout>")
-    sys.stderr = FdTextStream(ns.stderr_fd, "<stderr>")
+    sys.stdout = fd_text_stream(ns.stdout_fd, "<stdout>")
+    sys.stderr = fd_text_stream(ns.stderr_fd, "<stderr>")
     conn.send(("hello", os.getpid()))
     if ns.warm:
         from tfstudio.engine.tf_import import ensure_keras
