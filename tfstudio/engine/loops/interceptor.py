@@ -54,7 +54,7 @@ class LoopInterceptor:
         self.sampler = TwinSampler(monitor, self.inspector, self.book, self.emitter, self._lock)
         self.controls = LoopControls(monitor, self.book)
         self.explicit = ExplicitApi(monitor, self.book, self.emitter, self._lock)
-        self._reader = RingReader(
+        self.reader = RingReader(
             self.sync, lambda exc: monitor.report_error("custom loop (reader)", exc)
         )
 
@@ -82,7 +82,7 @@ class LoopInterceptor:
         if self._hook is not None:
             self._hook.remove()
         self._patches.restore()
-        self._reader.stop()
+        self.reader.stop()
         try:
             with self._lock:
                 for loop in self.book.loops:
@@ -162,7 +162,7 @@ class LoopInterceptor:
             ring.write(tf, row)
             self.sampler.traced_step()
             self.graph_active = True
-            self._reader.start()
+            self.reader.start()
 
     def _new_series(self, key: frozenset[int], variables: list[Any]) -> Series:
         owner = discover(variables, self.explicit.watched)

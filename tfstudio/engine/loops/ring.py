@@ -120,6 +120,11 @@ class RingReader:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    @property
+    def thread(self) -> threading.Thread | None:
+        """The reading thread, once started (benchmarks charge its CPU time)."""
+        return self._thread
+
     def start(self) -> None:
         """Start reading (once; later calls do nothing)."""
         if self._thread is not None:
