@@ -174,7 +174,7 @@ def graph_interleaved(args: argparse.Namespace) -> tuple[float, str]:
                     times[i, False].append(clock() - t)
         # What the reader and the pump cost per step of a run that is all monitored: a
         # stretch of monitored steps alone, their threads' CPU time over its steps.
-        reader, alone = interceptor._reader, args.steps
+        reader, alone = interceptor.reader.thread, args.steps
         read0, pump0 = _cpu(reader), _cpu(drain.thread)
         for k in range(alone):
             mons[k % len(mons)](x, y)

@@ -95,7 +95,7 @@ def main() -> None:
     from tfstudio.core.options import RunOptions
     from tfstudio.engine.instrument import FitInterceptor
     from tfstudio.engine.monitor import RunMonitor
-    from tfstudio.worker import Pump
+    from tfstudio.worker import WorkerPump
 
     model, data = mlp_and_data(args.batch)
     epochs = 2
@@ -118,7 +118,7 @@ def main() -> None:
 
     def monitored_rate() -> float:
         channel = Channel()
-        pump = Pump(viewer.conn, channel, on_stop=lambda: None)
+        pump = WorkerPump(viewer.conn, channel, on_stop=lambda: None)
         flush = pump.flush
 
         def timed_flush() -> None:  # the pump's own time, per step below

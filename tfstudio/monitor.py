@@ -4,7 +4,7 @@
 ``monitor.watch(model_or_module)`` names the loop after a model or module.
 Importing this module does not import TensorFlow. Outside a tfstudio run both
 calls do nothing (one ``None`` check); inside one, tfstudio's engine installs a
-sink here for the run's duration (``tfstudio.engine.loops.LoopInterceptor``).
+sink here for the run's duration (``tfstudio.engine.loops.explicit.ExplicitApi``).
 """
 
 from __future__ import annotations

@@ -5,7 +5,9 @@ The viewer (window or ``tfstudio run``) starts this process through
 process's **main thread**, exactly as ``python script.py`` would (signals,
 ``__main__``, argv, cwd, a fresh TensorFlow runtime). A pump thread sends the
 run's events to the viewer in batches every few tens of milliseconds and
-receives commands, which the training side applies at batch boundaries.
+receives commands, which the training side applies at batch boundaries. The pump
+is ``core/pump.py``'s: the viewer is its first sink (:class:`PipeSink`), the
+recorder the next.
 
 Wire protocol (``multiprocessing.connection`` over a socket pair inherited from
 the viewer; nothing listens anywhere):
@@ -26,7 +28,6 @@ import argparse
 import os
 import signal
 import sys
-import threading
 import traceback
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
@@ -37,126 +38,32 @@ from tfstudio.core.channel import Channel
 from tfstudio.core.commands import Stop
 from tfstudio.core.events import MonitorError, RunEnded
 from tfstudio.core.process import RunSpec
-from tfstudio.engine.capture import FdTextStream
-
-PUMP_INTERVAL_S = 0.02  # one message every 20 ms at most: never one per step
-
-
-class EventSink:
-    """Something that also wants every batch of events the worker sends (a recorder, the
-    live advisor).
-
-    A sink with ``adds_events = True`` (the live advisor) runs before the batch is
-    sent, and what its ``write`` returns goes into the batch (before a ``RunEnded``),
-    so the viewer and the later sinks see it; the others run after sending.
-    """
-
-    adds_events = False
-
-    def write(self, events: list[object]) -> list[object] | None:  # pragma: no cover - protocol
-        """Take one batch, off the training thread; return events to add to the stream."""
-
-    def close(self) -> None:  # pragma: no cover - protocol
-        """The run is over; flush and release."""
+from tfstudio.core.pump import EventSink, Pump
+from tfstudio.engine.capture import fd_text_stream
 
 
-class Pump(threading.Thread):
-    """Moves events out and commands in, off the training thread.
+class PipeSink:
+    """The pump's first sink in the worker: each batch goes to the viewer as one message.
 
     Args:
         conn: the connection to the viewer.
-        channel: the session's channel.
-        on_stop: called when the viewer asks the run to stop.
-        on_interrupt: called when the viewer escalates a stop to an interrupt.
-        sinks: also get every batch (e.g. a recorder writing event files).
+        lost: called when the viewer is gone (the connection broke).
     """
 
-    def __init__(
-        self,
-        conn: Connection,
-        channel: Channel,
-        on_stop: Callable[[], None],
-        on_interrupt: Callable[[], None] = lambda: None,
-        sinks: Sequence[EventSink] = (),
-    ) -> None:
-        super().__init__(name="tfstudio-pump", daemon=True)
+    def __init__(self, conn: Connection, lost: Callable[[], None]) -> None:
         self.conn = conn
-        self.channel = channel
-        self.on_stop = on_stop
-        self.on_interrupt = on_interrupt
-        self.sinks = list(sinks)
-        self._lock = threading.Lock()
-        self._closing = threading.Event()
-        self.batches = 0
+        self.lost = lost
 
-    def run(self) -> None:
-        """Every ``PUMP_INTERVAL_S``: take commands that arrived, send what was emitted."""
+    def write(self, events: list[object]) -> None:
+        """Send the batch (nothing when it is empty)."""
+        if not events:
+            return
         try:
-            while not self._closing.is_set():
-                if self.conn.poll(PUMP_INTERVAL_S):
-                    self._receive()
-                self.flush()
+            self._send(events)
         except (EOFError, OSError):
-            if not self._closing.is_set():
-                _die_with_viewer()
-        except BaseException:  # noqa: BLE001 - say why the pump died, then let the run go on
-            traceback.print_exc(file=sys.__stderr__)
+            self.lost()
 
-    def _receive(self) -> None:
-        while self.conn.poll():
-            message = self.conn.recv()
-            kind = message[0]
-            if kind == "command":
-                command = message[1]
-                if isinstance(command, Stop):
-                    self.on_stop()
-                else:
-                    self.channel.send(command)
-            elif kind == "stop":
-                self.on_stop()
-            elif kind == "interrupt":
-                self.on_interrupt()
-            elif kind == "exit":
-                self.on_stop()
-
-    def flush(self) -> None:
-        """Send everything emitted so far as one message (any thread may call this)."""
-        with self._lock:
-            self._flush_locked()
-
-    def add_sink(self, sink: EventSink) -> None:
-        """Also hand every batch to ``sink`` from now on (what was emitted before goes first)."""
-        with self._lock:
-            self._flush_locked()
-            self.sinks.append(sink)
-
-    def detach_sink(self, sink: EventSink) -> None:
-        """Send what is pending (``sink`` gets it too), then stop handing batches to ``sink``."""
-        with self._lock:
-            self._flush_locked()
-            if sink in self.sinks:
-                self.sinks.remove(sink)
-
-    def _flush_locked(self) -> None:
-        events = self.channel.drain()
-        for sink in self.sinks:  # the advisor: its advice goes into this batch
-            if getattr(sink, "adds_events", False):
-                try:
-                    events = _merged(events, sink.write(events) or [])
-                except Exception:  # noqa: BLE001 - advice must not stop the stream
-                    traceback.print_exc(file=sys.__stderr__)
-        if events:
-            self._send_batch(events)
-            self.batches += 1
-        for sink in self.sinks:  # also with nothing new: a recorder flushes on its clock
-            if getattr(sink, "adds_events", False):
-                continue
-            try:
-                sink.write(events)
-            except Exception:  # noqa: BLE001 - a recorder must not stop the stream
-                traceback.print_exc(file=sys.__stderr__)
-
-    def _send_batch(self, events: list[object]) -> None:
+    def _send(self, events: list[object]) -> None:
         try:
             self.conn.send(("events", events))
         except (EOFError, BrokenPipeError, ConnectionResetError):
@@ -176,16 +83,61 @@ class Pump(threading.Thread):
                     self.conn.send(("events", [note]))
 
     def close(self) -> None:
-        """Stop the loop and send the last events."""
-        self._closing.set()
-        if self.is_alive() and threading.current_thread() is not self:
-            self.join(timeout=5)
-        self.flush()
-        for sink in self.sinks:
-            try:
-                sink.close()
-            except Exception:  # noqa: BLE001
-                traceback.print_exc(file=sys.__stderr__)
+        """Nothing to do: the worker sends ``done`` and closes the connection itself."""
+
+
+class WorkerPump(Pump):
+    """The worker's pump: events out through a :class:`PipeSink`, commands in from the viewer.
+
+    Between two batches it waits on the connection, so a command is taken at once.
+
+    Args:
+        conn: the connection to the viewer.
+        channel: the session's channel.
+        on_stop: called when the viewer asks the run to stop.
+        on_interrupt: called when the viewer escalates a stop to an interrupt.
+        sinks: also get every batch, after the viewer (e.g. a recorder).
+    """
+
+    def __init__(
+        self,
+        conn: Connection,
+        channel: Channel,
+        on_stop: Callable[[], None],
+        on_interrupt: Callable[[], None] = lambda: None,
+        sinks: Sequence[EventSink] = (),
+    ) -> None:
+        super().__init__(channel, [PipeSink(conn, self._viewer_lost), *sinks], wait=self._receive)
+        self.conn = conn
+        self.on_stop = on_stop
+        self.on_interrupt = on_interrupt
+
+    def _viewer_lost(self) -> None:
+        if not self.closing:
+            _die_with_viewer()
+
+    def _receive(self, timeout: float) -> None:
+        try:
+            if not self.conn.poll(timeout):
+                return
+            while self.conn.poll():
+                self._handle(self.conn.recv())
+        except (EOFError, OSError):
+            self._viewer_lost()
+            self._closing.wait(timeout)  # closing anyway: no busy loop on a dead connection
+
+    def _handle(self, message: tuple) -> None:
+        kind = message[0]
+        if kind == "command":
+            command = message[1]
+            if isinstance(command, Stop):
+                self.on_stop()
+            else:
+                self.channel.send(command)
+        elif kind in ("stop", "exit"):
+            self.on_stop()
+        elif kind == "interrupt":
+            self.on_interrupt()
 
 
 def _merged(events: list[object], added: list[object]) -> list[object]:
@@ -241,7 +193,7 @@ class _StopSignals:
             self.request_stop()
 
 
-def _flushing_exit(pump: Pump, real_exit: Callable[[int], Any]) -> Callable[[int], Any]:
+def _flushing_exit(pump: WorkerPump, real_exit: Callable[[int], Any]) -> Callable[[int], Any]:
     """``os._exit`` that first sends what the run reported so far."""
 
     def _exit(code: int) -> Any:
@@ -267,8 +219,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Serve one run for the viewer on the other end of ``--fd``; returns the exit status."""
     ns = _parse(argv)
     conn = Connection(ns.fd)
-    sys.stdout = FdTextStream(ns.stdout_fd, "<stdout>")
-    sys.stderr = FdTextStream(ns.stderr_fd, "<stderr>")
+    sys.stdout = fd_text_stream(ns.stdout_fd, "<stdout>")
+    sys.stderr = fd_text_stream(ns.stderr_fd, "<stderr>")
     conn.send(("hello", os.getpid()))
     if ns.warm:
         from tfstudio.engine.tf_import import ensure_keras
@@ -294,6 +246,8 @@ def _serve(conn: Connection, spec: RunSpec, *, warm: bool) -> int:
     from tfstudio.engine.session import TrainingSession
 
     channel = Channel()
+    # the pump's callbacks reach the session through `stops`, made just below
+    pump = WorkerPump(conn, channel, lambda: stops.request_stop(), lambda: stops.interrupt())
     session = TrainingSession(
         spec.script,
         spec.args,
@@ -303,12 +257,10 @@ def _serve(conn: Connection, spec: RunSpec, *, warm: bool) -> int:
         capture_output=False,
         options=spec.options,
         preimport=warm,
-        on_started=lambda: pump.flush(),
+        on_started=pump.flush,
+        pump=pump,  # the recorder becomes one of its sinks: written on the pump thread
     )
     stops = _StopSignals(session)
-    # The live advisor is the pump's first sink: it reads each batch on the pump thread.
-    pump = Pump(conn, channel, stops.request_stop, stops.interrupt, sinks=[session.advisor])
-    session.pump = pump  # the recorder becomes one of its sinks: written on the pump thread
     signal.signal(signal.SIGINT, stops.on_sigint)
     real_exit = os._exit
     os._exit = _flushing_exit(pump, real_exit)

@@ -104,6 +104,22 @@ def test_watch_names_the_loop() -> None:
     assert len(_steps(events)) == 4
 
 
+def test_loops_of_raw_variables_are_named_after_their_model_or_function(tmp_path: Path) -> None:
+    # A keras.Model holding raw tf.Variables (Keras does not list them as its weights),
+    # bare tf.Variables in a function, a module-level one in a tf.function: every
+    # variable is called "Variable", and no loop may be.
+    ended, events, own = _run(LOOPS / "keras_raw_variables.py", tmp_path)
+    fits = [e for e in events if isinstance(e, FitStarted)]
+    assert [f.model.name for f in fits] == ["line", "fit_bare", "graph_step"]
+    steps = _steps(events)
+    assert len(steps) == 15 and ended.loops == 3
+    _close([s.values["loss"] for s in steps], own["losses"])
+    # the value lines of the tiny models are named after the attributes or bindings
+    assert steps[0].values["w"] == 5.0 and steps[0].values["b"] == 0.0
+    assert steps[6].values["slope"] == 1.0 and steps[6].values["offset"] == 0.0
+    assert not any("Variable" in key for s in steps for key in s.values)
+
+
 def test_explicit_api_does_nothing_outside_tfstudio() -> None:
     import tfstudio.monitor as explicit
 

@@ -142,10 +142,10 @@ def test_graph_steps_read_in_batches_get_times_spread_between_reads(tmp_path: Pa
 
 
 def test_more_gradients_than_columns_are_added_in_groups(tmp_path: Path, monkeypatch) -> None:
-    import tfstudio.engine.loops as loops
+    import tfstudio.engine.loops.ring as ring
 
     # 4 gradients into 3 columns: two are added on the device, the norm is unchanged
-    monkeypatch.setattr(loops, "MAX_PARTS", 3)
+    monkeypatch.setattr(ring, "MAX_PARTS", 3)
     _, events, own = _run("graph_norms.py", tmp_path, inspector=False)
     steps = of(events, StepEnded)
     _close([s.values["loss"] for s in steps], own["losses"])
@@ -254,12 +254,12 @@ def test_checkpoint_every_and_restore_at_start_in_a_graph_loop(tmp_path: Path) -
 
 
 def test_ring_buffer_wraps_and_names_overwritten_steps(tmp_path: Path, monkeypatch) -> None:
-    import tfstudio.engine.loops as loops
+    import tfstudio.engine.loops.ring as ring
 
     # Read after the first call (the controls begin there) and at the end: of steps 2-12,
     # a ring of 8 keeps the last 8, so steps 2-4 were overwritten before they were read.
-    monkeypatch.setattr(loops, "RING", 8)
-    monkeypatch.setattr(loops, "READ_EVERY", 1000.0)
+    monkeypatch.setattr(ring, "RING", 8)
+    monkeypatch.setattr(ring, "READ_EVERY", 1000.0)
     _, events, own = _run("graph_norms.py", tmp_path, inspector=False)
     steps = of(events, StepEnded)
     assert [s.global_step for s in steps] == list(range(1, 13))  # no step is lost from the count

@@ -79,6 +79,36 @@ def test_run_folder_holds_the_steps_the_callback_emitted(write_script, tmp_path)
     assert listed.final_loss == pytest.approx(steps[-1].values["loss"])
 
 
+def test_the_recorder_is_a_sink_of_the_pump_and_no_channel_is_replaced(
+    write_script, tmp_path, monkeypatch
+):
+    from tfstudio.core.channel import Channel
+    from tfstudio.engine.recorder import PumpRecording
+    from tfstudio.engine.session import TrainingSession
+
+    viewer = Channel()
+    session = TrainingSession(
+        write_script(TRAIN), (), viewer, options=RunOptions(logdir=str(tmp_path / "runs"))
+    )
+    engine = session.monitor.channel
+    sinks_while_training: list[list[str]] = []
+    start = PumpRecording.__init__
+
+    def noting(self, recorder, pump):  # what the pump's sinks are once recording began
+        start(self, recorder, pump)
+        sinks_while_training.append([type(s).__name__ for s in pump.sinks])
+
+    monkeypatch.setattr(PumpRecording, "__init__", noting)
+    ended = session.run()
+    assert sinks_while_training == [["ChannelSink", "Recorder"]]
+    assert session.monitor.channel is engine and session.channel is viewer
+    events = viewer.drain()  # everything reached the viewer through the pump, RunEnded last
+    assert events[-1] == ended and len(of(events, StepEnded)) == 10
+    [run_dir] = list((tmp_path / "runs").iterdir())
+    info = read_run_json(run_dir)
+    assert info["status"] == "finished" and info["steps"] == ended.global_step == 10
+
+
 def test_recording_leaves_the_runtime_for_the_script_to_configure(write_script, tmp_path):
     # A script may configure devices before TensorFlow initialises; the recorder,
     # started before the script, must not initialise it first.

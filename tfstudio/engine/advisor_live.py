@@ -1,10 +1,10 @@
 """Live advice: rules decided from a run's own events, fired once per cause.
 
-:class:`LiveAdvisor` is a sink of the run's event stream: the worker's pump hands
-it each batch it drains (on the pump thread, never the training thread) and puts
-the ``Advice`` it returns into the same batch, so the viewer and the recorder see
-it (before a ``RunEnded``). In-process sessions (tests, benchmarks) have no pump:
-:class:`AdviceThread` drains a copy of the stream on a thread of its own.
+:class:`LiveAdvisor` reads a run's event stream as the first sink of the run's pump
+(:class:`AdviceSink`; the worker's pump, or an in-process session's own): the pump
+hands it each batch it drains (on the pump thread, never the training thread) and
+the ``Advice`` it returns joins the same batch, so the viewer and the recorder see
+it (before a ``RunEnded``).
 
 The rules, each tuned to stay silent on noisy but healthy training:
 
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 import re
-import threading
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -80,16 +79,14 @@ GRAPH_ERRORS = (
 class LiveAdvisor:
     """Reads a run's events and makes ``Advice`` for each new cause it sees.
 
-    A sink of the worker's pump: :meth:`write` takes each drained batch and returns
-    the events to add to the stream. A failure in a rule is reported once (a
+    The run's pump hands it each drained batch (through :class:`AdviceSink`):
+    :meth:`write` returns the events to add to the stream. A failure in a rule is reported once (a
     ``MonitorError``) and turns the advisor off: training and the stream go on.
 
     Args:
         nan_guard: ``NonFinite`` events will come (they name the layer): the NaN
             notice waits for them instead of firing on the loss alone.
     """
-
-    adds_events = True  # the pump runs it before sending, so its advice goes in the same batch
 
     def __init__(self, nan_guard: bool = False) -> None:
         self.nan_guard = nan_guard
@@ -345,41 +342,27 @@ class LiveAdvisor:
         ]
 
 
-class AdviceThread:
-    """In-process sessions (no worker pump): the advisor reads a copy of the stream on a thread.
+class AdviceSink:
+    """The live advisor as the first sink of a run's pump (on the pump's thread).
 
-    The session's channel becomes a tee (same queues: its consumer sees no
-    difference) whose copies this thread hands to the advisor every ``interval``
-    seconds; advice goes back on the channel. The training thread only appends
-    each event twice. (The worker needs none of this: its pump is the thread.)
+    The batch goes on to the next sinks (the viewer, the recorder) with the advice
+    it caused added: after the events, or before a ``RunEnded`` (a viewer stops
+    reading at ``RunEnded``).
     """
 
-    def __init__(self, session: Any, advisor: LiveAdvisor, interval: float = 0.02) -> None:
-        from tfstudio.engine.recorder import TeeChannel
-
-        self.session = session
+    def __init__(self, advisor: LiveAdvisor) -> None:
         self.advisor = advisor
-        self.interval = interval
-        self._tee = TeeChannel(session.channel)
-        session.channel = session.monitor.channel = self._tee
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="tfstudio-advisor", daemon=True)
-        self._thread.start()
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            self._advise([])
+    def write(self, events: list[object]) -> list[object] | None:
+        """Advise on one batch; the batch with its advice, or None when there is none."""
+        added = self.advisor.write(events)
+        if not added:
+            return None
+        ends = [e for e in events if isinstance(e, RunEnded)]
+        if not ends:
+            return [*events, *added]
+        return [*(e for e in events if not isinstance(e, RunEnded)), *added, *ends]
 
-    def _advise(self, extra: list[object]) -> None:
-        with self._lock:
-            added = self.advisor.write(self._tee.drain_copies() + extra)
-            for event in added:
-                self.session.channel.emit(event)  # the outermost channel: a recorder sees it too
-
-    def close(self, ended: RunEnded) -> None:
-        """Stop the thread; advise on what is left and on ``ended`` (not emitted here)."""
-        self._stop.set()
-        self._thread.join()
-        self._advise([ended])
+    def close(self) -> None:
+        """The run is over."""
         self.advisor.close()

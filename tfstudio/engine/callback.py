@@ -20,17 +20,11 @@ from typing import Any
 import keras
 import numpy as np
 
-from tfstudio.core.events import (
-    EpochEnded,
-    FitEnded,
-    FitStarted,
-    LayerSummary,
-    ModelSummary,
-    StepEnded,
-)
+from tfstudio.core.events import EpochEnded, FitEnded, FitStarted, StepEnded
 from tfstudio.engine.control import TrainingController
 from tfstudio.engine.monitor import RunMonitor
 from tfstudio.engine.probes.inspector import NEVER, Inspector
+from tfstudio.engine.probes.model import model_summary
 
 _MEAN, _RAW, _RUNNING = 0, 1, 2
 
@@ -80,7 +74,7 @@ class StudioCallback(keras.callbacks.Callback):
             self._emit(
                 FitStarted(
                     fit_index=self.fit_index,
-                    model=summarize_model(model),
+                    model=model_summary(model),
                     epochs=int(params.get("epochs") or 0),
                     initial_epoch=self.initial_epoch,
                     steps_per_epoch=self._steps,
@@ -301,52 +295,3 @@ def _steps_per_execution(model: Any) -> int:
         return max(1, int(spe))
     except (TypeError, ValueError):
         return 1
-
-
-def summarize_model(model: Any) -> ModelSummary:
-    """Name, layers (nested ones indented), output shapes and parameter counts."""
-    layers: list[LayerSummary] = []
-
-    def walk(owner: Any, depth: int) -> None:
-        for layer in getattr(owner, "layers", []) or []:
-            layers.append(
-                LayerSummary(
-                    name=layer.name,
-                    class_name=type(layer).__name__,
-                    output_shape=_output_shape(layer),
-                    params=_param_count(layer.weights),
-                    trainable_params=_param_count(layer.trainable_weights),
-                    depth=depth,
-                )
-            )
-            if depth < 4 and getattr(layer, "layers", None):
-                walk(layer, depth + 1)
-
-    walk(model, 0)
-    return ModelSummary(
-        name=model.name,
-        class_name=type(model).__name__,
-        layers=tuple(layers),
-        total_params=_param_count(model.weights),
-        trainable_params=_param_count(model.trainable_weights),
-    )
-
-
-def _param_count(weights: Any) -> int:
-    total = 0
-    for w in weights or []:
-        total += int(np.prod(tuple(w.shape))) if len(w.shape) else 1
-    return total
-
-
-def _output_shape(layer: Any) -> str:
-    try:
-        output = layer.output
-    except Exception:  # noqa: BLE001 - subclassed models have no symbolic outputs
-        return "?"
-    try:
-        if isinstance(output, list | tuple):
-            return ", ".join(str(tuple(o.shape)) for o in output)
-        return str(tuple(output.shape))
-    except Exception:  # noqa: BLE001
-        return "?"

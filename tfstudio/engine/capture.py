@@ -22,19 +22,48 @@ from tfstudio.core.events import ConsoleOutput
 Emit = Callable[[ConsoleOutput], None]
 
 
-class StreamProxy(io.TextIOBase):
-    """A text stream that turns writes into ConsoleOutput events."""
+class TextStream(io.TextIOBase):
+    """A text stream that hands each write on at once (nothing is buffered).
 
-    def __init__(self, name: str, emit: Emit, original: TextIO) -> None:
+    A run's ``sys.stdout``/``sys.stderr`` are these: in-process they turn writes into
+    ``ConsoleOutput`` events (:func:`console_stream`); in the worker they write each
+    call straight to a pipe of their own (:func:`fd_text_stream`).
+
+    Args:
+        name: what ``.name`` reports.
+        write_text: takes each non-empty string written.
+        fileno: returns the fd the stream stands for (asked only when a caller asks).
+        write_bytes: takes the bytes written to ``.buffer``; by default they are
+            decoded (UTF-8) and written as text.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        write_text: Callable[[str], object],
+        fileno: Callable[[], int],
+        write_bytes: Callable[[bytes], object] | None = None,
+    ) -> None:
         super().__init__()
-        self.name = name
-        self._emit = emit
-        self._original = original
+        self._name = name
+        self._write_text = write_text
+        self._fileno = fileno
+        self._write_bytes = write_bytes
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        """The stream's name, as ``sys.stdout.name`` would give."""
+        return self._name
 
     @property
     def encoding(self) -> str:  # type: ignore[override]
         """Text encoding reported to callers (always UTF-8)."""
         return "utf-8"
+
+    @property
+    def errors(self) -> str:  # type: ignore[override]
+        """Unencodable characters are escaped, never an error."""
+        return "backslashreplace"
 
     def writable(self) -> bool:
         """Always writable."""
@@ -44,43 +73,72 @@ class StreamProxy(io.TextIOBase):
         """Not a terminal: Keras then prints one progress line per epoch, not per step."""
         return False
 
+    def fileno(self) -> int:
+        """The fd this stream stands for."""
+        return self._fileno()
+
     def write(self, text: str) -> int:
-        """Emit ``text`` as console output."""
+        """Hand ``text`` on now."""
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
         if text:
-            self._emit(ConsoleOutput(self.name, text))
+            self._write_text(text)
         return len(text)
 
     def flush(self) -> None:
         """Nothing is buffered here."""
 
-    def fileno(self) -> int:
-        """The fd the original stream wrote to (captured at fd level meanwhile)."""
-        return self._original.fileno()
-
     @property
-    def buffer(self) -> _BinaryProxy:
+    def buffer(self) -> _BinaryStream:
         """Binary side, for code that writes bytes to ``sys.stdout.buffer``."""
-        return _BinaryProxy(self)
+        return _BinaryStream(self._write_bytes or _decoding(self.write), self._fileno)
 
 
-class _BinaryProxy(io.RawIOBase):
-    """``sys.stdout.buffer`` of a :class:`StreamProxy`: bytes in, text events out."""
+class _BinaryStream(io.RawIOBase):
+    """``sys.stdout.buffer`` of a :class:`TextStream`."""
 
-    def __init__(self, text: StreamProxy) -> None:
+    def __init__(self, write: Callable[[bytes], object], fileno: Callable[[], int]) -> None:
         super().__init__()
-        self._text = text
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._write = write
+        self._fileno = fileno
 
     def writable(self) -> bool:
         """Always writable."""
         return True
 
+    def fileno(self) -> int:
+        """The fd of the text stream."""
+        return self._fileno()
+
     def write(self, data: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
-        """Decode ``data`` (UTF-8) and emit it on the text stream."""
-        self._text.write(self._decoder.decode(bytes(data)))
+        """Hand all of ``data`` on now."""
+        self._write(bytes(data))
         return len(data)
+
+
+def _decoding(write_text: Callable[[str], object]) -> Callable[[bytes], object]:
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    return lambda data: write_text(decoder.decode(data))
+
+
+def console_stream(name: str, emit: Emit, original: TextIO) -> TextStream:
+    """A stream whose writes are ``ConsoleOutput(name, text)`` events (in-process capture)."""
+    return TextStream(name, lambda text: emit(ConsoleOutput(name, text)), original.fileno)
+
+
+def fd_text_stream(fd: int, name: str) -> TextStream:
+    """A stream that writes each call straight to ``fd`` as UTF-8 (the worker's stdout/stderr).
+
+    Every write is one ``os.write``, so nothing is lost if the process dies right
+    after it, and the viewer can tell Python's ``print`` from what reaches fds 1
+    and 2 directly (``tf.print``, C++ logs). The caller keeps ``fd`` open.
+    """
+    return TextStream(
+        name,
+        lambda text: write_all(fd, text.encode("utf-8", "backslashreplace")),
+        lambda: fd,
+        lambda data: write_all(fd, data),
+    )
 
 
 class _FdPump:
@@ -153,8 +211,8 @@ class OutputCapture:
                 self._pumps = [_FdPump(1, "stdout", self._emit), _FdPump(2, "stderr", self._emit)]
             except OSError:
                 self._pumps = []  # no usable fds (embedded interpreter): Python-level only
-        sys.stdout = StreamProxy("stdout", self._emit, out)  # type: ignore[assignment]
-        sys.stderr = StreamProxy("stderr", self._emit, err)  # type: ignore[assignment]
+        sys.stdout = console_stream("stdout", self._emit, out)
+        sys.stderr = console_stream("stderr", self._emit, err)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -163,89 +221,6 @@ class OutputCapture:
         for pump in self._pumps:
             pump.restore()
         self._pumps = []
-
-
-class FdTextStream(io.TextIOBase):
-    """A text stream that writes each call straight to a file descriptor (no buffer).
-
-    The worker process gives the script one of these as ``sys.stdout`` and one as
-    ``sys.stderr``, each on a pipe of its own to the viewer. Every write is one
-    ``os.write``, so nothing is lost if the process dies right after it, and the
-    viewer can tell Python's ``print`` from what reaches fds 1 and 2 directly
-    (``tf.print``, C++ logs).
-
-    Args:
-        fd: where the bytes go (the caller keeps it open).
-        name: ``"<stdout>"``-style name reported to callers.
-    """
-
-    def __init__(self, fd: int, name: str) -> None:
-        super().__init__()
-        self._fd = fd
-        self._name = name
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        """The stream's name, as ``sys.stdout.name`` would give."""
-        return self._name
-
-    @property
-    def encoding(self) -> str:  # type: ignore[override]
-        """Text encoding (always UTF-8)."""
-        return "utf-8"
-
-    @property
-    def errors(self) -> str:  # type: ignore[override]
-        """Unencodable characters are escaped, never an error."""
-        return "backslashreplace"
-
-    def writable(self) -> bool:
-        """Always writable."""
-        return True
-
-    def isatty(self) -> bool:
-        """Not a terminal (a pipe to the viewer)."""
-        return False
-
-    def fileno(self) -> int:
-        """The pipe's fd."""
-        return self._fd
-
-    def write(self, text: str) -> int:
-        """Write ``text`` now, as UTF-8."""
-        if not isinstance(text, str):
-            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        write_all(self._fd, text.encode("utf-8", "backslashreplace"))
-        return len(text)
-
-    def flush(self) -> None:
-        """Nothing is buffered here."""
-
-    @property
-    def buffer(self) -> _FdBinary:
-        """Binary side, for code that writes bytes to ``sys.stdout.buffer``."""
-        return _FdBinary(self._fd)
-
-
-class _FdBinary(io.RawIOBase):
-    """``sys.stdout.buffer`` of an :class:`FdTextStream`: bytes go straight to the fd."""
-
-    def __init__(self, fd: int) -> None:
-        super().__init__()
-        self._fd = fd
-
-    def writable(self) -> bool:
-        """Always writable."""
-        return True
-
-    def fileno(self) -> int:
-        """The pipe's fd."""
-        return self._fd
-
-    def write(self, data: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
-        """Write all of ``data`` now."""
-        write_all(self._fd, bytes(data))
-        return len(data)
 
 
 def write_all(fd: int, data: bytes) -> None:

@@ -1,6 +1,7 @@
 """The inspector's views for custom training loops: model tree, weights and gradients.
 
-:class:`LoopInspector` is used by :class:`tfstudio.engine.loops.LoopInterceptor`.
+:class:`LoopInspector` is used by :class:`tfstudio.engine.loops.LoopInterceptor`
+(``engine/loops/``).
 It samples a loop's steps on the inspector's cadence (``Cadence``: the run's
 ``inspector_budget`` or a fixed ``sample_every``) and emits the events the
 inspector's views draw, exactly as for a ``fit``: ``ModelTree`` when the loop
@@ -85,7 +86,7 @@ class LoopInspector:
         try:
             from tfstudio.engine.probes.model import model_summary_text, model_tree
 
-            if owner is not None and hasattr(owner, "layers") and hasattr(owner, "weights"):
+            if _is_model_of(owner, variables):
                 return model_tree(owner), model_summary_text(owner)
             return _module_node(owner, name, variables)
         except Exception as exc:  # noqa: BLE001
@@ -335,6 +336,17 @@ def _read_graph(series: Any) -> list[GradientVariable]:
         path = variable_path(series.variables[i])
         out.append(GradientVariable(path, norm, lo, hi, tuple(int(c) for c in hists[i])))
     return out
+
+
+def _is_model_of(owner: Any, variables: list[Any]) -> bool:
+    """Whether ``owner`` is a Keras model or layer whose weights hold all of ``variables``.
+
+    (A Keras model may hold raw ``tf.Variable`` attributes its weights do not list.)
+    """
+    if owner is None or not (hasattr(owner, "layers") and hasattr(owner, "weights")):
+        return False
+    weights = {id(w) for w in owner.weights}
+    return all(id(v) in weights for v in variables)
 
 
 def _module_node(owner: Any, name: str, variables: list[Any]) -> tuple[ModelNode, str]:

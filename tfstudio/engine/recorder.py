@@ -1,8 +1,7 @@
 """Recorder: a run's events -> a run folder (TensorBoard event files + ``run.json``).
 
-Runs off the training thread: whoever drains the run's channel (the worker's
-pump, see :class:`PumpRecording`, or in-process a :class:`RecordingThread`)
-hands each batch to :meth:`Recorder.write`.
+Runs off the training thread: a :class:`Recorder` is a sink of the run's pump
+(``core/pump.py``), which hands it each batch of events (:meth:`Recorder.write`).
 
 Event records are TensorBoard ``Event`` protos written with TensorFlow's record
 writer (``tf.io.TFRecordWriter``, so TensorFlow's file systems apply), one
@@ -25,13 +24,10 @@ import os
 import socket
 import struct
 import sys
-import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from tfstudio.core.channel import Channel
 from tfstudio.core.events import (
     EpochEnded,
     FitEnded,
@@ -47,6 +43,7 @@ from tfstudio.core.events import (
     WeightStats,
 )
 from tfstudio.core.locations import GFileFS, UrlPath, fs_for, location
+from tfstudio.core.pump import Pump
 from tfstudio.core.runs import (
     EPOCH_PREFIX,
     STEP_PREFIX,
@@ -415,76 +412,16 @@ WRITERS: dict[type, Callable[[Recorder, Any], None]] = {
 """Event type -> function recording it. A new kind of event is one entry here."""
 
 
-# -- a pump for in-process runs --------------------------------------------------
-class TeeChannel(Channel):
-    """The same channel (shared queues), with every emitted event also kept for a recorder."""
-
-    __slots__ = ("copies", "_forward")
-
-    def __init__(self, inner: Channel) -> None:
-        self._events = inner._events
-        self._commands = inner._commands
-        self._forward = inner.emit  # the inner channel's own emit (e.g. live advice) still runs
-        self.copies: deque[object] = deque()
-
-    def emit(self, event: object) -> None:
-        """Queue one event for the viewer and one for the recorder; never blocks."""
-        self._forward(event)
-        self.copies.append(event)
-
-    def drain_copies(self) -> list[object]:
-        """Remove and return the recorder's copies, oldest first."""
-        taken: list[object] = []
-        pop = self.copies.popleft
-        while True:
-            try:
-                taken.append(pop())
-            except IndexError:
-                return taken
-
-
-class RecordingThread:
-    """Drains events into a :class:`Recorder` every ``interval`` seconds, off the training thread.
-
-    The in-process stand-in for the worker's pump (which calls ``recorder.write``
-    with each batch it sends to the viewer).
-
-    Args:
-        recorder: where events go.
-        drain: returns (and removes) the events queued since the last call.
-    """
-
-    def __init__(
-        self, recorder: Recorder, drain: Callable[[], list[object]], interval: float = 0.02
-    ) -> None:
-        self.recorder = recorder
-        self.drain = drain
-        self.interval = interval
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="tfstudio-recorder", daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.recorder.write(self.drain())
-
-    def close(self, ended: RunEnded | None) -> None:
-        """Stop the thread, record what is left and close the recorder."""
-        self._stop.set()
-        self._thread.join()
-        self.recorder.write(self.drain())
-        self.recorder.close(ended)
-
-
+# -- recording a session: the recorder is a sink of the run's pump -------------------
 class PumpRecording:
-    """Recording in the worker: the :class:`Recorder` is one of the pump's sinks.
+    """A run's :class:`Recorder` as one of the sinks of the run's pump (``core/pump.py``).
 
-    The pump already drains the channel every 20 ms to send each batch to the
-    viewer; it hands the same batch to the recorder, on its own thread, so the
-    training thread does nothing more for recording.
+    The pump already drains the run's channel every 20 ms for the viewer; it hands
+    the same batches to the recorder, on its own thread, so the training thread does
+    nothing more for recording.
     """
 
-    def __init__(self, recorder: Recorder, pump: Any) -> None:
+    def __init__(self, recorder: Recorder, pump: Pump) -> None:
         self.recorder = recorder
         self.pump = pump
         pump.add_sink(recorder)
@@ -495,14 +432,10 @@ class PumpRecording:
         self.recorder.close(ended)
 
 
-def start_recording(session: Any, started: RunStarted) -> RecordingThread | PumpRecording | None:
-    """Start recording a :class:`TrainingSession` (None when not recording).
+def start_recording(session: Any, started: RunStarted) -> PumpRecording | None:
+    """Start recording a :class:`TrainingSession` on its pump (None when not recording).
 
-    In the worker (``session.pump`` set) the recorder becomes a sink of the pump.
-    In-process, the session's and monitor's channel become a :class:`TeeChannel`
-    (same queues, so the viewer sees no difference) drained by a
-    :class:`RecordingThread`. Either way ``session.run_dir`` / ``monitor.run_dir``
-    name the run folder (checkpoints go there).
+    ``session.run_dir`` / ``monitor.run_dir`` then name the run folder (checkpoints go there).
     """
     monitor = session.monitor
     if not monitor.options.record:
@@ -515,12 +448,6 @@ def start_recording(session: Any, started: RunStarted) -> RecordingThread | Pump
         monitor.report_error("recorder", exc)
         return None
     session.run_dir = monitor.run_dir = recorder.run_dir
-    pump = getattr(session, "pump", None)
-    if pump is not None:
-        recording: RecordingThread | PumpRecording = PumpRecording(recorder, pump)
-        session.channel.emit(RunRecording(str(recorder.run_dir)))
-        return recording
-    tee = TeeChannel(session.channel)
-    session.channel = monitor.channel = tee
-    tee.emit(RunRecording(str(recorder.run_dir)))
-    return RecordingThread(recorder, tee.drain_copies)
+    recording = PumpRecording(recorder, session.pump)
+    monitor.channel.emit(RunRecording(str(recorder.run_dir)))
+    return recording

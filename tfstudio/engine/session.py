@@ -5,6 +5,10 @@ captured) and reports everything on the channel, ending with exactly one
 :class:`RunEnded`. In tfstudio's worker process (``tfstudio.worker``) the session
 runs on the main thread, as ``python script.py`` would; tests and benchmarks
 also run it in-process, on a thread of their own.
+
+The engine emits on the monitor's channel, which only the run's pump
+(``core/pump.py``) drains: its sinks are the viewer (the worker's pipe, or
+in-process a :class:`ChannelSink` onto the caller's channel) and the recorder.
 """
 
 from __future__ import annotations
@@ -16,18 +20,18 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
 
 from tfstudio.core.channel import Channel
 from tfstudio.core.commands import Stop
 from tfstudio.core.events import ConsoleOutput, EngineStatus, RunEnded, RunStarted, ScriptError
 from tfstudio.core.locations import UrlPath
 from tfstudio.core.options import RunOptions
+from tfstudio.core.pump import ChannelSink, Pump
 from tfstudio.core.scripts import ScriptPathError, check_script
-from tfstudio.engine.advisor_live import AdviceThread, LiveAdvisor
+from tfstudio.engine.advisor_live import AdviceSink, LiveAdvisor
 from tfstudio.engine.capture import OutputCapture
 from tfstudio.engine.monitor import RunMonitor
-from tfstudio.engine.recorder import PumpRecording, RecordingThread, start_recording
+from tfstudio.engine.recorder import PumpRecording, start_recording
 from tfstudio.engine.script import (
     RunStopped,
     describe_error,
@@ -46,7 +50,8 @@ class TrainingSession:
     Args:
         script: path of the user's script.
         args: the script's arguments (``sys.argv[1:]``).
-        channel: where events go; commands come from it too.
+        channel: the viewer's channel: events arrive there, commands are taken from it.
+            In the worker it is the one ``pump`` drains.
         cwd: working directory for the run; ``None`` keeps the caller's.
         stdin_eof: give the script an empty stdin (the window has no terminal).
         capture_output: capture stdout/stderr (fds 1 and 2 included) as events.
@@ -56,6 +61,9 @@ class TrainingSession:
             variables the script sets first (``TF_*``, ``CUDA_*``) still apply.
         on_started: called once the run is announced, just before the script runs
             (the worker sends the announcement at once, ahead of the script's output).
+        pump: the pump that drains ``channel`` (the worker's, whose first sink is the
+            pipe to the viewer). Without one (in-process) the session emits on a
+            channel of its own and runs a pump that puts each batch on ``channel``.
     """
 
     def __init__(
@@ -70,6 +78,7 @@ class TrainingSession:
         options: RunOptions | None = None,
         preimport: bool = True,
         on_started: Callable[[], None] | None = None,
+        pump: Pump | None = None,
     ) -> None:
         self.script = str(script)
         self.args = tuple(args)
@@ -80,17 +89,18 @@ class TrainingSession:
         self.preimport = preimport
         self.on_started = on_started
         self.options = options if options is not None else RunOptions()
-        self.monitor = RunMonitor(self.channel, options=self.options)
-        # Live advice reads the stream off the training thread: a sink of the worker's
-        # pump (tfstudio.worker), or in-process an AdviceThread started by run().
+        self._own_pump = pump is None
+        if pump is None:
+            pump = Pump(Channel(commands_of=self.channel), [ChannelSink(self.channel)])
+        self.pump = pump  # its sinks: the advisor, the viewer, then the recorder (once recording)
+        self.monitor = RunMonitor(pump.channel, options=self.options)
+        # Live advice reads the stream on the pump's thread, off the training thread; its
+        # notices join the batch (before a RunEnded) that the viewer and recorder then get.
         self.advisor = LiveAdvisor(nan_guard=self.options.on_nan != "ignore")
-        self._advising: AdviceThread | None = None
+        pump.add_sink(AdviceSink(self.advisor), first=True)
         self.result: RunEnded | None = None
         self.run_dir: Path | UrlPath | None = None  # the run folder, once recording started
-        self._recording: RecordingThread | PumpRecording | None = None
-        # The worker's pump (tfstudio.worker.Pump), when there is one: the recorder is then
-        # one of its sinks instead of a thread of its own.
-        self.pump: Any = None
+        self._recording: PumpRecording | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._script_running = False
@@ -116,7 +126,7 @@ class TrainingSession:
     def stop(self) -> None:
         """Stop at the next batch boundary; between fits, interrupt the script at once."""
         self.monitor.request_stop()
-        self.channel.send(Stop())  # the callback acts on it at the next batch end
+        self.monitor.channel.send(Stop())  # the callback acts on it at the next batch end
         with self._lock:
             if self._script_running and not self.monitor.in_fit and self._thread is not None:
                 _raise_in_thread(self._thread, RunStopped)
@@ -124,25 +134,25 @@ class TrainingSession:
     # -- the run itself (training thread) ------------------------------
     def run(self) -> RunEnded:
         """Run the script in the calling thread and return how it ended."""
-        self.channel.take_commands()  # stale commands from an earlier run
-        if self.pump is None:  # in-process: no pump to carry the advisor
-            self._advising = AdviceThread(self, self.advisor)
+        self.monitor.channel.take_commands()  # stale commands from an earlier run
+        if self._own_pump:
+            self.pump.start()
         try:
             ended = self._run()
         except BaseException as exc:  # noqa: BLE001 - a run must always end with RunEnded
             ended = self._ended("failed", 1, message=f"tfstudio internal error: {exc!r}")
         self.result = ended
-        if self._advising is not None:
-            self._advising.close(ended)  # advice on the last events goes before RunEnded
         if self._recording is not None:
             self._recording.close(ended)  # the run folder is complete before RunEnded is seen
-        self.channel.emit(ended)
+        self.monitor.channel.emit(ended)
+        if self._own_pump:
+            self.pump.close()  # the viewer's channel has every event, RunEnded last
         self._done.set()
         return ended
 
     def _run(self) -> RunEnded:
         mon = self.monitor
-        emit = self.channel.emit
+        emit = mon.channel.emit
         try:
             path = check_script(self.script)
         except ScriptPathError as exc:
@@ -161,7 +171,6 @@ class TrainingSession:
                 return self._ended("failed", 1, message=f"TensorFlow failed to import: {exc}")
             emit(EngineStatus("ready"))
             self._recording = start_recording(self, started)
-            emit = self.channel.emit  # recording tees the channel
         else:  # TensorFlow is imported by the script itself: recording starts then
             mon.on_keras_imported.append(lambda: self._start_recording_late(started))
         from tfstudio.engine.instrument import FitInterceptor

@@ -24,10 +24,13 @@ import keras
 
 from tfstudio.core.channel import Channel
 from tfstudio.core.events import RunEnded, RunStarted
+from tfstudio.core.pump import Pump
 from tfstudio.core.runs import resolve_logdir
 from tfstudio.engine.callback import StudioCallback as _FitReporter
 from tfstudio.engine.monitor import RunMonitor
-from tfstudio.engine.recorder import FLUSH_EVERY_S, Recorder, RecordingThread
+from tfstudio.engine.recorder import FLUSH_EVERY_S, Recorder
+
+PUMP_INTERVAL_S = 0.1  # no viewer waits: a batch every 100 ms is enough for the recorder
 
 
 def is_chief(tf_config: str | None = None) -> bool:
@@ -90,7 +93,7 @@ class StudioCallback(keras.callbacks.Callback):
         self._monitor = RunMonitor(self._channel)
         self._reporter: _FitReporter | None = None
         self._recorder: Recorder | None = None
-        self._thread: RecordingThread | None = None
+        self._pump: Pump | None = None  # drains the channel into the recorder, per fit
         self._info: dict[str, Any] = {}
 
     # -- Keras plumbing: the fit reporter sees the same model and params ----
@@ -117,7 +120,13 @@ class StudioCallback(keras.callbacks.Callback):
                 )
             ]
         )
-        self._thread = RecordingThread(self._recorder, self._channel.drain, interval=0.1)
+        self._start_pump()
+
+    def _start_pump(self) -> None:
+        """The recorder becomes the sink of a pump of this fit (off the training thread)."""
+        assert self._recorder is not None
+        self._pump = Pump(self._channel, [self._recorder], interval=PUMP_INTERVAL_S)
+        self._pump.start()
 
     def on_train_begin(self, logs: dict | None = None) -> None:
         """A fit begins: a new segment of this run (the run folder is made at the first)."""
@@ -130,7 +139,7 @@ class StudioCallback(keras.callbacks.Callback):
                 self._recorder = Recorder(
                     self.run_dir, flush_every=self.flush_every, info=self._info
                 )
-                self._thread = RecordingThread(self._recorder, self._channel.drain, interval=0.1)
+                self._start_pump()
             self._recorder.info.update(status="running", pid=os.getpid())
         except Exception as exc:  # noqa: BLE001 - recording must never stop training
             self.chief = False
@@ -160,10 +169,11 @@ class StudioCallback(keras.callbacks.Callback):
     def on_train_end(self, logs: dict | None = None) -> None:
         """The fit ended: record it and flush; the run stays open for another fit."""
         reporter, self._reporter = self._reporter, None
-        if reporter is None or self._recorder is None or self._thread is None:
+        if reporter is None or self._recorder is None or self._pump is None:
             return
         reporter.on_train_end(logs)
         mon = self._monitor
-        self._thread.close(RunEnded("finished", 0, mon.fits, mon.global_step, mon.now()))
+        self._channel.emit(RunEnded("finished", 0, mon.fits, mon.global_step, mon.now()))
+        self._pump.close()  # the recorder writes the rest, RunEnded last, and closes
         self._info = dict(self._recorder.info)
-        self._recorder = self._thread = None
+        self._recorder = self._pump = None

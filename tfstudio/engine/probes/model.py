@@ -1,4 +1,10 @@
-"""The model tree: nested layers with shapes, dtypes, parameters and variables."""
+"""What a model is made of, for the events that describe it.
+
+One builder for both descriptions: :func:`model_summary` (the flat layer list
+announced with a fit's ``FitStarted``) and :func:`model_tree` (the inspector's
+tree of nested layers with shapes, dtypes, parameters and variables) share the
+same shape and parameter helpers.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +14,39 @@ from typing import Any
 
 import numpy as np
 
-from tfstudio.core.events import ModelNode, VariableInfo
+from tfstudio.core.events import LayerSummary, ModelNode, ModelSummary, VariableInfo
 
 MAX_DEPTH = 8
+SUMMARY_DEPTH = 4  # nested layers listed in a fit's summary, below the model's own
+
+
+def model_summary(model: Any) -> ModelSummary:
+    """Name, layers (nested ones indented), output shapes and parameter counts."""
+    layers: list[LayerSummary] = []
+
+    def walk(owner: Any, depth: int) -> None:
+        for layer in getattr(owner, "layers", []) or []:
+            layers.append(
+                LayerSummary(
+                    name=layer.name,
+                    class_name=type(layer).__name__,
+                    output_shape=_output_shape(layer),
+                    params=_count(layer.weights),
+                    trainable_params=_count(layer.trainable_weights),
+                    depth=depth,
+                )
+            )
+            if depth < SUMMARY_DEPTH and getattr(layer, "layers", None):
+                walk(layer, depth + 1)
+
+    walk(model, 0)
+    return ModelSummary(
+        name=model.name,
+        class_name=type(model).__name__,
+        layers=tuple(layers),
+        total_params=_count(model.weights),
+        trainable_params=_count(model.trainable_weights),
+    )
 
 
 def model_tree(model: Any) -> ModelNode:

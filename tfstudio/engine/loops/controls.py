@@ -1,0 +1,88 @@
+"""Stop, pause, checkpoints and learning rate for custom loops: the run's controls at steps.
+
+The controls (``engine/control.py``) begin at a loop's first step, with what
+checkpoints hold (``engine/loop_state.py``: the models, modules and optimizers
+discovery found) as their "model", and run at each step boundary.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tfstudio.engine.loops.series import LoopBook
+from tfstudio.engine.monitor import RunMonitor
+from tfstudio.engine.script import RunStopped
+
+
+class LoopControls:
+    """The run's :class:`TrainingController` driven from custom-loop steps.
+
+    Args:
+        monitor: the run (its controller is made here when no fit made one).
+        book: the run's loops (the current one's optimizer is the one the controls set).
+    """
+
+    def __init__(self, monitor: RunMonitor, book: LoopBook) -> None:
+        self.monitor = monitor
+        self.book = book
+        self.started = False
+        self.optimizer: Any = None  # the last Keras optimizer seen applying gradients
+        self._state: Any = None  # what checkpoints hold (engine/loop_state.py)
+        opts = monitor.options
+        # whether every graph call must sync and run the controls (else only when asked)
+        self.per_step = bool(
+            opts.stop_at_step is not None or opts.checkpoint_every or opts.checkpoint_minutes
+        )
+
+    def track(self, name: str, obj: Any, variables: list[Any] = ()) -> None:
+        """Add ``obj`` (or bare ``variables``) to what the run's checkpoints hold."""
+        try:
+            if self._state is None:
+                from tfstudio.engine.loop_state import loop_state
+
+                self._state = loop_state()
+            self._state.track(name, obj, list(variables))
+        except Exception as exc:  # noqa: BLE001
+            self.monitor.report_error("custom loop (checkpoint objects)", exc)
+
+    def after_step(self, loss: float | None) -> None:
+        """A step boundary: apply commands, checkpoint, pause; raise RunStopped to stop."""
+        if not self.started:
+            self._begin()
+        control = self.monitor.control
+        if control is None:
+            return
+        try:
+            control.after_step(loss)
+        except RunStopped:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            self.monitor.report_error("controls (custom loop step)", exc)
+        if self.monitor.stop_requested.is_set():
+            raise RunStopped()
+
+    def end(self) -> None:
+        """The run's loops are over: the controls finish (a final checkpoint, ...)."""
+        if self.started and self.monitor.control is not None:
+            try:
+                self.monitor.control.end()
+            except Exception as exc:  # noqa: BLE001
+                self.monitor.report_error("controls (custom loop end)", exc)
+
+    def _begin(self) -> None:
+        self.started = True
+        from tfstudio.engine.control import TrainingController
+
+        mon = self.monitor
+        if mon.control is None:
+            mon.control = TrainingController(mon)
+        optimizer = self.optimizer
+        current = self.book.current()
+        for s in current.series if current is not None else ():
+            if s.optimizer is not None:
+                optimizer = s.optimizer
+                break
+        try:
+            mon.control.begin(self._state, optimizer, mon.request_stop)
+        except Exception as exc:  # noqa: BLE001
+            mon.report_error("controls (custom loop)", exc)

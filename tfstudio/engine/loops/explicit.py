@@ -1,0 +1,78 @@
+"""The explicit API's sink: what ``tfstudio.monitor.log`` and ``.watch`` do inside a run.
+
+``monitor.watch(obj)`` names the loops that train ``obj``'s variables after it;
+``monitor.log(step, ...)`` reports scalars in the current loop, or, when no loop
+was found, in a segment of its own (``monitor.log``).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from tfstudio.engine.loops.emission import LoopEmitter
+from tfstudio.engine.loops.owners import variables_of
+from tfstudio.engine.loops.series import Loop, LoopBook
+from tfstudio.engine.monitor import RunMonitor
+
+
+class ExplicitApi:
+    """Installed as ``tfstudio.monitor._sink`` while a run lasts.
+
+    Args:
+        monitor: the run.
+        book: the run's loops (a logged step goes into the current one).
+        emitter: emits the steps and the explicit segment.
+        lock: the interceptor's lock.
+    """
+
+    def __init__(
+        self, monitor: RunMonitor, book: LoopBook, emitter: LoopEmitter, lock: threading.RLock
+    ) -> None:
+        self.monitor = monitor
+        self.book = book
+        self.emitter = emitter
+        self.lock = lock
+        self.watched: dict[int, tuple[str, Any]] = {}  # variable id -> (name, watched object)
+        self._segment: Loop | None = None  # the segment monitor.log reports into
+
+    def install(self) -> None:
+        """Make ``tfstudio.monitor``'s calls reach this run."""
+        import tfstudio.monitor as explicit
+
+        explicit._sink = self
+
+    def uninstall(self) -> None:
+        """``tfstudio.monitor``'s calls do nothing again."""
+        import tfstudio.monitor as explicit
+
+        if explicit._sink is self:
+            explicit._sink = None
+
+    def watch(self, obj: Any, name: str | None) -> None:
+        """``monitor.watch``: loops training ``obj``'s variables are named after it."""
+        try:
+            label = name or str(getattr(obj, "name", "") or type(obj).__name__)
+            for v in variables_of(obj) or []:
+                self.watched[id(v)] = (label, obj)
+        except Exception as exc:  # noqa: BLE001
+            self.monitor.report_error("monitor.watch", exc)
+
+    def log(self, step: int, scalars: dict[str, float]) -> None:
+        """``monitor.log``: scalars at a step, in the current loop or a segment of their own."""
+        mon = self.monitor
+        with self.lock:
+            current = self.book.current()
+            if current is not None and current.series and not current.ended:
+                if not current.announced:
+                    self.emitter.announce(current)
+                fit_index, global_step = current.fit_index, mon.global_step
+            else:
+                loop = self._segment
+                if loop is None:
+                    loop = self._segment = self.book.new_loop(mon.fits + len(self.book.loops))
+                    mon.loops = len(self.book.loops)
+                    self.emitter.announce_explicit(loop)
+                mon.global_step = max(mon.global_step + 1, loop.start_step + step)
+                fit_index, global_step = loop.fit_index, mon.global_step
+            self.emitter.logged(fit_index, global_step, step, scalars)

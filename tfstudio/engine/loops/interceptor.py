@@ -1,0 +1,194 @@
+"""``LoopInterceptor``: one run's custom-loop monitoring, put together.
+
+Patching (``patching.py``) routes the script's tape gradients, updates and
+``tf.function`` calls here; step detection (``steps.py``) pairs a gradient with
+its update; a step goes into its series and loop (``series.py``, named by
+``owners.py``); eager steps are reported at once, graph steps through the device
+ring buffer and its reader (``ring.py``); events come from ``emission.py``;
+the controls from ``controls.py``; the inspector's samples from ``sampling.py``
+and ``engine/loop_inspect.py``; ``tfstudio.monitor`` reaches ``explicit.py``.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from tfstudio.engine.loop_inspect import LoopInspector, new_cadence
+from tfstudio.engine.loops.controls import LoopControls
+from tfstudio.engine.loops.emission import LoopEmitter
+from tfstudio.engine.loops.explicit import ExplicitApi
+from tfstudio.engine.loops.owners import discover, variable_label
+from tfstudio.engine.loops.patching import Patches, patch_tensorflow
+from tfstudio.engine.loops.ring import RingReader
+from tfstudio.engine.loops.sampling import TwinSampler
+from tfstudio.engine.loops.series import LoopBook, Series
+from tfstudio.engine.loops.steps import PendingStep, StepDetector, scalar
+from tfstudio.engine.monitor import RunMonitor
+from tfstudio.engine.script import RunStopped
+
+
+class LoopInterceptor:
+    """Observes custom training loops for one run; a context manager.
+
+    Args:
+        monitor: the run's shared state; each loop becomes a segment.
+    """
+
+    def __init__(self, monitor: RunMonitor) -> None:
+        self.monitor = monitor
+        self.tf: Any = None  # the tensorflow module, once the script imported it
+        self.graph_active = False  # a traced step exists: tf.function calls are step boundaries
+        self._lock = threading.RLock()  # the reader thread drains loops too
+        self._hook: Any = None
+        self._patches = Patches()
+        self.book = LoopBook()
+        self.detector = StepDetector(None)
+        # the inspector (engine/loop_inspect.py): None when the run turned it off
+        self.inspector: LoopInspector | None = (
+            LoopInspector(monitor, lambda: self.sampler.probing_context())
+            if monitor.options.inspector
+            else None
+        )
+        self.emitter = LoopEmitter(monitor, self.inspector)
+        self.sampler = TwinSampler(monitor, self.inspector, self.book, self.emitter, self._lock)
+        self.controls = LoopControls(monitor, self.book)
+        self.explicit = ExplicitApi(monitor, self.book, self.emitter, self._lock)
+        self.reader = RingReader(
+            self.sync, lambda exc: monitor.report_error("custom loop (reader)", exc)
+        )
+
+    # -- install / restore ---------------------------------------------
+    def __enter__(self) -> LoopInterceptor:
+        self.explicit.install()
+        from tfstudio.engine.instrument import patch_on_import
+
+        self._hook = patch_on_import(
+            "tensorflow",
+            "GradientTape",
+            self._patch,
+            self.monitor.report_error,
+            "intercepting custom training loops",
+        )
+        return self
+
+    def _patch(self, tf: Any) -> None:
+        self.tf = tf
+        self.detector.tf = tf
+        patch_tensorflow(tf, self._patches, self)
+
+    def __exit__(self, *exc: object) -> None:
+        self.explicit.uninstall()
+        if self._hook is not None:
+            self._hook.remove()
+        self._patches.restore()
+        self.reader.stop()
+        try:
+            with self._lock:
+                for loop in self.book.loops:
+                    self.emitter.end(loop)
+        except Exception as exc:  # noqa: BLE001
+            self.monitor.report_error("custom loop end", exc)
+        self.controls.end()
+        self.sampler.clear()
+        self.tf = None
+
+    # -- hooks the wrappers call -----------------------------------------
+    def eager(self) -> bool:
+        """Whether the script's code runs eagerly now (False while a tf.function traces)."""
+        tf = self.tf
+        return tf is not None and tf.executing_eagerly()
+
+    def gradient_taken(self, target: Any, sources: Any, grads: Any) -> None:
+        """A tape gradient: it may begin a step (failures are reported, never raised)."""
+        try:
+            eager = self.eager()
+            inspector = self.inspector
+            if eager and inspector is not None and inspector.deferred is not None:
+                inspector.settle()  # the sampled step's updates are all done
+            self.detector.gradient(target, sources, grads, eager)
+        except Exception as exc:  # noqa: BLE001
+            self.monitor.report_error("custom loop (gradient)", exc)
+
+    def updated(self, variables: list[Any], optimizer: Any, where: str) -> None:
+        """Variables were updated: a step when a gradient of them came first."""
+        try:
+            if optimizer is not None:
+                self.controls.optimizer = optimizer
+            found = self.detector.update(variables)
+            if found is not None:
+                self._step(found, optimizer)
+        except RunStopped:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            self.monitor.report_error(where, exc)
+
+    def sync(self) -> None:
+        """Report every graph step that ran (a device sync): the controls see the true step."""
+        with self._lock:
+            for loop in self.book.loops:
+                if not loop.ended and loop.is_graph():
+                    self.emitter.drain(loop)
+
+    # -- a step --------------------------------------------------------
+    def _step(self, found: PendingStep, optimizer: Any) -> None:
+        eager = self.eager()
+        if eager and self.monitor.stop_requested.is_set():
+            raise RunStopped()
+        with self._lock:
+            series = self.book.series.get(found.key)
+            if series is None:
+                series = self._new_series(found.key, found.variables)
+            if optimizer is not None and series.optimizer is None:
+                series.optimizer = optimizer
+                self.controls.track(getattr(optimizer, "name", "optimizer"), optimizer)
+            loop = series.loop
+        assert loop is not None
+        if eager:
+            loss = scalar(found.target)
+            with self._lock:
+                series.add(loss, found.norm, found.small)
+                self.emitter.drain(loop)
+            if self.inspector is not None:
+                self.inspector.eager_step(loop, series, found.pairs)
+            if series is loop.series[0]:
+                self.controls.after_step(loss)
+        else:  # tracing a tf.function: record the loss on the device at run time
+            tf = self.tf
+            ring = series.graph_ring()
+            row = ring.row(tf, found.target, found.pairs)
+            if self.sampler.recording and self.inspector is not None:
+                self.inspector.record_graph(series, found.pairs)
+            ring.write(tf, row)
+            self.sampler.traced_step()
+            self.graph_active = True
+            self.reader.start()
+
+    def _new_series(self, key: frozenset[int], variables: list[Any]) -> Series:
+        owner = discover(variables, self.explicit.watched)
+        small = [
+            owner.labels.get(id(v)) or variable_label(v) for v in self.detector.small_variables(key)
+        ]
+        series = Series(key, owner.name, variables, small)
+        series.owner = owner.obj
+        if self.inspector is not None:
+            series.tree = self.inspector.tree_of(owner.obj, owner.name, variables)
+        if owner.obj is not None and owner.holds_all:
+            self.controls.track(owner.name, owner.obj, variables)
+        else:  # raw variables (of no module, or attributes a Keras model does not track)
+            for v in variables:
+                self.controls.track(owner.labels.get(id(v)) or "variable", v, [v])
+        book = self.book
+        if book.joins_current():
+            loop = book.current()
+        else:
+            previous = book.current()
+            if previous is not None:
+                self.emitter.end(previous)
+            mon = self.monitor
+            cadence = new_cadence(mon) if self.inspector is not None else None
+            loop = book.new_loop(mon.fits + len(book.loops), cadence)
+            mon.loops = len(book.loops)
+        assert loop is not None
+        book.add(series, loop)
+        return series

@@ -1,0 +1,177 @@
+"""Series and loops: how a run's custom-loop steps are grouped.
+
+Steps are grouped into *series* keyed by the variables they update (a GAN's
+discriminator and generator are two series) and series into *loops*: a series
+that appears before its loop's first series has done two steps joins that loop,
+a later one starts the next loop. Each loop is a segment of the run.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from tfstudio.engine.loop_inspect import FIRST_SAMPLE
+from tfstudio.engine.loops.ring import GraphRing
+
+
+class Series:
+    """The steps that update one set of variables.
+
+    Losses and global gradient norms not yet reported are kept from step ``_base``
+    on (eager: appended as the steps happen; graph: read from the device ring
+    buffer); reported ones are dropped.
+
+    Args:
+        small_labels: the names of the value lines of tiny scalar variables (eager).
+    """
+
+    def __init__(
+        self, key: frozenset[int], name: str, variables: list[Any], small_labels: list[str]
+    ) -> None:
+        self.key = key
+        self.name = name
+        self.variables = variables
+        self.small_labels = small_labels
+        self.owner: Any = None  # the model or module these variables belong to
+        self.optimizer: Any = None  # the Keras optimizer that updates them (if any)
+        self.loop: Loop | None = None
+        self.loss_key = "loss"
+        self.norm_key = "gradient norm"
+        self.ring: GraphRing | None = None  # graph: the device buffer of its steps
+        self.graph = False
+        self.grads: Any = None  # graph: the inspector's device buffers (loop_inspect)
+        self.tree: Any = None  # the inspector's (ModelNode, summary text) of the owner
+        self._count = 0  # steps seen so far
+        self._losses: list[float] = []  # losses of steps _base.._count-1
+        self._norms: list[float] = []  # their global gradient norms
+        self._extra: list[tuple[float, ...]] = []  # eager: values of tiny variables (W, b)
+        self._base = 0
+
+    def graph_ring(self) -> GraphRing:
+        """The device buffer this series' traced steps write (made at the first)."""
+        if self.ring is None:
+            self.ring = GraphRing()
+            self.graph = True
+        return self.ring
+
+    def add(self, loss: float, norm: float, small: tuple[float, ...] | None) -> None:
+        """An eager step's loss, global gradient norm (and tiny variables' values)."""
+        self._losses.append(loss)
+        self._norms.append(norm)
+        if small:
+            self._extra.extend([()] * (len(self._losses) - 1 - len(self._extra)))
+            self._extra.append(small)
+        self._count += 1
+
+    def step_count(self) -> int:
+        """Steps seen so far (eager; graph: as of the last read)."""
+        return self._count
+
+    def snapshot(self) -> int:
+        """How many steps exist now (graph: read from the device buffer)."""
+        if self.ring is None:
+            return self._count
+        count, losses, norms = self.ring.read(self._count)
+        if count > self._count:
+            self._losses.extend(losses)
+            self._norms.extend(norms)
+            self._count = count
+        return count
+
+    def trim(self, emitted: int) -> None:
+        """Forget the values of steps already reported."""
+        if emitted > self._base:
+            drop = emitted - self._base
+            del self._losses[:drop]
+            del self._norms[:drop]
+            del self._extra[:drop]
+            self._base = emitted
+
+    def values(self, first: int, last: int) -> tuple[list[float], list[float]]:
+        """Losses and global gradient norms of steps ``first..last-1`` (NaN where unknown)."""
+        i, k = first - self._base, last - self._base
+        losses, norms = self._losses[i:k], self._norms[i:k]
+        missing = (last - first) - len(losses)
+        if missing > 0:
+            losses = losses + [math.nan] * missing
+            norms = norms + [math.nan] * missing
+        return losses, norms
+
+    def has_extra(self) -> bool:
+        """Whether value lines of tiny variables are kept for unreported steps."""
+        return bool(self._extra)
+
+    def extra(self, j: int) -> dict[str, float]:
+        """Values of the tiny variables at step ``j`` (empty when not tracked)."""
+        i = j - self._base
+        if 0 <= i < len(self._extra):
+            return dict(zip(self.small_labels, self._extra[i], strict=False))
+        return {}
+
+
+class Loop:
+    """One discovered custom loop: a segment of the run."""
+
+    def __init__(self, number: int, fit_index: int, cadence: Any = None) -> None:
+        self.number = number
+        self.fit_index = fit_index
+        self.series: list[Series] = []
+        self.emitted = 0
+        self.announced = False
+        self.ended = False
+        self.start_step = 0
+        self.read_at: float | None = None  # run time of the last read of its steps
+        # the inspector's sampling (engine/loop_inspect.py)
+        self.cadence = cadence
+        self.sample_at = FIRST_SAMPLE  # the loop's next sampled step (1-based)
+        self.sample: Any = None  # eager: the sampled step being collected
+        self.weights: Any = None  # its WeightProbe, made at the first sample
+        self.t0 = 0.0  # the cadence's clock: when the first sample ended
+        self.step0: int | None = None  # the step of the first sample
+        self.first_cost = 0.0  # what the first sample cost (traces included)
+
+    def primary_count(self) -> int:
+        """Steps of the loop's first series so far (graph: read now)."""
+        return self.series[0].snapshot() if self.series else 0
+
+    def is_graph(self) -> bool:
+        """Whether any of its series runs inside a ``tf.function``."""
+        return any(s.graph for s in self.series)
+
+
+class LoopBook:
+    """The run's series (by the variables they update) and loops, in order."""
+
+    def __init__(self) -> None:
+        self.series: dict[frozenset[int], Series] = {}
+        self.loops: list[Loop] = []
+
+    def current(self) -> Loop | None:
+        """The most recent loop (None before the first)."""
+        return self.loops[-1] if self.loops else None
+
+    def joins_current(self) -> bool:
+        """Whether a series seen now joins the current loop (else it starts the next one).
+
+        A second series joins while its loop's first series has done at most one step
+        (a GAN's generator step follows the discriminator's first).
+        """
+        loop = self.current()
+        return not (loop is None or loop.ended or loop.announced or loop.primary_count() > 1)
+
+    def new_loop(self, fit_index: int, cadence: Any = None) -> Loop:
+        """Start the next loop (numbered from 1)."""
+        loop = Loop(len(self.loops) + 1, fit_index, cadence)
+        self.loops.append(loop)
+        return loop
+
+    def add(self, series: Series, loop: Loop) -> None:
+        """Record ``series`` as part of ``loop``."""
+        self.series[series.key] = series
+        loop.series.append(series)
+        series.loop = loop
+
+    def open_graph_loops(self) -> list[Loop]:
+        """Loops not ended whose steps run in a ``tf.function`` (read from the device)."""
+        return [lp for lp in self.loops if not lp.ended and lp.is_graph()]

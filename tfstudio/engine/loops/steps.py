@@ -1,0 +1,138 @@
+"""Step detection: a tape gradient of variables, then an update of those variables.
+
+A gradient whose sources include variables is kept as a :class:`PendingStep`;
+the next optimizer ``apply`` or ``assign_sub``/``assign_add`` that touches one
+of them completes the step. A gradient of inputs only (saliency maps) is no
+step, and code that only evaluates updates nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+from tfstudio.engine.loops.owners import is_variable, size
+
+SMALL = 4  # series whose variables hold this many numbers at most are plotted as value lines
+KEEP = 4  # gradients waiting for their update (older ones were evaluation, not steps)
+
+
+class PendingStep(NamedTuple):
+    """A tape gradient of variables, waiting for the update that makes it a step.
+
+    Args:
+        key: ids of the variables the gradient was taken for (the series' key).
+        match: ids an update may name: ``key`` and the ``tf.Variable`` inside each Keras
+            variable (a Keras variable's ``assign_sub`` updates the one it wraps).
+        target: the loss the gradient was taken of.
+        variables: the variables, in the tape's order.
+        small: eager: the values of tiny scalar variables the loss was computed with.
+        norm: eager: the global gradient norm (NaN in a trace or without gradients).
+        pairs: ``(variable, gradient)`` for each variable that got a gradient.
+    """
+
+    key: frozenset[int]
+    match: frozenset[int]
+    target: Any
+    variables: list[Any]
+    small: tuple[float, ...] | None
+    norm: float
+    pairs: list[tuple[Any, Any]]
+
+
+_new_pending = tuple.__new__  # the record without NamedTuple's Python-level __new__ (per step)
+
+
+class StepDetector:
+    """Pairs tape gradients with the updates that follow them.
+
+    Args:
+        tf: the ``tensorflow`` module.
+    """
+
+    def __init__(self, tf: Any) -> None:
+        self.tf = tf
+        self.pending: list[PendingStep] = []
+        self.updating = 0  # >0 inside an optimizer's apply: its assigns are no steps
+        self._small: dict[frozenset[int], list[Any]] = {}  # key -> its tiny scalar variables
+
+    def gradient(self, target: Any, sources: Any, grads: Any, eager: bool) -> bool:
+        """A tape gradient was taken; True when it may begin a step (it has variable sources)."""
+        flat_sources = flat(sources)
+        variables = [s for s in flat_sources if is_variable(s)]
+        if not variables:
+            return False  # a gradient of inputs (saliency), not a training step
+        key = frozenset(id(v) for v in variables)
+        flat_grads = flat(grads)
+        pairs: list[tuple[Any, Any]] = []
+        if len(flat_grads) == len(flat_sources):
+            pairs = [
+                (s, g)
+                for g, s in zip(flat_grads, flat_sources, strict=True)
+                if g is not None and is_variable(s)
+            ]
+        small = None
+        norm = math.nan
+        if eager:
+            tiny = self._small.get(key)
+            if tiny is None:
+                tiny = self._small[key] = small_variables(variables)
+            if tiny:  # the guide's W and b: the values this loss was computed with
+                small = tuple(scalar(v) for v in tiny)
+            if pairs:
+                norm = float(self.tf.linalg.global_norm([g for _, g in pairs]))
+        inner = [getattr(v, "_value", None) for v in variables]
+        match = key | {id(i) for i in inner if i is not None and hasattr(i, "assign_sub")}
+        keep = [p for p in self.pending if p.key != key][-(KEEP - 1) :]
+        keep.append(_new_pending(PendingStep, (key, match, target, variables, small, norm, pairs)))
+        self.pending = keep
+        return True
+
+    def update(self, variables: list[Any]) -> PendingStep | None:
+        """The step that an update of ``variables`` completes (None: no gradient came first)."""
+        pending = self.pending
+        ids = {id(v) for v in variables}
+        for i in range(len(pending) - 1, -1, -1):
+            if pending[i].match & ids:
+                return pending.pop(i)
+        return None  # no tape step before this update (a counter, a metric)
+
+    def small_variables(self, key: frozenset[int]) -> list[Any]:
+        """The tiny scalar variables of a series (plotted as value lines), in tape order."""
+        return self._small.get(key) or []
+
+
+def small_variables(variables: list[Any]) -> list[Any]:
+    """The scalar variables of a tiny model (the guide's W and b), or ``[]``."""
+    if sum(size(v) for v in variables) > SMALL or any(size(v) != 1 for v in variables):
+        return []
+    return list(variables)
+
+
+def flat(x: Any) -> list[Any]:
+    """The leaves of nested lists, tuples and dicts (a tape's sources and gradients)."""
+    if isinstance(x, dict):
+        out: list[Any] = []
+        for v in x.values():
+            out.extend(flat(v))
+        return out
+    if isinstance(x, list | tuple):
+        out = []
+        for v in x:
+            out.extend(flat(v))
+        return out
+    return [x]
+
+
+def scalar(target: Any) -> float:
+    """A loss (or variable) as one float: its mean when it is not a scalar; NaN if unreadable."""
+    if target is None:
+        return float("nan")
+    try:
+        import numpy as np
+
+        value = target.numpy() if hasattr(target, "numpy") else target
+        arr = np.asarray(value, dtype=np.float64)
+        return float(arr.mean()) if arr.size != 1 else float(arr.reshape(()))
+    except Exception:  # noqa: BLE001 - a loss we cannot read
+        return float("nan")
