@@ -259,7 +259,8 @@ def test_the_worker_pump_runs_the_advisor_and_sends_its_advice_in_the_stream():
     from multiprocessing import Pipe
 
     from tfstudio.core.channel import Channel
-    from tfstudio.worker import Pump
+    from tfstudio.engine.advisor_live import AdviceSink
+    from tfstudio.worker import WorkerPump
 
     class Seen:
         def __init__(self) -> None:
@@ -280,7 +281,8 @@ def test_the_worker_pump_runs_the_advisor_and_sends_its_advice_in_the_stream():
 
     viewer, worker = Pipe()
     channel, seen, advisor = Channel(), Seen(), Advisor(nan_guard=False)
-    pump = Pump(worker, channel, lambda: None, sinks=[advisor, seen])
+    pump = WorkerPump(worker, channel, lambda: None, sinks=[seen])
+    pump.add_sink(AdviceSink(advisor), first=True)  # as TrainingSession wires it
     pump.start()
     try:
         for event in (_fit(0), _step(1, 1.0), _step(2, float("nan"))):

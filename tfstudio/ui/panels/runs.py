@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
 
 from tfstudio.core.events import RunEnded, RunStarted, StepEnded
 from tfstudio.core.locations import fs_for, location
-from tfstudio.core.run_loading import FolderFeed, FolderLoader
+from tfstudio.core.run_loading import CHUNK_BYTES, FolderFeed, FolderLoader
 from tfstudio.core.run_store import RunStore
 from tfstudio.core.runs import (
     Location,
@@ -50,6 +50,7 @@ from tfstudio.core.runs import (
 )
 
 POLL_MS = 500
+LOADING_POLL_MS = 50  # while a picked run is still being read: it appears piece by piece
 LIST_EVERY_S = 2.0  # re-list the runs this often while a run is live
 # Picked runs' colours: the live run keeps blue (train) and orange (val).
 COLOURS = (
@@ -91,6 +92,7 @@ class RunsPanel(QWidget):
         self._progress: dict[Location, tuple[int, int]] = {}  # bytes read, bytes in all
         self.pinned: dict[Location, tuple[FolderFeed, RunStore]] = {}  # read, not picked
         self.loader = FolderLoader()
+        self.feeds_chunk_bytes = CHUNK_BYTES  # read at a time, on the reading thread
         self.extra: list[Location] = []  # folders opened by hand (any TensorBoard log dir)
         self._live_run = False
         self._relist_at: float | None = None  # when to re-list the runs next
@@ -328,13 +330,13 @@ class RunsPanel(QWidget):
             self._pending.discard(gone)
         for p in paths:
             if p not in self.feeds:
-                self.feeds[p] = FolderFeed(p)
+                self.feeds[p] = FolderFeed(p, self.feeds_chunk_bytes)
                 self.stores[p] = RunStore(p.name, path=str(p))
                 self._pending.add(p)
                 self.loader.submit(self.feeds[p])
         self._show_progress()
-        if self._pending and not self.timer.isActive():
-            self.timer.start()
+        if self._pending:
+            self.timer.start(LOADING_POLL_MS)
         self.picked_changed.emit()
 
     def pin(self, path: Location) -> RunStore:
@@ -401,6 +403,7 @@ class RunsPanel(QWidget):
         elif not self._pending:
             self.timer.stop()
         self._show_progress()
+        self.timer.setInterval(LOADING_POLL_MS if self._pending else POLL_MS)
         if new:
             self.data_changed.emit()
         return new

@@ -1,0 +1,91 @@
+"""Big runs load on a reading thread: the window keeps answering; damage is shown, not raised."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+from PySide6.QtCore import QTimer
+
+from tests.core.tfevents import frame
+from tfstudio.engine.recorder import scalars_event  # the recorder's encoding; no TensorFlow
+
+
+def big_run(folder, steps: int) -> None:
+    """A run folder as tfstudio's recorder writes it: one record per step, loss and accuracy."""
+    from tensorboard.compat.proto import event_pb2
+
+    folder.mkdir(parents=True)
+    described: set[str] = set()
+    head = event_pb2.Event(wall_time=1.7e9, file_version="brain.Event:2").SerializeToString()
+    with open(folder / "events.out.tfevents.1700000000.test.1.1.v2", "wb") as f:
+        f.write(frame(head))
+        block = []
+        for s in range(1, steps + 1):
+            values = {"step/loss": 1.0 / s, "step/accuracy": 1.0 - 1.0 / s}
+            block.append(frame(scalars_event(s, values, 1.7e9 + s * 0.01, described)))
+            if len(block) == 20_000:
+                f.write(b"".join(block))
+                block = []
+        f.write(b"".join(block))
+    info = {"status": "finished", "script": "/p/big.py", "start_time": 1.7e9, "steps": steps}
+    (folder / "run.json").write_text(json.dumps(info))
+
+
+def test_while_a_big_run_loads_the_ui_thread_keeps_its_timers(runs_panel, qtbot, tmp_path):
+    panel = runs_panel
+    big_run(tmp_path / "big-20260101-000000", 400_000)
+    panel.feeds_chunk_bytes = 1 << 20  # read in 1 MB chunks: the run comes in many pieces
+    panel.set_logdir(tmp_path)
+    ticks: list[float] = []
+    timer = QTimer()
+    timer.setInterval(10)
+    timer.timeout.connect(lambda: ticks.append(time.monotonic()))
+    timer.start()
+    seen: list[int] = []  # the store's size at each poll: the run appears piece by piece
+    panel.data_changed.connect(lambda: seen.append(panel.picked()[0][0].steps["loss"].count()))
+    try:
+        panel.select(["big-20260101-000000"])
+        started = time.monotonic()
+        qtbot.waitUntil(lambda: not panel.loading(), timeout=120_000)
+        loading = time.monotonic() - started
+    finally:
+        timer.stop()
+    [(store, _)] = panel.picked()
+    x, y = store.steps["loss"].points()
+    assert store.steps["loss"].count() == 400_000 and store.global_step == 400_000
+    assert store.nbytes() < 2_000_000  # decimated as it came: no copy of 400k points kept
+    during = [t for t in ticks if started <= t <= started + loading]
+    # Had the read run on the UI thread, no tick would fall inside it: the timer kept
+    # firing all along (how regularly is the machine's business, measured in bench/).
+    assert len(during) >= 5
+    gaps = np.diff(during)
+    assert gaps.max() < max(0.5, loading / 3), f"the UI thread stalled {gaps.max():.2f} s"
+    assert len(seen) >= 2 and seen == sorted(seen) and seen[0] < 400_000
+
+
+def test_a_damaged_run_shows_its_good_part_and_says_so(runs_panel, qtbot, tmp_path):
+    panel = runs_panel
+    run = tmp_path / "hurt-20260101-000000"
+    big_run(run, 2_000)
+    [events] = list(run.glob("events.out.tfevents.*"))
+    data = bytearray(events.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # a flipped byte half way: a bad CRC there
+    events.write_bytes(bytes(data))
+    (tmp_path / "junk-20260101-000000").mkdir()
+    (tmp_path / "junk-20260101-000000" / "events.out.tfevents.1.junk").write_bytes(b"not a record")
+    panel.set_logdir(tmp_path)
+    names = [panel.tree.topLevelItem(i).text(0) for i in range(panel.tree.topLevelItemCount())]
+    assert sorted(names) == ["hurt-20260101-000000", "junk-20260101-000000"]  # both listed
+    panel.select(["hurt-20260101-000000", "junk-20260101-000000"])
+    qtbot.waitUntil(lambda: not panel.loading(), timeout=60_000)
+    stores = {store.name: store for store, _ in panel.picked()}
+    hurt, junk = stores["hurt-20260101-000000"], stores["junk-20260101-000000"]
+    good = hurt.steps["loss"].count()
+    assert 0 < good < 2_000  # read up to the damage
+    x, _ = hurt.steps["loss"].points()
+    assert x.tolist() == list(range(1, good + 1))
+    assert len(hurt.notes) == 1  # one note for the damaged file
+    assert len(junk.notes) == 1 and not junk.steps
+    assert panel.error_label.isVisible() and "hurt-20260101-000000" in panel.error_label.text()
