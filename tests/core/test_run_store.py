@@ -41,14 +41,14 @@ def test_steps_epochs_lr_marks_and_segments_go_where_views_read_them():
     store.add([EpochEnded(0, 0, 5, {"loss": 0.4, "val_loss": 0.5}, 0.1)])
     store.add([LearningRate(5, 0.01, False), NonFinite(5, math.nan, "", "", "", "", "pause")])
     store.add([fit(1, 5, "m2"), step(1, 6, {"loss": 2.0}), step(1, 7, {"loss": 1.0})])
-    store.add([CheckpointRestored("/c/ckpt-1", 6, 1)])
+    store.add([CheckpointRestored("/c/ckpt-1", 7, 1)])  # at the step it is at: nothing dropped
     assert store.families() == ["loss", "acc", "learning_rate"]
     x, y = store.steps["loss"].points()
     assert x.tolist() == [1, 2, 3, 4, 5, 6, 7] and y[-1] == 1.0
     assert store.steps["loss"].breaks == [5.5]  # no line from fit 1 into fit 2
     assert store.epochs["val_loss"].ys == [0.5] and store.epoch_steps == [5.0]
     assert store.steps["learning_rate"].kind == SAMPLED
-    assert [m.text for m in store.marks] == ["NaN/Inf loss at step 5", "restored step 6"]
+    assert [m.text for m in store.marks] == ["NaN/Inf loss at step 5", "restored step 7"]
     assert [(f.fit_index, s, e) for f, s, e in store.spans()] == [(0, 0.0, 5.0), (1, 5.0, math.inf)]
     assert store.fit_steps == {0: 5, 1: 7} and store.fit_loss[1] == 1.0
     assert store.global_step == 7
@@ -172,3 +172,63 @@ def test_the_loader_reads_on_its_own_thread_and_follows_only_what_was_appended(t
         assert store.steps["loss"].count() == 22  # only the two new points came
     finally:
         loader.close()
+
+
+def test_a_restore_makes_every_view_forget_what_came_after_its_step():
+    from tfstudio.core.events import (
+        CheckpointRestored,
+        GradientStats,
+        GradientVariable,
+        VariableStats,
+        WeightStats,
+    )
+
+    def weights(s):
+        v = VariableStats("m/k", (2,), 0.0, 1.0, -1.0, 1.0, 1.0, 0.0, (1, 1))
+        return WeightStats(0, s, (v,))
+
+    store = RunStore(smoothing=0.5)
+    store.add([fit(0, 0)])
+    for g in range(1, 31):
+        store.add([step(0, g, {"loss": 1.0 / g})])
+        if g % 10 == 0:
+            store.add([EpochEnded(0, g // 10 - 1, g, {"loss": 0.1, "val_loss": 0.2}, g * 0.01)])
+        if g % 10 == 5:
+            store.add(
+                [weights(g), GradientStats(0, g, 1.0, (GradientVariable("m/k", 1, 0, 1, ()),))]
+            )
+    store.add([CheckpointRestored("/c/ckpt-1", 12, 12, 1.0)])
+    x, _ = store.steps["loss"].points()
+    assert x.tolist() == list(range(1, 13))
+    assert store.epochs["val_loss"].xs == [10.0] and store.epoch_steps == [10.0]
+    assert store.inspector.weights["m/k"].steps == [5]
+    assert store.inspector.global_norm.steps == [5]
+    assert store.fit_steps[0] == 12 and store.global_step == 12
+    assert [m.text for m in store.marks] == ["restored step 12"]
+    store.add([step(0, g, {"loss": 2.0}) for g in range(13, 21)])  # the run goes on from 12
+    x, y = store.steps["loss"].points()
+    assert x.tolist() == list(range(1, 21)) and y[-1] == 2.0
+    _, smoothed = store.steps["loss"].smooth.series.view()
+    raw = [1.0 / g for g in range(1, 13)] + [2.0] * 8
+    np.testing.assert_allclose(smoothed, ema(raw, 0.5), rtol=1e-12)  # no trace of 13..30
+
+
+def test_steps_going_back_in_a_folder_cut_the_line_where_they_resume():
+    store = RunStore()
+    store.add([fit(0, 0)])
+    xs = np.array([1, 2, 3, 4, 5, 3, 4], dtype=float)  # a restore to step 2, recorded
+    store.add_columns("loss", xs, np.array([5, 4, 3, 2, 1, 9, 8], dtype=float))
+    x, y = store.steps["loss"].points()
+    assert x.tolist() == [1, 2, 3, 4] and y.tolist() == [5, 4, 9, 8]
+
+
+def test_series_truncate_keeps_count_and_points_consistent():
+    from tfstudio.core.series import Series
+
+    s = Series(capacity=8)
+    s.extend(list(range(1, 21)), [float(v) for v in range(1, 21)])  # decimated: width 4
+    s.truncate(9)
+    x, _ = s.view()
+    assert x.max() < 9 and s.count == len(x) // 2 * s.width
+    s.extend([9.0, 10.0], [0.0, 0.0])
+    assert s.view()[0][-1] == 10.0

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from tfstudio.core.events import (
+    CheckpointRestored,
     EpochEnded,
     FitEnded,
     FitStarted,
@@ -30,23 +31,29 @@ def f32(v: float) -> float:
 
 
 def run_events() -> list[object]:
+    """Two segments (a fit, then a loop), with a checkpoint restored half way through
+    the fit's second epoch; the clock only goes forward, as a run's does."""
     rng = np.random.default_rng(3)
     events: list[object] = [RunStarted("/p/train.py", ("train.py",), "/p", 1_700_000_000.0)]
-    g = 0
+    g, t = 0, 0.0
     for fit, (name, kind, loop) in enumerate((("mlp", "fit", 0), ("gan", "loop", 1))):
         model = ModelSummary(name, "Sequential", (), 10, 10)
-        events.append(FitStarted(fit, model, 2, 0, 30, 1, g, g * 0.01, kind, loop))
+        events.append(FitStarted(fit, model, 2, 0, 30, 1, g, t, kind, loop))
         for epoch in range(2):
             for i in range(30):
-                g += 1
+                g, t = g + 1, t + 0.01
                 values = {"loss": f32(2.0 / g + rng.normal() * 0.1), "acc": f32(g / 200)}
-                events.append(StepEnded(fit, g, epoch, i + 1, 1, values, values, g * 0.01))
+                events.append(StepEnded(fit, g, epoch, i + 1, 1, values, values, t))
+                if kind == "fit" and epoch == 1 and i == 20:
+                    t += 0.01
+                    events.append(CheckpointRestored("/c/ckpt-1", 25, 25, t))  # back to 25
+                    g = 25
             events.append(LearningRate(g, f32(0.01 / (epoch + 1)), False))
             if kind == "fit":
                 metrics = {"loss": f32(1.0 / g), "val_loss": f32(1.2 / g), "acc": f32(g / 210)}
-                events.append(EpochEnded(fit, epoch, g, metrics, g * 0.01))
-        events.append(FitEnded(fit, g, False, g * 0.01))
-    events.append(RunEnded("finished", 0, 1, g, g * 0.01, loops=1))
+                events.append(EpochEnded(fit, epoch, g, metrics, t))
+        events.append(FitEnded(fit, g, False, t))
+    events.append(RunEnded("finished", 0, 1, g, t, loops=1))
     return events
 
 
@@ -82,6 +89,10 @@ def test_live_and_recorded_stores_hold_the_same_run_and_draw_the_same_plots(qtbo
     assert live.breaks == recorded.breaks
     assert live.fit_steps == recorded.fit_steps and live.fit_loss == recorded.fit_loss
     assert live.families() == recorded.families()
+    assert [m.text for m in live.marks] == [m.text for m in recorded.marks] == ["restored step 25"]
+    # the restore's rule: the stretch it abandoned (steps 26..51 before it) is gone in both
+    x, _ = live.steps["loss"].points()
+    assert np.all(np.diff(x) > 0) and x.tolist() == list(range(1, len(x) + 1))
     # smoothed twins: the live store smooths frame by frame, the folder's in one go, so
     # they agree to float rounding
     for key in live.steps:

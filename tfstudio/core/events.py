@@ -296,11 +296,19 @@ class CheckpointSaved:
 
 @dataclass(frozen=True, slots=True)
 class CheckpointRestored:
-    """A checkpoint was loaded into the live model and optimizer; training goes on from ``step``."""
+    """A checkpoint was loaded into the live model and optimizer; training goes on from ``step``.
+
+    Every view forgets what the run showed after ``step`` (the run's history is the
+    one it goes on with), live and when the recorded run is reopened.
+
+    Args:
+        time: seconds since the run started, when it was restored.
+    """
 
     path: str
     step: int
     optimizer_iterations: int
+    time: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

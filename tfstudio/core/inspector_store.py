@@ -46,7 +46,7 @@ class History:
     ) -> None:
         """Append one sample (a step already present replaces the last one)."""
         if self.steps and step <= self.steps[-1]:
-            self._drop_from(step)
+            self.drop_from(step)
         self.steps.append(step)
         for key, value in scalars.items():
             self.scalars.setdefault(key, []).append(float(value))
@@ -56,7 +56,8 @@ class History:
         if len(self.steps) > MAX_SAMPLES:
             self._thin()
 
-    def _drop_from(self, step: int) -> None:
+    def drop_from(self, step: float) -> None:
+        """Forget the samples at or after ``step``."""
         keep = int(np.searchsorted(self.steps, step, side="left"))
         self._keep(list(range(keep)))
 
@@ -134,6 +135,22 @@ class InspectorStore:
             return False
         self.version += 1
         return True
+
+    def truncate(self, x: float) -> None:
+        """Forget the samples at or after step ``x`` (a checkpoint restored to before it)."""
+        histories = [
+            *self.weights.values(),
+            *self.gradients.values(),
+            *self.outputs.values(),
+            self.global_norm,
+        ]
+        changed = False
+        for history in histories:
+            if history.steps and history.steps[-1] >= x:
+                history.drop_from(x)
+                changed = True
+        if changed:
+            self.version += 1
 
     def variables_under(self, path: str | None) -> list[str]:
         """Variable paths of the selected layer/variable (all when ``path`` is None)."""

@@ -13,6 +13,7 @@ chunk by chunk and a followed run grows; the reader keeps no points.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,9 +21,17 @@ from typing import Any
 
 import numpy as np
 
-from tfstudio.core.events import FitStarted, ModelSummary, RunEnded
+from tfstudio.core.events import CheckpointRestored, FitStarted, ModelSummary, RunEnded
 from tfstudio.core.locations import Location, location
-from tfstudio.core.run_store import EPOCH, LR_KEY, SAMPLED, STEP, RunStore
+from tfstudio.core.run_store import (
+    EPOCH,
+    LR_KEY,
+    RESTORE_MARK,
+    SAMPLED,
+    STEP,
+    Mark,
+    RunStore,
+)
 from tfstudio.core.runs import (
     EPOCH_PREFIX,
     STEP_PREFIX,
@@ -104,7 +113,9 @@ class FeedBatch:
     """
 
     fits: list[FitStarted] = field(default_factory=list)
-    columns: list[tuple[str, str, np.ndarray, np.ndarray]] = field(default_factory=list)
+    # (key, kind, steps, values, wall times), each in file order
+    columns: list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
+    restores: list[CheckpointRestored] = field(default_factory=list)  # with wall times
     ended: RunEnded | None = None
     notes: list[str] = field(default_factory=list)
     points: int = 0
@@ -112,11 +123,31 @@ class FeedBatch:
     progress: tuple[int, int] = (0, 0)
 
     def apply(self, store: RunStore) -> None:
-        """Put the batch into ``store`` (segments first, so lines are cut where they start)."""
+        """Put the batch into ``store`` (segments first, so lines are cut where they start).
+
+        A restore recorded in the run splits the batch in file order (by wall time): what
+        was recorded before it goes in, then the restore drops what came after its step,
+        as it did live, then the rest.
+        """
         store.add(self.fits)
         # Per-step lines before epoch points: a step's value comes before its epoch's mean.
-        for key, kind, xs, ys in sorted(self.columns, key=lambda c: c[1] != STEP):
-            store.add_columns(key, xs, ys, kind)
+        columns = sorted(self.columns, key=lambda c: c[1] != STEP)
+        done = [0] * len(columns)
+        for restore in self.restores:
+            for i, (key, kind, xs, ys, wall) in enumerate(columns):
+                end = int(np.searchsorted(wall, restore.time, side="left"))
+                if end > done[i]:
+                    store.add_columns(key, xs[done[i] : end], ys[done[i] : end], kind)
+                    done[i] = end
+            if math.isinf(restore.time):  # seen late: its lines were cut as steps went back
+                store.marks.append(
+                    Mark(restore.step, f"restored step {restore.step}", RESTORE_MARK)
+                )
+            else:
+                store.add_event(restore)
+        for i, (key, kind, xs, ys, _wall) in enumerate(columns):
+            if done[i] < len(xs):
+                store.add_columns(key, xs[done[i] :], ys[done[i] :], kind)
         if self.ended is not None:
             store.add_event(self.ended)
         for note in self.notes:
@@ -140,6 +171,8 @@ class FolderFeed:
         self.reader = RunFolderReader(self.path)
         self.chunk_bytes = chunk_bytes
         self._fits = 0
+        self._restores = 0
+        self._wall_read = -math.inf  # the latest wall time among the points handed over
         self._ended = False
         self.cancelled = threading.Event()
 
@@ -156,12 +189,23 @@ class FolderFeed:
         if len(fits) > self._fits:
             batch.fits = fits[self._fits :]
             self._fits = len(fits)
+        restores = info.get("restores") or []
+        for r in restores[self._restores :]:
+            # by wall time; a restore seen after the points that followed it were handed
+            # over only leaves its mark (those lines were cut when their steps went back)
+            wall = float(r.get("wall") or 0.0)
+            when = wall if wall >= self._wall_read else -math.inf
+            batch.restores.append(
+                CheckpointRestored(str(r.get("path", "")), int(r["step"]), 0, when)
+            )
+        self._restores = len(restores)
         for tag, cols in self.reader.read(self.chunk_bytes).items():
             mapped = tag_kind(tag)
             if mapped is None or not len(cols):
                 continue
-            batch.columns.append((mapped[0], mapped[1], cols.steps, cols.values))
+            batch.columns.append((mapped[0], mapped[1], cols.steps, cols.values, cols.wall))
             batch.points += len(cols)
+            self._wall_read = max(self._wall_read, float(cols.wall[-1]))
         done, total = self.reader.progress()
         batch.progress = (done, total)
         batch.more = done < total and not self.cancelled.is_set()

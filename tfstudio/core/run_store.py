@@ -81,7 +81,18 @@ class Track:
         smoothing: EMA weight of the smoothed twin; None: the line is never smoothed.
     """
 
-    __slots__ = ("key", "kind", "series", "xs", "ys", "breaks", "smooth", "revision", "last_x")
+    __slots__ = (
+        "key",
+        "kind",
+        "series",
+        "xs",
+        "ys",
+        "breaks",
+        "smooth",
+        "revision",
+        "last_x",
+        "segment_breaks",
+    )
 
     def __init__(
         self, key: str, kind: str, capacity: int | None = None, smoothing: float | None = None
@@ -97,6 +108,7 @@ class Track:
             self.smooth = SmoothedSeries(capacity, smoothing, self.breaks)
         self.revision = 0  # moves with every change a view must redraw
         self.last_x: float | None = None
+        self.segment_breaks: list[float] = []  # the store's: a restore never removes them
 
     def count(self) -> int:
         """Points received so far."""
@@ -106,6 +118,9 @@ class Track:
         """Add points (ascending x)."""
         if not len(xs):
             return
+        if self.last_x is not None and xs[0] <= self.last_x:
+            # the run went back (a restore): it goes on from there (segment breaks stay)
+            self.truncate(float(xs[0]), self.segment_breaks)
         if self.series is not None:
             x = np.asarray(xs, dtype=np.float64)
             y = np.asarray(ys, dtype=np.float64)
@@ -123,6 +138,26 @@ class Track:
         if not self.breaks or x > self.breaks[-1]:
             self.breaks.append(float(x))
             self.revision += 1
+
+    def truncate(self, x: float, keep: Sequence[float] = ()) -> None:
+        """Forget the points at or after ``x`` (and the gap breaks after them, but not the
+        breaks in ``keep``: segment boundaries): a run restored to an earlier step goes on
+        from there."""
+        if self.last_x is None or self.last_x < x:
+            return
+        if self.series is not None:
+            self.series.truncate(x)
+            xs, _ = self.series.view()
+            self.last_x = float(xs[-1]) if len(xs) else None
+        else:
+            kept = sum(1 for v in self.xs if v < x)
+            del self.xs[kept:], self.ys[kept:]
+            self.last_x = self.xs[-1] if self.xs else None
+        self.breaks[:] = [b for b in self.breaks if b < x or b in keep]  # in place: shared
+        if self.smooth is not None and not self.smooth.suspended and self.series is not None:
+            mx, my, width = self.series.means()
+            self.smooth.rebuild(self.smooth.weight, mx, my, width)
+        self.revision += 1
 
     def set_smoothing(self, weight: float) -> None:
         """Re-smooth the stored curve with ``weight`` (exact while undecimated).
@@ -255,6 +290,11 @@ class RunStore:
             return
         x = np.asarray(xs, dtype=np.float64)
         y = np.asarray(ys, dtype=np.float64)
+        back = np.nonzero(np.diff(x) <= 0)[0]
+        if len(back):  # the steps went back (a restore): each stretch goes on from its start
+            for a, b in zip([0, *(back + 1)], [*(back + 1), len(x)], strict=True):
+                self.add_columns(key, x[a:b], y[a:b], kind)
+            return
         if kind == EPOCH:
             track = self._epoch_track(key)
             track.append(x, y)
@@ -317,6 +357,19 @@ class RunStore:
             track.set_smoothing(weight)
         self.revision += 1
 
+    def truncate(self, x: float) -> None:
+        """The run went back to before ``x`` (a checkpoint restored): every view forgets what
+        came after, the lines, epochs, fits' progress and inspector samples alike."""
+        for tracks in (self.steps, self.running, self.epochs):
+            for track in tracks.values():
+                track.truncate(x, self.breaks)
+        self.epoch_steps = [s for s in self.epoch_steps if s < x]
+        self.global_step = min(self.global_step, int(math.floor(x)))
+        for fit, step in self.fit_steps.items():
+            self.fit_steps[fit] = min(step, int(math.floor(x)))
+        self.inspector.truncate(x)
+        self.revision += 1
+
     def nbytes(self) -> int:
         """Bytes held by the store's series (bounded by the capacity per line)."""
         return sum(t.nbytes() for d in (self.steps, self.running, self.epochs) for t in d.values())
@@ -327,6 +380,7 @@ class RunStore:
         if track is None:
             track = self.steps[key] = Track(key, STEP, self.capacity, self.smoothing)
             track.breaks.extend(self.breaks)
+            track.segment_breaks = self.breaks
             self.running.pop(key, None)  # per-step values beat the running mean
         return track
 
@@ -337,6 +391,7 @@ class RunStore:
         if track is None:
             track = self.running[key] = Track(key, RUNNING, self.capacity)
             track.breaks.extend(self.breaks)
+            track.segment_breaks = self.breaks
         return track
 
     def _epoch_track(self, key: str) -> Track:
@@ -344,6 +399,7 @@ class RunStore:
         if track is None:
             track = self.epochs[key] = Track(key, EPOCH)
             track.breaks.extend(self.breaks)
+            track.segment_breaks = self.breaks
         return track
 
     def _sampled_track(self, key: str) -> Track:
@@ -351,6 +407,7 @@ class RunStore:
         if track is None:
             track = self.steps[key] = Track(key, SAMPLED, self.capacity)
             track.breaks.extend(self.breaks)
+            track.segment_breaks = self.breaks
         return track
 
     def _fit_progress(self, key: str, x: np.ndarray, y: np.ndarray) -> None:
@@ -486,6 +543,7 @@ def _non_finite(store: RunStore, e: NonFinite) -> None:
 
 
 def _restored(store: RunStore, e: CheckpointRestored) -> None:
+    store.truncate(e.step + 0.5)
     store.marks.append(Mark(e.step, f"restored step {e.step}", RESTORE_MARK))
 
 

@@ -101,6 +101,21 @@ class Series:
         self._n = half
         self.width *= 2
 
+    def truncate(self, x: float) -> None:
+        """Forget every point at or after ``x`` (a run restored to an earlier step goes on
+        from there). A bucket that began before ``x`` stays whole: decimated points cannot
+        be split, so up to one bucket's width of later points may remain in its min/max."""
+        if self._pending_x:
+            keep = [i for i, px in enumerate(self._pending_x) if px < x]
+            if len(keep) < len(self._pending_x):
+                self._pending_x = [self._pending_x[i] for i in keep]
+                self._pending_y = [self._pending_y[i] for i in keep]
+        n = int(np.searchsorted(self._x[: self._n], x, side="left"))
+        if n < self._n:
+            self._n = n
+            self._pending_x, self._pending_y = [], []  # they came after the dropped buckets
+        self.count = self._n * self.width + len(self._pending_x)
+
     def view(self) -> tuple[np.ndarray, np.ndarray]:
         """Points to draw: raw points, or each bucket's min then max.
 

@@ -312,7 +312,9 @@ class TrainingController:
             mon.report_error("reset_metrics after restore", exc)
         self._on_restored()
         mon.channel.emit(
-            CheckpointRestored(restored.path, restored.step, restored.optimizer_iterations)
+            CheckpointRestored(
+                restored.path, restored.step, restored.optimizer_iterations, mon.now()
+            )
         )
         mon.note(f"restored step {restored.step} from {restored.path}")
         self._send_learning_rate(force=True)

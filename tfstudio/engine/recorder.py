@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from tfstudio.core.events import (
+    CheckpointRestored,
     EpochEnded,
     FitEnded,
     FitStarted,
@@ -116,6 +117,7 @@ class Recorder:
         }
         self.info.update(info or {})
         self._t0_wall = now
+        self._last_wall: float | None = None  # the newest step's wall time (see _now_wall)
         write_run_json(self.run_dir, self.info, self._fs)
 
     @classmethod
@@ -197,7 +199,15 @@ class Recorder:
 
     def _wall(self, run_time: float) -> float:
         """Wall time of an event that carries seconds since the run started."""
-        return self._t0_wall + run_time
+        wall = self._t0_wall + run_time
+        self._last_wall = wall if self._last_wall is None else max(self._last_wall, wall)
+        return wall
+
+    def _now_wall(self) -> float:
+        """Wall time of an event that carries none (the learning rate, inspector samples):
+        the newest step's, which it follows, so records keep the run's order by wall time
+        (a reader splits at a restore by it)."""
+        return self._last_wall if self._last_wall is not None else time.time()
 
     def _error(self, text: str) -> None:
         if len(self.errors) < 20:
@@ -333,8 +343,15 @@ def _epoch_ended(rec: Recorder, e: EpochEnded) -> None:
     rec.info["epochs"] = e.epoch + 1
 
 
+def _restored(rec: Recorder, e: CheckpointRestored) -> None:
+    """run.json keeps each restore: a reader drops what was recorded after its step before it."""
+    rec.info.setdefault("restores", []).append(
+        {"step": e.step, "path": e.path, "time": e.time, "wall": rec._wall(e.time)}
+    )
+
+
 def _learning_rate(rec: Recorder, e: LearningRate) -> None:
-    rec.scalars(e.global_step, {"learning_rate": e.value})
+    rec.scalars(e.global_step, {"learning_rate": e.value}, rec._now_wall())
 
 
 def _run_ended(rec: Recorder, e: RunEnded) -> None:
@@ -372,8 +389,14 @@ def _weight_stats(rec: Recorder, e: WeightStats) -> None:
         if v.path not in shapes:
             shapes[v.path] = list(v.shape)
         if v.hist:
-            rec.histogram(f"weights/{v.path}", e.step, _edges(v.min, v.max, len(v.hist)), v.hist)
-    rec.scalars(e.step, values)
+            rec.histogram(
+                f"weights/{v.path}",
+                e.step,
+                _edges(v.min, v.max, len(v.hist)),
+                v.hist,
+                rec._now_wall(),
+            )
+    rec.scalars(e.step, values, rec._now_wall())
 
 
 def _gradient_stats(rec: Recorder, e: GradientStats) -> None:
@@ -381,8 +404,14 @@ def _gradient_stats(rec: Recorder, e: GradientStats) -> None:
     for v in e.variables:
         values[f"gradients/{v.path}/norm"] = v.norm
         if v.hist:
-            rec.histogram(f"gradients/{v.path}", e.step, _edges(v.min, v.max, len(v.hist)), v.hist)
-    rec.scalars(e.step, values)
+            rec.histogram(
+                f"gradients/{v.path}",
+                e.step,
+                _edges(v.min, v.max, len(v.hist)),
+                v.hist,
+                rec._now_wall(),
+            )
+    rec.scalars(e.step, values, rec._now_wall())
 
 
 def _layer_outputs(rec: Recorder, e: LayerOutputs) -> None:
@@ -392,8 +421,8 @@ def _layer_outputs(rec: Recorder, e: LayerOutputs) -> None:
             values[f"outputs/{layer.path}/{name}"] = getattr(layer, name)
         if layer.hist:
             edges = _edges(layer.min, layer.max, len(layer.hist))
-            rec.histogram(f"outputs/{layer.path}", e.step, edges, layer.hist)
-    rec.scalars(e.step, values)
+            rec.histogram(f"outputs/{layer.path}", e.step, edges, layer.hist, rec._now_wall())
+    rec.scalars(e.step, values, rec._now_wall())
 
 
 WRITERS: dict[type, Callable[[Recorder, Any], None]] = {
@@ -404,6 +433,7 @@ WRITERS: dict[type, Callable[[Recorder, Any], None]] = {
     StepEnded: _step_ended,
     EpochEnded: _epoch_ended,
     LearningRate: _learning_rate,
+    CheckpointRestored: _restored,
     WeightStats: _weight_stats,
     GradientStats: _gradient_stats,
     LayerOutputs: _layer_outputs,

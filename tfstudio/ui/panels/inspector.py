@@ -13,6 +13,7 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QTabWidget, QWidget
 
 from tfstudio.core.events import (
+    CheckpointRestored,
     GradientStats,
     InspectorStatus,
     LayerOutputs,
@@ -47,6 +48,7 @@ class InspectorPanels(QObject):
         LayerOutputs,
         InspectorStatus,
         RunStarted,
+        CheckpointRestored,
     )  # the kinds the bridge hands ingest_event / ingest_steps (and no others)
 
     def __init__(self, window: QMainWindow, metrics: QWidget) -> None:
@@ -78,8 +80,11 @@ class InspectorPanels(QObject):
         """Steps are the metrics panel's business."""
 
     def ingest_event(self, event: object) -> None:
-        """Keep inspector events."""
-        self.store.ingest(event)
+        """Keep inspector events; a restored checkpoint drops the samples after its step."""
+        if isinstance(event, CheckpointRestored):
+            self.store.truncate(event.step + 0.5)  # the rule every view follows (core.run_store)
+        else:
+            self.store.ingest(event)
 
     def refresh(self) -> None:
         """Redraw the model tree and the tab on screen if their data changed."""
