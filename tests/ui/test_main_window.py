@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 
+from tfstudio.core.events import RunEnded
 from tfstudio.ui.main_window import MAX_RECENT, MainWindow
 
 
@@ -239,3 +240,20 @@ def test_run_button_passes_the_command_line_arguments_of_that_script(
     other.write_text("print(1)\n")
     assert window.open_script(str(other))
     assert window.script_args == ()
+
+
+def test_inspector_toggle_in_the_run_menu_turns_the_probes_off_for_the_next_run(
+    window, launcher, script
+):
+    run_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&Run")
+    assert window.inspect_action in run_menu.actions()
+    assert window.inspect_action.isCheckable() and window.inspect_action.isChecked()
+    window.open_script(str(script))
+    window.inspect_action.trigger()  # off, as a click in the menu does
+    assert window.run_script() is True
+    assert launcher.options.inspector is False
+    launcher.running = False
+    window._on_run_ended(RunEnded("finished", 0, 0, 0, 0.0, None, ""))
+    window.inspect_action.trigger()  # on again
+    assert window.run_script() is True
+    assert launcher.options.inspector is True
