@@ -36,10 +36,11 @@ from typing import Any
 from tfstudio.core.channel import Channel
 from tfstudio.core.commands import Stop
 from tfstudio.core.events import MonitorError
-from tfstudio.core.process import RunSpec
+from tfstudio.core.process import RUN_TOKEN_ENV, RunSpec, kill_run_processes
 from tfstudio.engine.capture import FdTextStream
 
 PUMP_INTERVAL_S = 0.02  # one message every 20 ms at most: never one per step
+VIEWER_LOST_S = 1.0  # the viewer is gone: the record is closed within this, then the run ends
 
 
 class EventSink:
@@ -90,9 +91,32 @@ class Pump(threading.Thread):
                 self.flush()
         except (EOFError, OSError):
             if not self._closing.is_set():
-                _die_with_viewer()
+                self._viewer_lost()
         except BaseException:  # noqa: BLE001 - say why the pump died, then let the run go on
             traceback.print_exc(file=sys.__stderr__)
+
+    def _viewer_lost(self) -> None:
+        """No one is watching any more: close the record as interrupted, then end the run.
+
+        A timer ends the process anyway if closing the record hangs (a remote disk).
+        """
+        timer = threading.Timer(VIEWER_LOST_S, _die_with_viewer)
+        timer.daemon = True
+        timer.start()
+        try:
+            if self._lock.acquire(timeout=VIEWER_LOST_S / 2):
+                try:
+                    events = self.channel.drain()
+                    for sink in self.sinks:
+                        try:
+                            sink.write(events)
+                            sink.close()  # no RunEnded: the recorder marks the run interrupted
+                        except Exception:  # noqa: BLE001 - ending anyway
+                            pass
+                finally:
+                    self._lock.release()
+        finally:
+            _die_with_viewer()
 
     def _receive(self) -> None:
         while self.conn.poll():
@@ -174,6 +198,9 @@ class Pump(threading.Thread):
 
 def _die_with_viewer() -> None:
     """The viewer is gone (window closed or killed): end this run and its children now."""
+    token = os.environ.get(RUN_TOKEN_ENV)
+    if token:
+        kill_run_processes(token)  # children in any process group
     try:
         if os.getpgid(0) == os.getpid():
             os.killpg(os.getpid(), signal.SIGKILL)

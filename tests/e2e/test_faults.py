@@ -1,0 +1,220 @@
+"""Faults survived, each on real processes: a killed viewer, a script's child processes,
+a full disk, a corrupt checkpoint, a worker killed mid-checkpoint, an OOM kill.
+
+Timeouts here are safety nets, never measurements (bench/soak.py measures).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import wait_for
+from tests.e2e.workers import run_in_worker
+from tfstudio.core.options import RunOptions
+from tfstudio.core.runs import describe_run, read_run_json
+
+pytestmark = pytest.mark.tf
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3")
+
+LONG_FIT = """
+import numpy as np, keras
+m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+m.compile("sgd", "mse")
+m.fit(np.zeros((64000, 4)), np.zeros((64000, 1)), batch_size=8, epochs=100, verbose=0)
+"""
+
+# A viewer with no window: what the window does with runs, in a process the test can kill.
+VIEWER = """
+import sys, time
+from tfstudio.core.channel import Channel
+from tfstudio.core.events import RunRecording, StepEnded
+from tfstudio.core.options import RunOptions
+from tfstudio.core.process import ProcessLauncher
+
+channel = Channel()
+launcher = ProcessLauncher(channel, script_cwd=True, keep_spare=False)
+launcher.start(sys.argv[1], (), RunOptions(logdir=sys.argv[2]))
+print("worker", launcher.pid(), flush=True)
+steps = 0
+while True:
+    for event in channel.drain():
+        if isinstance(event, RunRecording):
+            print("recording", event.run_dir, flush=True)
+        elif isinstance(event, StepEnded):
+            steps += 1
+            if steps == 20:
+                print("stepping", flush=True)
+    time.sleep(0.02)
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_window_killed_mid_run_ends_the_worker_and_marks_the_run_interrupted(
+    write_script, tmp_path
+):
+    script = write_script(LONG_FIT)
+    viewer = write_script(VIEWER, name="viewer.py")
+    proc = subprocess.Popen(
+        [sys.executable, str(viewer), str(script), str(tmp_path / "runs")],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
+    try:
+        lines = {}
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            key, _, value = line.strip().partition(" ")
+            lines[key] = value
+            if key == "stepping":
+                break
+        worker = int(lines["worker"])
+        run_dir = lines["recording"]
+        assert not _gone(worker)
+        proc.send_signal(signal.SIGKILL)
+        killed_at = time.monotonic()
+        wait_for(lambda: _gone(worker), timeout=30)
+        print(f"worker ended {time.monotonic() - killed_at:.2f} s after its viewer was killed")
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    info = read_run_json(run_dir)
+    assert info["status"] == "interrupted"  # written by the worker, not guessed from a pid
+    run = describe_run(run_dir)
+    assert run.status == "interrupted" and run.steps and run.steps >= 20
+    listing = subprocess.run(
+        [sys.executable, "-m", "tfstudio", "runs", str(tmp_path / "runs")],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+    )
+    assert listing.returncode == 0 and "interrupted" in listing.stdout
+
+
+# -- a script's own child processes ------------------------------------------------
+
+CHILDREN = """
+import json, multiprocessing as mp, os, signal, sys, time
+import numpy as np, keras, psutil
+
+MODE = sys.argv[1]
+
+
+def stubborn():
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # survives a terminal's Ctrl-C
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    while True:
+        time.sleep(1)
+
+
+def square(x):
+    return x * x
+
+
+class Batches(keras.utils.PyDataset):
+    def __init__(self):
+        super().__init__(workers=2, use_multiprocessing=True)
+
+    def __len__(self):
+        return 100000
+
+    def __getitem__(self, i):
+        return np.zeros((8, 4), "float32"), np.zeros((8, 1), "float32")
+
+
+class Report(keras.callbacks.Callback):
+    def on_train_batch_end(self, batch, logs=None):
+        if batch == 5:
+            kids = [p.pid for p in psutil.Process().children(recursive=True)]
+            json.dump(kids, open("children.json", "w"))
+            if MODE == "crash":
+                raise RuntimeError("the script failed with its children running")
+
+
+if __name__ == "__main__":
+    ctx = mp.get_context("fork")
+    pool = ctx.Pool(2)
+    pool.map(square, range(4))
+    loner = ctx.Process(target=stubborn)  # not a daemon: Python waits for it at exit
+    loner.start()
+    m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    m.compile("sgd", "mse")
+    m.fit(Batches(), epochs=100, verbose=0, callbacks=[Report()])
+"""
+
+
+def _children(tmp_path: Path) -> list[int]:
+    path = tmp_path / "children.json"
+    return json.loads(path.read_text()) if path.exists() and path.stat().st_size else []
+
+
+def _assert_all_end(pids: list[int]) -> None:
+    wait_for(lambda: all(_gone(p) for p in pids), timeout=60)
+
+
+@pytest.mark.parametrize("how", ["stop", "crash", "window closes"])
+def test_a_scripts_child_processes_end_with_its_run(write_script, tmp_path, how):
+    script = write_script(CHILDREN)
+    pressed = []
+
+    def act(launcher, batch):
+        if pressed or len(_children(tmp_path)) < 5:  # pool (2) + loner + PyDataset workers (2)
+            return
+        pressed.append(True)
+        if how == "stop":
+            launcher.stop()
+        elif how == "window closes":
+            launcher.shutdown()  # what closing the window does
+
+    mode = "crash" if how == "crash" else "fit"
+    ended, events = run_in_worker(script, [mode], RunOptions(record=False), on_events=act)
+    pids = _children(tmp_path)
+    assert len(pids) >= 5, pids
+    if how == "crash":
+        assert ended.status == "failed"
+    _assert_all_end(pids)
+
+
+def test_tfstudio_run_interrupted_ends_the_scripts_child_processes(write_script, tmp_path):
+    script = write_script(CHILDREN)
+    # The terminal: a session of its own, Ctrl-C is SIGINT to its foreground group.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tfstudio", "run", "--no-record", str(script), "fit"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+        start_new_session=True,
+    )
+    try:
+        wait_for(lambda: len(_children(tmp_path)) >= 5 or proc.poll() is not None, timeout=180)
+        pids = _children(tmp_path)
+        assert len(pids) >= 5, proc.stderr.read() if proc.poll() is not None else pids
+        for _ in range(2):  # Ctrl-C, then Ctrl-C again
+            os.killpg(proc.pid, signal.SIGINT)
+            time.sleep(0.5)
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    _assert_all_end(pids)
