@@ -218,3 +218,79 @@ def test_tfstudio_run_interrupted_ends_the_scripts_child_processes(write_script,
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     _assert_all_end(pids)
+
+
+# -- the kernel's OOM killer ---------------------------------------------------------
+
+WAITS = "import time\nprint('waiting', flush=True)\nwhile True:\n    time.sleep(0.05)\n"
+
+
+def test_a_sigkill_while_the_kernels_oom_count_grows_is_named_an_oom_kill(
+    write_script, monkeypatch
+):
+    """At the boundary: the worker dies of SIGKILL while the kernel's counter grows."""
+    import tfstudio.core.process as process
+
+    kills = [0]
+    monkeypatch.setattr(process, "oom_kill_count", lambda: kills[0])
+    script = write_script(WAITS)
+
+    def oom(launcher, batch):
+        if any("waiting" in getattr(e, "text", "") for e in batch):
+            kills[0] += 1  # what the kernel does as it picks the worker
+            os.kill(launcher.pid(), signal.SIGKILL)
+
+    ended, _ = run_in_worker(script, [], RunOptions(record=False), on_events=oom)
+    assert (ended.status, ended.exit_code) == ("failed", 137)
+    assert "killed by the kernel's out-of-memory killer" in ended.message
+
+
+def _memory_cgroup(tmp_name: str, limit: int) -> Path | None:
+    """A memory-limited cgroup this test may move a process into (None: not allowed here)."""
+    v2 = Path("/sys/fs/cgroup")
+    v1 = v2 / "memory"
+    try:
+        if (v1 / "cgroup.procs").exists():
+            group = v1 / tmp_name
+            group.mkdir(exist_ok=True)
+            (group / "memory.limit_in_bytes").write_text(str(limit))
+            swappiness = group / "memory.swappiness"
+            if swappiness.exists():
+                swappiness.write_text("0")
+            return group
+        if "memory" in (v2 / "cgroup.controllers").read_text().split():
+            group = v2 / tmp_name
+            group.mkdir(exist_ok=True)
+            (group / "memory.max").write_text(str(limit))
+            if (group / "memory.swap.max").exists():
+                (group / "memory.swap.max").write_text("0")
+            return group
+    except OSError:
+        return None
+    return None
+
+
+GREEDY = """
+import os, sys, numpy as np
+open(os.path.join(sys.argv[1], "cgroup.procs"), "w").write(str(os.getpid()))
+print("confined", flush=True)
+blocks = []
+while True:
+    blocks.append(np.ones(50_000_000 // 8))  # 50 MB, touched
+"""
+
+
+def test_a_real_oom_kill_is_named(write_script, tmp_path):
+    """The real thing where this machine lets a test make a memory cgroup (root, Linux)."""
+    group = _memory_cgroup(f"tfstudio-oom-{os.getpid()}", 256 * 1024 * 1024)
+    if group is None:
+        pytest.skip("no memory cgroup can be made here (needs root and a cgroup mount)")
+    try:
+        ended, _ = run_in_worker(write_script(GREEDY), [str(group)], RunOptions(record=False))
+    finally:
+        try:
+            group.rmdir()
+        except OSError:
+            pass
+    assert (ended.status, ended.exit_code) == ("failed", 137), ended
+    assert "killed by the kernel's out-of-memory killer" in ended.message
