@@ -174,12 +174,16 @@ class CheckpointStore:
         try:
             reader = tf.train.load_checkpoint(path)
         except Exception as exc:  # noqa: BLE001 - unreadable is a refusal, not a crash
-            raise CheckpointMismatch(f"cannot read checkpoint {path}: {exc}") from exc
+            raise CheckpointMismatch(
+                f"cannot read checkpoint {path}: its index file {path}.index is missing or "
+                f"corrupt ({_first_line(exc)})"
+            ) from exc
         stored_shapes = reader.get_variable_to_shape_map()
         stored_types = reader.get_variable_to_dtype_map()
         missing: list[str] = []
         wrong: list[str] = []
-        for key, (name, shape, dtype) in self._live_variables().items():
+        live = self._live_variables()
+        for key, (name, shape, dtype) in live.items():
             if key not in stored_shapes:
                 missing.append(name)
                 continue
@@ -188,6 +192,8 @@ class CheckpointStore:
                 wrong.append(f"{name}: checkpoint {stored}, model {tuple(shape)}")
             elif dtype is not None and stored_types[key] != dtype:
                 wrong.append(f"{name}: checkpoint {stored_types[key].name}, model {dtype.name}")
+        if not missing and not wrong:
+            _read_every_tensor(reader, path, list(live))
         if missing or wrong:
             parts = []
             if wrong:
@@ -286,6 +292,30 @@ def _update_state(manager: Any, remaining: list[str]) -> None:
         last_preserved_timestamp=manager._last_preserved_timestamp,  # noqa: SLF001
         save_relative_paths=True,
     )
+
+
+def _read_every_tensor(reader: Any, path: str, keys: list[str]) -> None:
+    """Read (and so checksum) every tensor a restore would load, before anything is assigned.
+
+    A restore assigns variable after variable: a corrupt byte found half-way would
+    leave the model half restored. Reading first keeps the refusal clean.
+    """
+    import tensorflow as tf
+
+    for key in ["_CHECKPOINTABLE_OBJECT_GRAPH", *keys]:
+        try:
+            reader.get_tensor(key)
+        except Exception as exc:  # noqa: BLE001 - any failure to read is a refusal
+            shards = sorted(tf.io.gfile.glob(path + ".data-*")) or [path + ".data-*"]
+            raise CheckpointMismatch(
+                f"checkpoint {path} is corrupt: {', '.join(shards)} cannot be read "
+                f"({key}: {_first_line(exc)}); the model was left as it was"
+            ) from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
 
 
 def _record_dict(record: CheckpointSaved) -> dict[str, Any]:
