@@ -294,3 +294,27 @@ def test_a_real_oom_kill_is_named(write_script, tmp_path):
             pass
     assert (ended.status, ended.exit_code) == ("failed", 137), ended
     assert "killed by the kernel's out-of-memory killer" in ended.message
+
+
+# -- the worker killed during a checkpoint -----------------------------------------
+
+
+def test_a_worker_killed_during_a_checkpoint_leaves_a_folder_that_restores(tmp_path):
+    import random
+
+    from tests.e2e.checkpoint_kill import kill_during_a_save, restores, write_saver
+    from tfstudio.core.channel import Channel
+    from tfstudio.core.process import ProcessLauncher
+
+    script = write_saver(tmp_path)
+    channel = Channel()
+    launcher = ProcessLauncher(channel, script_cwd=True, keep_spare=False)
+    try:
+        for round_ in range(2):
+            folder = tmp_path / f"ck{round_}"
+            saves = kill_during_a_save(launcher, channel, script, folder, random.Random(round_))
+            assert len(saves) >= 2
+            ok, detail = restores(folder, script)
+            assert ok, detail
+    finally:
+        launcher.shutdown()
