@@ -318,3 +318,94 @@ def test_a_worker_killed_during_a_checkpoint_leaves_a_folder_that_restores(tmp_p
             assert ok, detail
     finally:
         launcher.shutdown()
+
+
+# -- the disk fills up ---------------------------------------------------------------
+
+SAVES_EVERY_STEP = """
+import time
+import numpy as np, keras
+m = keras.Sequential([keras.Input((256,)), keras.layers.Dense(256), keras.layers.Dense(1)])
+m.compile(keras.optimizers.Adam(1e-3), "mse")
+x = np.random.default_rng(0).normal(size=(64, 256)).astype("float32")
+class Slow(keras.callbacks.Callback):
+    def on_train_batch_end(self, batch, logs=None):
+        time.sleep(0.01)
+m.fit(x, np.zeros((64, 1), "float32"), batch_size=8, epochs=40, verbose=0, callbacks=[Slow()])
+print("training went on to the end")
+"""
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 16 MB tmpfs (root only); skips where mounting is not allowed."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+    )
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _fill(disk: Path) -> None:
+    """Write a file until the disk has no room left."""
+    with open(disk / "filler", "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError:
+            pass
+
+
+def test_a_full_disk_during_recording_and_checkpoints_leaves_the_run_going(
+    write_script, tmp_path, small_disk
+):
+    from tfstudio.core.events import CheckpointRefused, CheckpointSaved, ConsoleOutput
+    from tfstudio.engine.checkpoints import resolve
+
+    script = write_script(SAVES_EVERY_STEP)
+    before: list[CheckpointSaved] = []
+    filled = []
+
+    def fill_after_some_saves(launcher, batch):
+        before.extend(e for e in batch if isinstance(e, CheckpointSaved) and not filled)
+        if not filled and len(before) >= 4:
+            _fill(small_disk)
+            filled.append(before[-1].step)
+
+    options = RunOptions(
+        logdir=str(small_disk / "runs"),
+        checkpoint_every=1,
+        checkpoint_dir=str(small_disk / "checkpoints"),
+        max_to_keep=3,
+        sample_every=1,
+    )
+    ended, events = run_in_worker(script, [], options, on_events=fill_after_some_saves)
+    assert filled, "the disk was never filled"
+    assert ended.status == "finished", ended
+    console = "".join(e.text for e in events if isinstance(e, ConsoleOutput))
+    assert "training went on to the end" in console
+    # One clear note per thing that failed, not one per step.
+    assert console.count("Checkpoint not saved") == 1, console
+    assert "the disk is full" in console
+    assert console.count("Recording stopped") == 1, console
+    assert len([e for e in events if isinstance(e, CheckpointRefused)]) == 1
+    # Nothing written before is lost: the checkpoints restore, the record reads back.
+    latest = resolve(str(small_disk / "checkpoints"))
+    assert latest in {e.path for e in before}
+    import tensorflow as tf
+
+    reader = tf.train.load_checkpoint(latest)
+    for key in reader.get_variable_to_shape_map():
+        reader.get_tensor(key)
+    run_dir = next((small_disk / "runs").iterdir())
+    run = describe_run(run_dir)
+    assert run.steps is not None and run.steps >= 4, run

@@ -140,7 +140,11 @@ class CheckpointStore:
         self._fs.makedirs(self.directory)  # type: ignore[arg-type]
         t0 = time.perf_counter()
         self.step.assign(int(step))
-        path = self.manager.save(checkpoint_number=int(step))
+        try:
+            path = self.manager.save(checkpoint_number=int(step))
+        except Exception:
+            self._remove_partial(int(step))  # a full disk keeps what room there is
+            raise
         seconds = time.perf_counter() - t0
         record = CheckpointSaved(
             path=str(path),
@@ -154,6 +158,22 @@ class CheckpointStore:
         self._index[record.path] = record
         self._write_index()
         return record
+
+    def _remove_partial(self, number: int) -> None:
+        """Remove what a failed save of checkpoint ``number`` left (never a listed checkpoint)."""
+        import tensorflow as tf
+
+        prefix = str(self.directory / f"{PREFIX}-{number}")
+        if prefix in self.manager.checkpoints:
+            return
+        for name in tf.io.gfile.glob(prefix + ".*") + tf.io.gfile.glob(prefix + "_temp*"):
+            try:
+                if tf.io.gfile.isdir(name):
+                    tf.io.gfile.rmtree(name)
+                else:
+                    tf.io.gfile.remove(name)
+            except Exception:  # noqa: BLE001 - best effort: the refusal is reported anyway
+                pass
 
     def entries(self) -> list[CheckpointSaved]:
         """The checkpoints still on disk, oldest first."""
