@@ -163,7 +163,7 @@ class ActivationProbe:
         records: list[list[Any]] = []
         try:
             # Eager: no graph to search for writes, so every model variable is put back.
-            with variables_restored(_tf_variables(self.model.variables)), self._wrapped(records):
+            with variables_restored(tf_variables(self.model.variables)), self._wrapped(records):
                 self.model(self.inputs, training=False)
         except Exception as exc:  # noqa: BLE001 - e.g. call() needs extra arguments
             self.disabled = True
@@ -252,7 +252,7 @@ def written_variables(concrete: Any) -> list[Any] | None:
     return written
 
 
-def _tf_variables(variables: Any) -> list[Any]:
+def tf_variables(variables: Any) -> list[Any]:
     """The ``tf.Variable`` behind each Keras variable (Keras 3 wraps them)."""
     return [getattr(v, "value", v) if not isinstance(v, tf.Variable) else v for v in variables]
 
