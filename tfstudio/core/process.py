@@ -7,6 +7,9 @@ killed or calls ``os._exit`` ends its run as failed, with the reason in words;
 the viewer goes on. Stop asks for a batch boundary and, if the run has not ended
 after a grace period (or Stop is pressed again), escalates: SIGINT, SIGTERM,
 SIGKILL. Nothing listens on any address: viewer and worker share a socket pair.
+Whatever processes a run starts end with it (its process group, and every process
+carrying the run's token in its environment), and a worker killed by the kernel's
+OOM killer is named so (the kernel's OOM-kill counters).
 """
 
 from __future__ import annotations
@@ -105,12 +108,11 @@ def oom_kill_count() -> int | None:
     return total
 
 
-def kill_run_processes(token: str, spare: int | None = None) -> list[int]:
-    """SIGKILL every process that carries ``token`` in its environment; returns their pids.
+def kill_run_processes(token: str) -> list[int]:
+    """SIGKILL every other process that carries ``token`` in its environment; returns their pids.
 
     Args:
         token: the value of ``RUN_TOKEN_ENV`` the run's worker was started with.
-        spare: a pid left alone (the worker calling this about its own children).
     """
     try:
         import psutil
@@ -120,7 +122,7 @@ def kill_run_processes(token: str, spare: int | None = None) -> list[int]:
     me = os.getpid()
     for proc in psutil.process_iter(["pid"]):
         pid = proc.info["pid"]
-        if pid in (me, spare):
+        if pid == me:
             continue
         try:
             if proc.environ().get(RUN_TOKEN_ENV) != token:
