@@ -52,6 +52,7 @@ def run_app(
     window = MainWindow(channel, launcher)
     if options is not None:
         window.run_options = options
+        window.inspect_action.setChecked(options.inspector)
         window.control.set_run_options(options)  # the command line's control flags
 
     if x_axis:

@@ -97,6 +97,11 @@ def _add_inspector_flags(p: argparse.ArgumentParser) -> None:
         help="inspector: sample weights, gradients and layer outputs every N steps "
         "(default: as often as 3%% of training time allows)",
     )
+    p.add_argument(
+        "--no-inspector",
+        action="store_true",
+        help="no inspector at all: weights, gradients and layer outputs are never sampled",
+    )
 
 
 def headless_parser() -> argparse.ArgumentParser:
@@ -263,6 +268,7 @@ def run_options(ns: argparse.Namespace) -> RunOptions:
     return RunOptions(
         logdir=ns.logdir,
         record=not ns.no_record,
+        inspector=not ns.no_inspector,
         sample_every=ns.sample_every,
         eager=ns.eager,
         checkpoint_every=ns.checkpoint_every,

@@ -28,6 +28,7 @@ import argparse
 import os
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
@@ -37,9 +38,11 @@ from typing import Any
 from tfstudio.core.channel import Channel
 from tfstudio.core.commands import Stop
 from tfstudio.core.events import MonitorError, RunEnded
-from tfstudio.core.process import RunSpec
+from tfstudio.core.process import RUN_TOKEN_ENV, RunSpec, kill_run_processes
 from tfstudio.core.pump import EventSink, Pump
 from tfstudio.engine.capture import fd_text_stream
+
+VIEWER_LOST_S = 1.0  # the viewer is gone: the record is closed within this, then the run ends
 
 
 class PipeSink:
@@ -53,6 +56,7 @@ class PipeSink:
     def __init__(self, conn: Connection, lost: Callable[[], None]) -> None:
         self.conn = conn
         self.lost = lost
+        self.unsent: list[object] = []  # the batch the viewer could no longer take
 
     def write(self, events: list[object]) -> None:
         """Send the batch (nothing when it is empty)."""
@@ -61,6 +65,7 @@ class PipeSink:
         try:
             self._send(events)
         except (EOFError, OSError):
+            self.unsent = events  # the recorder still gets them (see WorkerPump._viewer_lost)
             self.lost()
 
     def _send(self, events: list[object]) -> None:
@@ -107,13 +112,39 @@ class WorkerPump(Pump):
         on_interrupt: Callable[[], None] = lambda: None,
         sinks: Sequence[EventSink] = (),
     ) -> None:
-        super().__init__(channel, [PipeSink(conn, self._viewer_lost), *sinks], wait=self._receive)
+        self.pipe = PipeSink(conn, self._viewer_lost)
+        super().__init__(channel, [self.pipe, *sinks], wait=self._receive)
         self.conn = conn
         self.on_stop = on_stop
         self.on_interrupt = on_interrupt
 
     def _viewer_lost(self) -> None:
-        if not self.closing:
+        """No one is watching any more: close the record as interrupted, then end the run.
+
+        The other sinks (the recorder) get what the viewer could not take and what is
+        still queued, then close without a ``RunEnded``: the run folder says
+        ``interrupted``. A timer ends the process anyway if closing hangs (a remote disk).
+        """
+        if self.closing:
+            return
+        timer = threading.Timer(VIEWER_LOST_S, _die_with_viewer)
+        timer.daemon = True
+        timer.start()
+        try:
+            if self._lock.acquire(timeout=VIEWER_LOST_S / 2):  # re-entrant: from a flush too
+                try:
+                    events = self.pipe.unsent + self.channel.drain()
+                    for sink in self.sinks:
+                        if sink is self.pipe:
+                            continue
+                        try:
+                            sink.write(events)
+                            sink.close()
+                        except Exception:  # noqa: BLE001 - ending anyway
+                            pass
+                finally:
+                    self._lock.release()
+        finally:
             _die_with_viewer()
 
     def _receive(self, timeout: float) -> None:
@@ -152,6 +183,9 @@ def _merged(events: list[object], added: list[object]) -> list[object]:
 
 def _die_with_viewer() -> None:
     """The viewer is gone (window closed or killed): end this run and its children now."""
+    token = os.environ.get(RUN_TOKEN_ENV)
+    if token:
+        kill_run_processes(token)  # children in any process group
     try:
         if os.getpgid(0) == os.getpid():
             os.killpg(os.getpid(), signal.SIGKILL)

@@ -55,3 +55,12 @@ def test_window_side_imports_leave_tensorflow_for_the_background():
     result = run("-c", code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["False", "False"]
+
+
+def test_no_inspector_flag_reaches_the_run_options_of_both_viewers():
+    from tfstudio.cli import gui_parser, headless_parser, run_options
+
+    assert run_options(gui_parser().parse_args(["--no-inspector"])).inspector is False
+    assert run_options(gui_parser().parse_args([])).inspector is True
+    ns = headless_parser().parse_args(["--no-inspector", "train.py"])
+    assert run_options(ns).inspector is False

@@ -97,3 +97,73 @@ def test_sigkill_during_a_save_leaves_the_previous_checkpoint_restorable(tmp_pat
     kernel = model.get_layer("big").kernel.numpy()
     assert np.all(kernel == last_done)
     assert [e.step for e in store.entries()][-1] == last_done
+
+
+@pytest.mark.parametrize("damage", ["flipped data bytes", "truncated data", "garbage index"])
+def test_a_corrupt_checkpoint_is_refused_naming_the_file_and_the_model_is_untouched(
+    tmp_path, damage
+):
+    import keras
+
+    from tfstudio.engine.checkpoints import CheckpointMismatch
+
+    def build():
+        m = keras.Sequential([keras.Input((64,)), keras.layers.Dense(256), keras.layers.Dense(4)])
+        m.compile(keras.optimizers.Adam(), "mse")
+        return m
+
+    model = build()
+    store = CheckpointStore(tmp_path / "ck", model, model.optimizer)
+    store.build_optimizer()
+    record = store.save(1, loss=0.0)
+    data = Path(record.path + ".data-00000-of-00001")
+    index = Path(record.path + ".index")
+    if damage == "flipped data bytes":
+        raw = bytearray(data.read_bytes())
+        for i in range(len(raw) // 3, len(raw) // 3 + 64):
+            raw[i] ^= 0xFF
+        data.write_bytes(bytes(raw))
+    elif damage == "truncated data":
+        data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])
+    else:
+        index.write_bytes(b"not a checkpoint index" * 10)
+
+    live = build()
+    for v in live.trainable_variables:
+        v.assign(np.full(v.shape, 7.0, "float32"))
+    before = [v.numpy().copy() for v in live.variables]
+    live_store = CheckpointStore(tmp_path / "ck", live, live.optimizer)
+    with pytest.raises(CheckpointMismatch) as refused:
+        live_store.restore(record.path)
+    named = index if damage == "garbage index" else data
+    assert str(named) in str(refused.value)
+    after = [v.numpy() for v in live.variables]
+    assert all(np.array_equal(a, b) for a, b in zip(before, after, strict=True))
+
+
+def test_restore_at_start_from_a_corrupt_checkpoint_says_which_file(write_script, tmp_path):
+    from tests.engine.helpers import run_script
+    from tfstudio.core.events import CheckpointRefused
+    from tfstudio.core.options import RunOptions
+
+    path = write_script(
+        """
+        import numpy as np, keras
+        m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+        m.compile("adam", "mse")
+        m.fit(np.zeros((32, 4)), np.zeros((32, 2)), batch_size=8, epochs=2, verbose=0)
+        """
+    )
+    ended, _ = run_script(
+        path, cwd=tmp_path, options=RunOptions(checkpoint_every=2, checkpoint_dir=str(tmp_path))
+    )
+    assert ended.status == "finished"
+    latest = resolve(tmp_path)
+    data = Path(latest + ".data-00000-of-00001")
+    raw = bytearray(data.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    data.write_bytes(bytes(raw))
+    ended, events = run_script(path, cwd=tmp_path, options=RunOptions(restore=latest))
+    refusals = [e for e in events if isinstance(e, CheckpointRefused)]
+    assert refusals and str(data) in refusals[0].reason
+    assert ended.status != "finished"

@@ -448,3 +448,57 @@ print("same train function", model.train_function is plain)
     assert [g.step for g in grads] == [1, 2, 3, 4]
     assert {v.path for v in grads[-1].variables} == {"eager/d/kernel", "eager/d/bias"}
     assert grads[0].global_norm == pytest.approx(grads[-1].global_norm, rel=1e-5)  # lr 0
+
+
+PROBE_WRITES = """
+import json
+import numpy as np, keras, tensorflow as tf
+from keras import layers
+
+keras.utils.set_random_seed(3)
+EAGER_ONLY = {eager_only}
+
+class Counting(layers.Layer):
+    def build(self, shape):
+        self.calls = self.add_weight(shape=(), initializer="zeros", trainable=False)
+        self.noise = keras.random.SeedGenerator(5)
+
+    def call(self, x, training=False):
+        self.calls.assign_add(1.0)
+        # A seeded draw in every call, training or not: its generator state is a variable.
+        x = x + 0.0 * keras.random.normal(tf.shape(x), seed=self.noise)
+        if EAGER_ONLY:
+            _ = x.numpy()  # cannot be traced: the probe falls back to eager passes
+        return x
+
+    def compute_output_shape(self, shape):
+        return shape
+
+model = keras.Sequential([keras.Input((4,)), layers.Dense(3), Counting(), layers.Dense(1)])
+model.compile("sgd", "mse", run_eagerly=EAGER_ONLY)
+x = np.ones((20, 4), "float32")
+model.fit(x, np.zeros((20, 1), "float32"), batch_size=4, epochs=1, shuffle=False, verbose=0)
+counter = model.layers[1].calls.numpy()
+state = model.layers[1].noise.state.numpy().tolist()
+json.dump({{"counter": float(counter), "state": state, "next": float(tf.random.uniform(()))}},
+          open("result.json", "w"))
+"""
+
+
+@pytest.mark.parametrize("eager_only", [False, True], ids=["traced", "eager"])
+def test_probes_put_back_every_variable_a_layer_writes(write_script, tmp_path, eager_only):
+    import json
+    import subprocess
+    import sys
+
+    path = write_script(PROBE_WRITES.format(eager_only=eager_only))
+    ended, events = run_script(path, cwd=tmp_path, options=RunOptions(sample_every=1))
+    assert ended.status == "finished", console(events)
+    assert len(of(events, LayerOutputs)) == 5  # the probe ran at every one of the 5 steps
+    under_studio = json.loads((tmp_path / "result.json").read_text())
+    assert under_studio["counter"] == 5.0  # one write per training step, none per probe
+    plain = subprocess.run(
+        [sys.executable, str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert plain.returncode == 0, plain.stderr
+    assert json.loads((tmp_path / "result.json").read_text()) == under_studio

@@ -7,6 +7,7 @@ from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QDockWidget
 
+from tfstudio.core.events import RunEnded
 from tfstudio.ui.main_window import MAX_RECENT, MainWindow
 
 
@@ -291,3 +292,20 @@ def test_metrics_area_names_the_exception_of_a_failed_run(window, run, script, s
     text = window.metrics.placeholder()
     assert "train.py failed" in text
     assert "ZeroDivisionError: division by zero" in text and f"{script}:3" in text
+
+
+def test_inspector_toggle_in_the_run_menu_turns_the_probes_off_for_the_next_run(
+    window, launcher, script
+):
+    run_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&Run")
+    assert window.inspect_action in run_menu.actions()
+    assert window.inspect_action.isCheckable() and window.inspect_action.isChecked()
+    window.open_script(str(script))
+    window.inspect_action.trigger()  # off, as a click in the menu does
+    assert window.run_script() is True
+    assert launcher.options.inspector is False
+    launcher.running = False
+    window._on_run_ended(RunEnded("finished", 0, 0, 0, 0.0, None, ""))
+    window.inspect_action.trigger()  # on again
+    assert window.run_script() is True
+    assert launcher.options.inspector is True

@@ -7,6 +7,9 @@ killed or calls ``os._exit`` ends its run as failed, with the reason in words;
 the viewer goes on. Stop asks for a batch boundary and, if the run has not ended
 after a grace period (or Stop is pressed again), escalates: SIGINT, SIGTERM,
 SIGKILL. Nothing listens on any address: viewer and worker share a socket pair.
+Whatever processes a run starts end with it (its process group, and every process
+carrying the run's token in its environment), and a worker killed by the kernel's
+OOM killer is named so (the kernel's OOM-kill counters).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -47,6 +51,18 @@ SELECT_S = 0.05
 # Stages of a stop, in order; each call of stop() (or each expired deadline) moves on.
 STAGES = ("batch boundary", "SIGINT", "SIGTERM", "SIGKILL")
 
+# Every process a run starts inherits this variable (its value names the worker):
+# whatever of them outlives the run is found by it and ended, whichever process
+# group it is in (``tfstudio run`` shares the terminal's group, so killpg misses them).
+RUN_TOKEN_ENV = "TFSTUDIO_RUN_TOKEN"
+
+# Where the kernel counts its out-of-memory kills (dmesg needs privileges; these do not).
+_OOM_COUNTERS = (
+    ("/proc/vmstat", "oom_kill"),  # the whole machine (Linux >= 4.13)
+    ("/sys/fs/cgroup/memory.events", "oom_kill"),  # this container, cgroup v2
+    ("/sys/fs/cgroup/memory/memory.oom_control", "oom_kill"),  # this container, cgroup v1
+)
+
 
 @dataclass(frozen=True, slots=True)
 class RunSpec:
@@ -72,12 +88,61 @@ def package_root() -> str:
     return str(Path(__file__).resolve().parents[2])
 
 
-def describe_exit(returncode: int, *, killed_by_us: str | None = None) -> tuple[str, int, str]:
+def oom_kill_count() -> int | None:
+    """How many processes the kernel's OOM killer has ended (None where no counter is readable).
+
+    The sum of every counter found: a worker that dies of SIGKILL while this grows
+    was, in all likelihood, the one the kernel chose.
+    """
+    total = None
+    for path, key in _OOM_COUNTERS:
+        try:
+            with open(path, encoding="ascii") as f:
+                for line in f:
+                    name, _, value = line.partition(" ")
+                    if name == key:
+                        total = (total or 0) + int(value)
+                        break
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def kill_run_processes(token: str) -> list[int]:
+    """SIGKILL every other process that carries ``token`` in its environment; returns their pids.
+
+    Args:
+        token: the value of ``RUN_TOKEN_ENV`` the run's worker was started with.
+    """
+    try:
+        import psutil
+    except ImportError:  # pragma: no cover - a dependency; without it groups still go
+        return []
+    killed = []
+    me = os.getpid()
+    for proc in psutil.process_iter(["pid"]):
+        pid = proc.info["pid"]
+        if pid == me:
+            continue
+        try:
+            if proc.environ().get(RUN_TOKEN_ENV) != token:
+                continue
+            proc.kill()
+            killed.append(pid)
+        except (psutil.Error, OSError):
+            continue
+    return killed
+
+
+def describe_exit(
+    returncode: int, *, killed_by_us: str | None = None, oom_killed: bool | None = None
+) -> tuple[str, int, str]:
     """Status, exit code and reason for a worker that ended without reporting its run's end.
 
     Args:
         returncode: ``Popen.returncode`` (negative: killed by that signal).
         killed_by_us: the signal name when Stop escalated to it.
+        oom_killed: the kernel's OOM-kill counter grew while the run lived (None: unknown).
     """
     if returncode < 0:
         sig = -returncode
@@ -92,7 +157,18 @@ def describe_exit(returncode: int, *, killed_by_us: str | None = None) -> tuple[
                 128 + sig,
                 f"the script did not stop at a batch boundary; its process was ended with {name}",
             )
-        if sig == signal.SIGKILL:
+        if sig == signal.SIGKILL and oom_killed:
+            reason = (
+                "the script's process was killed by the kernel's out-of-memory killer "
+                "(SIGKILL): the machine or container ran out of memory; use less memory "
+                "(smaller batches or model, fewer prefetched batches) or allow more"
+            )
+        elif sig == signal.SIGKILL and oom_killed is False:
+            reason = (
+                "the script's process was killed (SIGKILL) from outside; "
+                "the kernel's out-of-memory killer did not act"
+            )
+        elif sig == signal.SIGKILL:
             reason = "the script's process was killed (SIGKILL; out of memory?)"
         elif sig == signal.SIGTERM:
             reason = "the script's process was terminated (SIGTERM)"
@@ -132,6 +208,8 @@ class _Worker:
         self.global_step = 0
         self.run_seen = False
         self.t0 = time.monotonic()
+        self.token = uuid.uuid4().hex  # in the environment of every process of this run
+        self.oom_kills_at_start: int | None = None
         self._held: list[object] = []  # output before the run: shown when it starts
         self._lock = threading.Lock()
         self._stop_lock = threading.Lock()
@@ -167,6 +245,7 @@ class _Worker:
                 stderr=err_w,
                 pass_fds=(child_fd, pyout_w, pyerr_w),
                 cwd=package_root(),
+                env={**os.environ, RUN_TOKEN_ENV: self.token},
                 start_new_session=not own,
                 close_fds=True,
             )
@@ -182,6 +261,7 @@ class _Worker:
             os.close(fd)
         child_sock.close()
         self.pid = self.proc.pid
+        self.launcher._workers.add(self)
         self.conn = Connection(parent_sock.detach())
         self.own_group = not own
         self._pipes = {
@@ -225,6 +305,7 @@ class _Worker:
             self.assigned = True
             held, self._held = self._held, []
         self.t0 = time.monotonic()
+        self.oom_kills_at_start = oom_kill_count()
         # What a warm worker printed while importing TensorFlow (absl/CUDA start-up
         # lines) is not the script's output: it goes to the viewer's terminal, as it
         # did when the import happened there, unless the import failed.
@@ -394,7 +475,13 @@ class _Worker:
         except subprocess.TimeoutExpired:
             self.signal(signal.SIGKILL)
             code = self.proc.wait()
-        status, exit_code, reason = describe_exit(code, killed_by_us=self.killed_with)
+        oom_killed = None
+        now = oom_kill_count()
+        if now is not None and self.oom_kills_at_start is not None:
+            oom_killed = now > self.oom_kills_at_start
+        status, exit_code, reason = describe_exit(
+            code, killed_by_us=self.killed_with, oom_killed=oom_killed
+        )
         if not self.run_seen:
             reason = f"the worker process could not start the run ({reason})"
             if self.import_error:
@@ -431,6 +518,19 @@ class _Worker:
                 os.killpg(self.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+        # Also those outside the group: every viewer (tfstudio run shares the
+        # terminal's group), and a child that made a group or session of its own.
+        kill_run_processes(self.token)
+        self.launcher._workers.discard(self)
+
+    def end_now(self) -> None:
+        """Kill the process and everything its run started (the viewer is leaving)."""
+        self.signal(signal.SIGKILL)
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        kill_run_processes(self.token)
 
     def close(self) -> None:
         """End an idle (spare) worker now."""
@@ -471,6 +571,7 @@ class ProcessLauncher:
         self.python = python or sys.executable
         self.current: _Worker | None = None
         self.spare: _Worker | None = None
+        self._workers: set[_Worker] = set()  # every worker not yet reaped (ended runs too)
         self._lock = threading.RLock()
         self._closed = False
         self.last_start_cold: list[str] = []  # why the last run got a cold worker
@@ -596,3 +697,9 @@ class ProcessLauncher:
             worker.thread.join(timeout=LINGER_S + STAGE_S + 1)
         if spare is not None:
             spare.thread.join(timeout=DRAIN_S + 2)
+        # A run that has ended may still be reaped (a script's child holds its exit):
+        # wait for that, then end whatever is left, so nothing outlives the viewer.
+        for other in list(self._workers):
+            other.thread.join(timeout=LINGER_S + STAGE_S + 1)
+            if other.thread.is_alive() or other.alive():
+                other.end_now()

@@ -81,7 +81,7 @@ class Pump(threading.Thread):
         self.interval = interval
         self.batches = 0  # non-empty batches handed on
         self._wait = wait
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a sink may call back in (the worker's lost viewer)
         self._closing = threading.Event()
         self._closed = False
 

@@ -140,7 +140,11 @@ class CheckpointStore:
         self._fs.makedirs(self.directory)  # type: ignore[arg-type]
         t0 = time.perf_counter()
         self.step.assign(int(step))
-        path = self.manager.save(checkpoint_number=int(step))
+        try:
+            path = self.manager.save(checkpoint_number=int(step))
+        except Exception:
+            self._remove_partial(int(step))  # a full disk keeps what room there is
+            raise
         seconds = time.perf_counter() - t0
         record = CheckpointSaved(
             path=str(path),
@@ -154,6 +158,22 @@ class CheckpointStore:
         self._index[record.path] = record
         self._write_index()
         return record
+
+    def _remove_partial(self, number: int) -> None:
+        """Remove what a failed save of checkpoint ``number`` left (never a listed checkpoint)."""
+        import tensorflow as tf
+
+        prefix = str(self.directory / f"{PREFIX}-{number}")
+        if prefix in self.manager.checkpoints:
+            return
+        for name in tf.io.gfile.glob(prefix + ".*") + tf.io.gfile.glob(prefix + "_temp*"):
+            try:
+                if tf.io.gfile.isdir(name):
+                    tf.io.gfile.rmtree(name)
+                else:
+                    tf.io.gfile.remove(name)
+            except Exception:  # noqa: BLE001 - best effort: the refusal is reported anyway
+                pass
 
     def entries(self) -> list[CheckpointSaved]:
         """The checkpoints still on disk, oldest first."""
@@ -174,12 +194,16 @@ class CheckpointStore:
         try:
             reader = tf.train.load_checkpoint(path)
         except Exception as exc:  # noqa: BLE001 - unreadable is a refusal, not a crash
-            raise CheckpointMismatch(f"cannot read checkpoint {path}: {exc}") from exc
+            raise CheckpointMismatch(
+                f"cannot read checkpoint {path}: its index file {path}.index is missing or "
+                f"corrupt ({_first_line(exc)})"
+            ) from exc
         stored_shapes = reader.get_variable_to_shape_map()
         stored_types = reader.get_variable_to_dtype_map()
         missing: list[str] = []
         wrong: list[str] = []
-        for key, (name, shape, dtype) in self._live_variables().items():
+        live = self._live_variables()
+        for key, (name, shape, dtype) in live.items():
             if key not in stored_shapes:
                 missing.append(name)
                 continue
@@ -188,6 +212,8 @@ class CheckpointStore:
                 wrong.append(f"{name}: checkpoint {stored}, model {tuple(shape)}")
             elif dtype is not None and stored_types[key] != dtype:
                 wrong.append(f"{name}: checkpoint {stored_types[key].name}, model {dtype.name}")
+        if not missing and not wrong:
+            _read_every_tensor(reader, path, list(live))
         if missing or wrong:
             parts = []
             if wrong:
@@ -286,6 +312,30 @@ def _update_state(manager: Any, remaining: list[str]) -> None:
         last_preserved_timestamp=manager._last_preserved_timestamp,  # noqa: SLF001
         save_relative_paths=True,
     )
+
+
+def _read_every_tensor(reader: Any, path: str, keys: list[str]) -> None:
+    """Read (and so checksum) every tensor a restore would load, before anything is assigned.
+
+    A restore assigns variable after variable: a corrupt byte found half-way would
+    leave the model half restored. Reading first keeps the refusal clean.
+    """
+    import tensorflow as tf
+
+    for key in ["_CHECKPOINTABLE_OBJECT_GRAPH", *keys]:
+        try:
+            reader.get_tensor(key)
+        except Exception as exc:  # noqa: BLE001 - any failure to read is a refusal
+            shards = sorted(tf.io.gfile.glob(path + ".data-*")) or [path + ".data-*"]
+            raise CheckpointMismatch(
+                f"checkpoint {path} is corrupt: {', '.join(shards)} cannot be read "
+                f"({key}: {_first_line(exc)}); the model was left as it was"
+            ) from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
 
 
 def _record_dict(record: CheckpointSaved) -> dict[str, Any]:

@@ -83,6 +83,7 @@ class TrainingController:
         self._last_loss = math.nan
         self._nan_active = False
         self._last_auto_step = 0
+        self._saves_failing = False  # the last save failed: repeated automatic failures are quiet
         self._last_auto_time = time.monotonic()
         self._lr_sent: tuple[float, bool] | None = None
         self._lr_step = 0
@@ -275,14 +276,33 @@ class TrainingController:
         return self._store
 
     def save(self, automatic: bool = False) -> None:
-        """Save a checkpoint now and report it (or why it failed)."""
+        """Save a checkpoint now and report it (or why it failed).
+
+        Automatic saves that keep failing (a full disk) are reported once, until
+        one succeeds again; a save the user asked for is always answered.
+        """
+        from tfstudio.engine.recorder import is_disk_full
+
         mon = self.monitor
         try:
             record = self.store().save(mon.global_step, mon.now(), self._last_loss, automatic)
         except Exception as exc:  # noqa: BLE001
-            mon.channel.emit(CheckpointRefused(str(self.directory), "save", f"{exc}"))
-            mon.note(f"Checkpoint not saved: {type(exc).__name__}: {exc}")
+            if automatic and self._saves_failing:
+                return
+            self._saves_failing = True
+            why = "the disk is full" if is_disk_full(exc) else f"{type(exc).__name__}: {exc}"
+            mon.channel.emit(CheckpointRefused(str(self.directory), "save", why))
+            mon.note(
+                f"Checkpoint not saved at step {mon.global_step}: {why}. Training goes on; "
+                "the checkpoints saved before are kept"
+                + (
+                    " (automatic saves go on, reported again once one succeeds)."
+                    if automatic
+                    else "."
+                )
+            )
             return
+        self._saves_failing = False
         mon.channel.emit(record)
         if not automatic:
             mon.note(f"Saved checkpoint {record.path} at step {record.step}.")

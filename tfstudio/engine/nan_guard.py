@@ -112,14 +112,18 @@ def diagnose(model: Any, data: Any) -> tuple[str, str]:
     import keras
     import tensorflow as tf
 
+    from tfstudio.engine.probes.activations import tf_variables, variables_restored
+
     x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
     finished: list[tuple[str, Any]] = []
     wrapped: list[Any] = []
     for layer in model._flatten_layers(include_self=False):  # noqa: SLF001
         object.__setattr__(layer, "call", _recording(layer, finished))
         wrapped.append(layer)
+    # The recomputation must not count as a step: a layer's own counters, seed
+    # generators and the loss tracker end as they were.
     try:
-        with tf.GradientTape() as tape:
+        with variables_restored(tf_variables(model.variables)), tf.GradientTape() as tape:
             y_pred = model(x, training=False)
             loss = None
             if y is not None:

@@ -19,6 +19,7 @@ a local path is written with ``os`` as always.
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import socket
@@ -88,6 +89,8 @@ class Recorder:
         fs_for(self.run_dir, self._fs).makedirs(self.run_dir)  # type: ignore[arg-type]
         self.flush_every = flush_every
         self.errors: list[str] = []
+        # Told once, at the first failure (a full disk): the run goes on unrecorded.
+        self.on_error: Callable[[str], None] | None = None
         self._event_pb2 = event_pb2
         self._summary_pb2 = summary_pb2
         now = time.time()
@@ -210,8 +213,14 @@ class Recorder:
         return self._last_wall if self._last_wall is not None else time.time()
 
     def _error(self, text: str) -> None:
+        first = not self.errors
         if len(self.errors) < 20:
             self.errors.append(text)
+        if first and self.on_error is not None:
+            try:
+                self.on_error(text)
+            except Exception:  # noqa: BLE001 - telling must not break recording either
+                pass
 
 
 # -- hand-encoded protobuf for per-step scalars ----------------------------------
@@ -462,6 +471,23 @@ class PumpRecording:
         self.recorder.close(ended)
 
 
+def recording_failed_note(run_dir: Any, text: str) -> str:
+    """The one note a run gets when its record can no longer be written."""
+    why = "the disk is full" if is_disk_full(text) else f"writing failed: {text}"
+    return (
+        f"Recording stopped: {why}. Training goes on; what was recorded before stays "
+        f"readable in {run_dir}, later steps are not recorded."
+    )
+
+
+def is_disk_full(error: BaseException | str) -> bool:
+    """True when ``error`` says the file system ran out of space (or of quota)."""
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    text = str(error)
+    return "No space left on device" in text or "ENOSPC" in text or "Disk quota" in text
+
+
 def start_recording(session: Any, started: RunStarted) -> PumpRecording | None:
     """Start recording a :class:`TrainingSession` on its pump (None when not recording).
 
@@ -478,6 +504,7 @@ def start_recording(session: Any, started: RunStarted) -> PumpRecording | None:
         monitor.report_error("recorder", exc)
         return None
     session.run_dir = monitor.run_dir = recorder.run_dir
+    recorder.on_error = lambda text: monitor.note(recording_failed_note(recorder.run_dir, text))
     recording = PumpRecording(recorder, session.pump)
     monitor.channel.emit(RunRecording(str(recorder.run_dir)))
     return recording

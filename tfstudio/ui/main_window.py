@@ -183,6 +183,14 @@ class MainWindow(QMainWindow):
         self.stop_action.setShortcut(QKeySequence("Shift+F5"))
         self.stop_action.setToolTip("Stop training at the next step (Shift+F5)")
         self.stop_action.triggered.connect(self.stop_run)
+        self.inspect_action = QAction("Inspect Weights, Gradients and Outputs", self)
+        self.inspect_action.setCheckable(True)
+        self.inspect_action.setChecked(self.run_options.inspector)
+        self.inspect_action.setToolTip(
+            "Sample weights, gradients and layer outputs during the next run "
+            "(off: no probes at all, as --no-inspector)"
+        )
+        self.inspect_action.toggled.connect(self._on_inspect_toggled)
         self.quit_action = QAction("Quit", self)
         self.quit_action.setShortcut(QKeySequence.StandardKey.Quit)
         self.quit_action.triggered.connect(self.close)
@@ -219,6 +227,8 @@ class MainWindow(QMainWindow):
         run_menu.addAction(self.control.eager_action)
         run_menu.addAction(self.control.stop_at_action)
         run_menu.addAction(self.control.checkpoint_every_action)
+        run_menu.addSeparator()
+        run_menu.addAction(self.inspect_action)
         view_menu = self.menuBar().addMenu("&View")
         view_menu.addAction(self._console_dock.toggleViewAction())
         view_menu.addAction(self._system_dock.toggleViewAction())
@@ -332,6 +342,9 @@ class MainWindow(QMainWindow):
         self._system_dock.show()
         self._system_dock.raise_()
         self.resizeDocks([self._system_dock], [SYSTEM_VIEW_WIDTH], Qt.Orientation.Horizontal)
+
+    def _on_inspect_toggled(self, on: bool) -> None:
+        self.run_options = dataclasses.replace(self.run_options, inspector=on)
 
     def stop_run(self) -> None:
         """Ask the current run to stop at the next step; pressed again, stop it harder.

@@ -7,6 +7,13 @@ and in inference mode (``training=False``); while it runs, each layer's
 output is kept. The order the wrappers are entered is the forward walk. Each
 output is summarised on the spot (stats, histogram, dead units, 8-bit
 thumbnails) so only kilobytes leave the worker.
+
+A probe leaves the model as it found it: a layer may write a variable in
+``call`` (a counter, a seed generator's state). The traced probe's graph is
+searched for every variable it may write; their values are read before each
+probe and put back after it, so the script computes exactly what it computes
+without tfstudio. A write to a variable the probe cannot name drops the layer
+outputs for the fit, with one note.
 """
 
 from __future__ import annotations
@@ -81,6 +88,7 @@ class ActivationProbe:
         self._fn: Any = None  # the traced probe; False: eager passes instead
         self._meta: list[tuple[Any, str, int]] = []
         self._unprobeable: set[int] = set()
+        self._written: list[Any] = []  # variables the traced probe writes: put back each time
 
     def sample(self, fit_index: int, step: int) -> LayerOutputs | None:
         """Every layer's output on the probe batch now (None if the model cannot be probed)."""
@@ -91,7 +99,8 @@ class ActivationProbe:
             if self.disabled:
                 return None
         if self._fn is not False:
-            outputs = [t.numpy() for t in self._fn(self.inputs)]
+            with variables_restored(self._written):
+                outputs = [t.numpy() for t in self._fn(self.inputs)]
             for i in self._unprobeable:
                 outputs[i] = None
             records = [(*meta, out) for meta, out in zip(self._meta, outputs, strict=True)]
@@ -131,10 +140,21 @@ class ActivationProbe:
         fn = tf.function(run, autograph=False)
         try:
             with self._wrapped(records):
-                fn.get_concrete_function(self.inputs)
+                concrete = fn.get_concrete_function(self.inputs)
         except Exception:  # noqa: BLE001 - not traceable: the eager pass at each sample
             self._fn = False
             return
+        written = written_variables(concrete)
+        if written is None:
+            self.disabled = True
+            self._note_once(
+                self.model.name,
+                f"Inspector: layer outputs of '{self.model.name}' are not sampled: calling it "
+                "writes a variable the probe cannot put back, and a probe must not change "
+                "what the script computes",
+            )
+            return
+        self._written = written
         self._meta = [(layer, path, depth) for layer, path, depth, _ in records]
         self._unprobeable = {i for i, slot in enumerate(records) if slot[3] is None}
         self._fn = fn
@@ -142,7 +162,8 @@ class ActivationProbe:
     def _eager_records(self) -> list[tuple[Any, str, int, Any]] | None:
         records: list[list[Any]] = []
         try:
-            with self._wrapped(records):
+            # Eager: no graph to search for writes, so every model variable is put back.
+            with variables_restored(tf_variables(self.model.variables)), self._wrapped(records):
                 self.model(self.inputs, training=False)
         except Exception as exc:  # noqa: BLE001 - e.g. call() needs extra arguments
             self.disabled = True
@@ -225,6 +246,50 @@ def activation_of(layer: Any) -> str:
     return activation_of(fn) if name == type(fn).__name__ and hasattr(fn, "call") else name
 
 
+# Ops that take a variable's handle and only read it; any other consumer may write it.
+_READ_ONLY_OPS = frozenset(
+    {"ReadVariableOp", "ResourceGather", "ResourceGatherNd", "VariableShape", "VarIsInitializedOp"}
+)
+
+
+def written_variables(concrete: Any) -> list[Any] | None:
+    """The variables a traced function may write (None if a written handle has no variable).
+
+    A captured resource handle counts as written when any op other than a plain
+    read consumes it (assignments, stateful random ops, nested function calls):
+    put back too often rather than too rarely.
+    """
+    graph = concrete.graph
+    by_handle = {id(v.handle): v for v in graph.variables}
+    written = []
+    for external, internal in graph.captures:
+        if internal.dtype != tf.resource:
+            continue
+        if all(op.type in _READ_ONLY_OPS for op in internal.consumers()):
+            continue
+        variable = by_handle.get(id(external))
+        if variable is None:
+            return None
+        written.append(variable)
+    return written
+
+
+def tf_variables(variables: Any) -> list[Any]:
+    """The ``tf.Variable`` behind each Keras variable (Keras 3 wraps them)."""
+    return [getattr(v, "value", v) if not isinstance(v, tf.Variable) else v for v in variables]
+
+
+@contextmanager
+def variables_restored(variables: list[Any]) -> Iterator[None]:
+    """Whatever happens inside, ``variables`` end with the values they had on entry."""
+    saved = [(v, v.read_value()) for v in variables]
+    try:
+        yield
+    finally:
+        for variable, value in saved:
+            variable.assign(value)
+
+
 def _first_numeric(output: Any) -> Any:
     for t in tf.nest.flatten(output):
         if isinstance(t, tf.Tensor | np.ndarray) and _numeric(t):
@@ -270,9 +335,9 @@ def summarize_output(
     finite = flat[np.isfinite(flat)] if flat.size else flat
     lo = float(finite.min()) if finite.size else 0.0
     hi = float(finite.max()) if finite.size else 0.0
-    # In float64, over a range wide enough for BINS distinct edges: a constant output
-    # (a dead ReLU layer, a bias-only unit) made float32 edges collapse and the probe fail.
-    top = max(hi, lo + max(abs(lo), 1.0) * 1e-9)
+    # A constant output still needs BINS distinct edges: float64, and a width that
+    # survives the magnitude of the value (lo + 1e-12 == lo in float32 for |lo| > 1e-5).
+    top = hi if hi > lo else lo + max(abs(lo) * 1e-9, 1e-12)
     hist = np.histogram(finite.astype(np.float64), bins=BINS, range=(lo, top))[0]
     dead = 0.0
     if x.ndim >= 2 and x.shape[-1] > 0:
