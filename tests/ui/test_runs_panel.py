@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
-import statistics
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -126,6 +123,7 @@ m.fit(x, y, epochs=3, batch_size=16, validation_split=0.25, verbose=0, callbacks
 """
 
 
+@pytest.mark.tf  # Keras writes the log folder, in a process of its own
 def test_opens_a_keras_tensorboard_log_dir(panel, tmp_path):
     logs = tmp_path / "keras-logs"
     out = subprocess.run(
@@ -150,47 +148,47 @@ def test_opens_a_keras_tensorboard_log_dir(panel, tmp_path):
 
 
 WRITER = """
-import os, sys, time
-from tfstudio.core.events import StepEnded
-from tfstudio.engine.recorder import Recorder
-rec = Recorder(sys.argv[1])
-print("ready", flush=True)
-base = float(sys.argv[2])  # values: seconds since base (float32 keeps ~10 us there)
-for i in range(1, 41):
-    rec.write([StepEnded(0, i, 0, i, 1, {"loss": time.time() - base}, {}, 0.0)])
-    time.sleep(0.1)
-rec.close(None)
+import sys
+from pathlib import Path
+from tests.core.tfevents import EventWriter
+writer = EventWriter(Path(sys.argv[1]))
+for steps in (range(1, 21), range(21, 41)):
+    for step in steps:
+        writer.add("step/loss", step, 1.0 / step)
+    print("wrote", step, flush=True)
+    sys.stdin.readline()  # the test says when to go on
+writer.close()
 """
 
 
 def test_follows_a_folder_written_by_another_process(panel, qtbot, tmp_path):
     run_dir = tmp_path / "elsewhere" / "remote-20260101-000000"
-    base = time.time()
     proc = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(WRITER), str(run_dir), str(base)],
+        [sys.executable, "-c", textwrap.dedent(WRITER), str(run_dir)],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
-        env=dict(os.environ, CUDA_VISIBLE_DEVICES="-1"),
+        cwd=Path(__file__).resolve().parents[2],
     )
+
+    def shown() -> tuple:
+        plot = panel.plots.get("step/loss")
+        return plot.raw[run_dir.name].getData() if plot is not None else ((), ())
+
+    # How far the panel lags behind a writer is a figure, not a test: bench/recording.py
     try:
-        assert proc.stdout.readline().strip() == "ready"
+        assert proc.stdout.readline().split() == ["wrote", "20"]
         panel.open_folder(run_dir)
-        lags: list[float] = []
-        seen = 0
-        deadline = time.monotonic() + 60
-        while seen < 40 and time.monotonic() < deadline:
-            qtbot.wait(20)
-            plot = panel.plots.get("step/loss")
-            if plot is None:
-                continue
-            x, y = plot.raw[run_dir.name].getData()
-            if len(x) > seen:
-                now = time.time()
-                # the value written is the writer's clock when it emitted the step
-                lags += [now - base - v for v in y[seen:]]
-                seen = len(x)
+        qtbot.waitUntil(lambda: len(shown()[0]) == 20, timeout=30_000)
+        proc.stdin.write("go on\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().split() == ["wrote", "40"]
+        # nothing asks the panel: it re-reads the folder on its own (the limit is a safety net)
+        qtbot.waitUntil(lambda: len(shown()[0]) == 40, timeout=30_000)
+        assert proc.poll() is None  # followed while the writer still had the file open
     finally:
+        proc.stdin.close()  # end of input: the writer closes its file and ends
         proc.wait(timeout=60)
-    assert seen == 40
-    # flush every 0.5 s + poll every 0.5 s: about half a second on average
-    assert statistics.median(lags) < 1.0, f"median lag {statistics.median(lags):.2f}s"
+    x, y = shown()
+    assert list(x) == list(range(1, 41))  # every step, once, in order
+    assert list(y) == pytest.approx([1.0 / step for step in range(1, 41)])
