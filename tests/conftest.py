@@ -113,16 +113,17 @@ def _quick_lane_imports_no_tensorflow(request):
         return
     offset = _lane["log"].stat().st_size
     yield
-    found = []
+    by_process: dict[str, tuple[str, list[str]]] = {}
     for line in _imports_logged_since(offset):
-        pid, module, command = line.split("\t", 2)
-        where = "this test" if int(pid) == os.getpid() else f"a process it started ({command})"
-        found.append(f"{where} imported {module}")
-    if found:
+        pid, module, origin, command = line.split("\t", 3)
+        here = int(pid) == os.getpid()
+        who = f"this test ({origin})" if here else f"a process it started ({command})"
+        by_process.setdefault(pid, (who, []))[1].append(module)
+    if by_process:
+        found = "; ".join(f"{who} imported {', '.join(m)}" for who, m in by_process.values())
         pytest.fail(
-            "the quick lane (-m 'not tf') never needs TensorFlow, but "
-            + "; ".join(found)
-            + ": mark the test (or its file) with pytest.mark.tf"
+            f"the quick lane (-m 'not tf') never needs TensorFlow, but {found}: "
+            "mark the test (or its file) with pytest.mark.tf"
         )
 
 
@@ -133,12 +134,16 @@ def pytest_sessionfinish(session, exitstatus):
     loaded = [m for m in TF_MODULES if m in sys.modules and m not in _lane["already"]]
     if loaded:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        ours = [line.split("\t") for line in _imports_logged_since(0)]
+        origins = sorted({o for pid, _, o, _ in ours if int(pid) == os.getpid() and o})
         message = (
-            f"the quick lane imported {', '.join(loaded)} in the test process; "
-            "a test file that imports TensorFlow/Keras at its top needs "
+            f"the quick lane imported {', '.join(loaded)} in the test process"
+            + (f" (from {', '.join(origins)})" if origins else "")
+            + "; a test file that imports TensorFlow/Keras at its top needs "
             "pytestmark = pytest.mark.tf"
         )
         if reporter is not None:
+            reporter.write_sep("=", "quick lane", red=True)
             reporter.write_line(message, red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 

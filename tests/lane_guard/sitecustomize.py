@@ -33,7 +33,19 @@ class ImportWatch:
             self.seen.add(name)
             command = " ".join(getattr(sys, "orig_argv", sys.argv))
             with open(self.log_path, "a", encoding="utf-8") as log:
-                log.write(f"{os.getpid()}\t{name}\t{command[:300]}\n")
+                log.write(f"{os.getpid()}\t{name}\t{_test_line()}\t{command[:300]}\n")
+
+
+def _test_line() -> str:
+    """The innermost ``file:line`` of a test module on the stack (where the import came from)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        name = os.path.basename(filename)
+        if name.startswith("test_") or (f"{os.sep}tests{os.sep}" in filename and name != __file__):
+            return f"{filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return ""
 
 
 def install(log_path: str, watched: frozenset[str] = WATCHED) -> ImportWatch:
