@@ -39,6 +39,18 @@ FILES = {
         def test_starts_a_process_that_imports_keras():
             subprocess.run([sys.executable, "-c", "import keras"], check=True)
     """,
+    "test_worker.py": """
+        from tfstudio.core.channel import Channel
+        from tfstudio.core.process import ProcessLauncher
+
+        def test_runs_a_script_in_a_worker(tmp_path):
+            script = tmp_path / "hello.py"
+            script.write_text("print('hello')")
+            launcher = ProcessLauncher(Channel(), warm=False, keep_spare=False)
+            launcher.start(str(script))
+            assert launcher.wait(60)
+            launcher.shutdown()
+    """,
 }
 
 AT_THE_TOP = """
@@ -76,16 +88,19 @@ def lane(folder: Path, files: dict[str, str]) -> subprocess.CompletedProcess:
 
 
 def test_a_test_importing_tensorflow_or_starting_a_process_that_does_fails(tmp_path):
+    # (a worker counts as such a process even before it imports TensorFlow)
     out = lane(tmp_path, FILES)
     text = out.stdout + out.stderr
     assert out.returncode == 1, text
-    # the two failing tests pass, then fail at teardown; test_marked.py is not even read
-    assert "3 passed, 2 errors" in text, text
+    # the three failing tests pass, then fail at teardown; test_marked.py is not even read
+    assert "4 passed, 3 errors" in text, text
     lines = text.splitlines()
     in_process = next(line for line in lines if "ERROR" in line and "test_in_process" in line)
     assert "this test (" in in_process and "imported tensorflow" in in_process
     spawned = next(line for line in lines if "ERROR" in line and "test_spawns" in line)
     assert "a process it started" in spawned and "imported keras" in spawned
+    worker = next(line for line in lines if "ERROR" in line and "test_worker" in line)
+    assert "-m tfstudio.worker" in worker and "imported tfstudio.worker" in worker
     assert "mark the test (or its file) with pytest.mark.tf" in text
     assert "the quick lane imported tensorflow in the test process" in text
 
