@@ -38,11 +38,10 @@ class ImportWatch:
 
 def _test_line() -> str:
     """The innermost ``file:line`` of a test module on the stack (where the import came from)."""
-    frame = sys._getframe(2)
+    frame = sys._getframe(2)  # above this function and find_spec
     while frame is not None:
         filename = frame.f_code.co_filename
-        name = os.path.basename(filename)
-        if name.startswith("test_") or (f"{os.sep}tests{os.sep}" in filename and name != __file__):
+        if os.path.basename(filename).startswith("test_") or f"{os.sep}tests{os.sep}" in filename:
             return f"{filename}:{frame.f_lineno}"
         frame = frame.f_back
     return ""
