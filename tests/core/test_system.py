@@ -35,7 +35,7 @@ TREE = textwrap.dedent(
     print('ready', flush=True)
     end = time.time() + 60
     while time.time() < end:
-        pass
+        child.poll()  # spins, and reaps the child at once when the test kills it
     """
 )
 
@@ -55,9 +55,9 @@ def tree():
             kids = []
         for kid in kids:
             kid.kill()
+        psutil.wait_procs(kids, timeout=10)  # the parent, still alive, reaps its child at once
         proc.kill()
         proc.wait(10)
-        psutil.wait_procs(kids, timeout=10)
         proc.stdout.close()
 
 

@@ -174,12 +174,19 @@ def test_stop_escalates_until_a_script_that_ignores_sigint_ends(runs, write_scri
     wait_for(lambda: "looping forever" in run.console(), timeout=120)
     t0 = time.monotonic()
     run.launcher.stop()
-    ended = wait_for(lambda: run.ended(), timeout=30)[-1]
+    # the limit is a safety net; how long each stage takes is bench/stop_time.py's figure
+    ended = wait_for(lambda: run.ended(), timeout=120)[-1]
     took = time.monotonic() - t0
-    assert took < 1.0 + 2 * 1.0 + 5  # grace, SIGINT and SIGTERM stages, and some slack
     assert ended.status == "stopped" and "SIGTERM" in ended.message
-    stages = [e.detail for e in run.poll() if isinstance(e, EngineStatus)]
-    assert any("SIGINT" in d for d in stages) and any("SIGTERM" in d for d in stages)
+    events = run.poll()
+    stages = [(i, e.detail) for i, e in enumerate(events) if isinstance(e, EngineStatus)]
+    asked = [i for i, d in stages if "batch boundary" in d]
+    sigint = [i for i, d in stages if "SIGINT" in d]
+    sigterm = [i for i, d in stages if "SIGTERM" in d]
+    # one stage after the other, each given its time: grace, then SIGINT's stage, then SIGTERM
+    assert asked and sigint and sigterm
+    assert asked[0] < sigint[0] < sigterm[0] < events.index(ended)
+    assert took >= 1.0 + 1.0
 
 
 def test_stop_interrupts_a_script_stuck_between_fits_with_keyboardinterrupt(

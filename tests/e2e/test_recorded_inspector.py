@@ -15,6 +15,8 @@ from tfstudio.core.events import (
 )
 from tfstudio.engine.recorder import Recorder
 
+pytestmark = pytest.mark.tf
+
 
 def _weights(step: int) -> WeightStats:
     w = 3.0 - 2.0 / step  # a scalar W converging
@@ -77,7 +79,7 @@ def test_a_recorded_run_opens_in_the_inspector_as_it_was(panel, qtbot, tmp_path)
     assert rows["m/dense/kernel"].heatmap.has_image
     assert "(3, 2)" in rows["m/dense/kernel"].header.text()
     assert "Recorded in run 'fit-20260101-000000': 4 samples" in window.weights.info.text()
-    window.grab().save("/tmp/tfstudio_recorded_inspector.png")
+    assert window.grab().save(str(tmp_path / "recorded_inspector.png"))
     window.tabs.setCurrentWidget(window.gradients)
     assert list(window.gradients.rows) == ["m/dense/kernel"]
 

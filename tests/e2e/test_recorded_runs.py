@@ -12,6 +12,8 @@ import pytest
 
 from tfstudio.core.runs import list_runs, read_scalars
 
+pytestmark = pytest.mark.tf
+
 ROOT = Path(__file__).resolve().parents[2]
 
 TRAIN = """
@@ -79,7 +81,6 @@ def test_no_record_writes_nothing(write_script, tmp_path):
     assert not (tmp_path / "tfstudio-runs").exists()
 
 
-@pytest.mark.tf
 def test_a_run_in_the_window_is_recorded_and_listed_in_the_runs_panel(qtbot, tmp_path):
     from PySide6.QtCore import QSettings
 

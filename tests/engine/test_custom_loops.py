@@ -11,6 +11,8 @@ import pytest
 from tests.engine.helpers import run_script
 from tfstudio.core.events import FitEnded, FitStarted, StepEnded
 
+pytestmark = pytest.mark.tf
+
 ROOT = Path(__file__).resolve().parents[2]
 LOOPS = ROOT / "tests" / "scripts" / "loops"
 

@@ -19,6 +19,8 @@ from tfstudio.core.options import RunOptions
 from tfstudio.core.runs import list_runs, read_run_json, read_scalars
 from tfstudio.engine.recorder import WRITERS, Recorder
 
+pytestmark = pytest.mark.tf
+
 TRAIN = """
 import numpy as np, keras
 rng = np.random.default_rng(0)

@@ -13,6 +13,8 @@ import pytest
 from tfstudio.core.runs import list_runs, read_run_json, read_scalars
 from tfstudio.engine.standalone import is_chief
 
+pytestmark = pytest.mark.tf
+
 MIRRORED = """
 import os, sys
 import tensorflow as tf

@@ -137,7 +137,7 @@ def test_learning_rate_field_and_schedule_confirmation(window, run, launcher):
     assert "learning_rate" in window.metrics.plots  # the LR as a line
 
 
-def test_non_finite_loss_is_marked_on_the_plots_and_named(window, run):
+def test_non_finite_loss_is_marked_on_the_plots_and_named(window, run, tmp_path):
     run.started().fit().steps(7).emit(saved("/ck/ckpt-3", 3), saved("/ck/ckpt-6", 6)).frame()
     bad = NonFinite(7, math.nan, "ratio", "sequential/out/kernel", "", "recomputed", "pause")
     run.emit(bad, RunState("paused", 7, "non-finite loss"))
@@ -151,7 +151,7 @@ def test_non_finite_loss_is_marked_on_the_plots_and_named(window, run):
     assert window.checkpoints.restore_button.isEnabled()
     # every plot made later carries the marker too
     assert "NaN/Inf loss at step 7" in window.metrics.plots["loss"].mark_labels()
-    window.grab().save("/tmp/tfstudio-controls-nan.png")
+    assert window.grab().save(str(tmp_path / "controls-nan.png"))
 
 
 def test_console_shows_fd_level_output_apart_from_print(window, run):

@@ -174,7 +174,7 @@ def test_model_tree_summary_and_selection_drive_the_views(window, run, qtbot):
     assert len(window.inspector.weights.paths()) == 3
 
 
-def test_weights_view_small_variables_show_their_values(qtbot, window, run):
+def test_weights_view_small_variables_show_their_values(qtbot, window, run, tmp_path):
     window.inspector.show_view("weights")
     _feed(run)
     view = window.inspector.weights
@@ -190,10 +190,10 @@ def test_weights_view_small_variables_show_their_values(qtbot, window, run):
     assert "color:#1f77b4" in key and "L2 norm</span>" in key and "std</span>" in key
     qtbot.wait(50)  # let the scroll area lay its rows out before the screenshot
     assert kernel.isVisible() and kernel.height() > 150
-    window.grab().save("/tmp/tfstudio_inspector_weights.png")
+    assert window.grab().save(str(tmp_path / "inspector_weights.png"))
 
 
-def test_gradients_view_global_norm_and_rows(qtbot, window, run):
+def test_gradients_view_global_norm_and_rows(qtbot, window, run, tmp_path):
     window.inspector.show_view("gradients")
     _feed(run)
     view = window.inspector.gradients
@@ -202,10 +202,10 @@ def test_gradients_view_global_norm_and_rows(qtbot, window, run):
     assert list(view.rows) == ["seq/conv1/kernel"]
     qtbot.wait(50)
     assert view.rows["seq/conv1/kernel"].isVisible()
-    window.grab().save("/tmp/tfstudio_inspector_gradients.png")
+    assert window.grab().save(str(tmp_path / "inspector_gradients.png"))
 
 
-def test_outputs_view_feature_maps_for_a_chosen_sample(window, run):
+def test_outputs_view_feature_maps_for_a_chosen_sample(window, run, tmp_path):
     window.inspector.show_view("outputs")
     _feed(run)
     view = window.inspector.outputs
@@ -219,7 +219,7 @@ def test_outputs_view_feature_maps_for_a_chosen_sample(window, run):
     assert len(x) == 20 and y[-1] == pytest.approx(0.25)
     items = [view.layer_list.item(i).text().strip() for i in range(view.layer_list.count())]
     assert items == ["seq  (4, 1)", "conv1  (4, 6, 6, 4)", "line  (4, 1)"]
-    window.grab().save("/tmp/tfstudio_inspector_outputs.png")
+    assert window.grab().save(str(tmp_path / "inspector_outputs.png"))
 
 
 def test_walk_lists_layers_in_forward_order(window, run):
