@@ -448,3 +448,32 @@ print("same train function", model.train_function is plain)
     assert [g.step for g in grads] == [1, 2, 3, 4]
     assert {v.path for v in grads[-1].variables} == {"eager/d/kernel", "eager/d/bias"}
     assert grads[0].global_norm == pytest.approx(grads[-1].global_norm, rel=1e-5)  # lr 0
+
+
+def test_mixed_precision_gradients_are_shown_unscaled(write_script, tmp_path):
+    # A LossScaleOptimizer's apply receives the gradients times its loss scale (2**15);
+    # the inspector must show the gradients the weights really get.
+    events, expect = _run(
+        write_script,
+        tmp_path,
+        """
+        keras.mixed_precision.set_global_policy("mixed_float16")
+        try:
+            model = keras.Sequential([keras.Input((4,)), layers.Dense(8, activation="relu"),
+                                      layers.Dense(2, dtype="float32")])
+            model.compile(keras.optimizers.SGD(0.0), "mse")
+            model.fit(x, y, batch_size=16, epochs=3, shuffle=False, verbose=0)
+            assert type(model.optimizer).__name__ == "LossScaleOptimizer"
+            assert float(model.optimizer.dynamic_scale) == 2.0**15
+            dump(model, lambda: mse(y, model(x, training=True)), model.trainable_variables, {})
+        finally:
+            keras.mixed_precision.set_global_policy("float32")
+        """,
+    )
+    grads = of(events, GradientStats)
+    assert [g.step for g in grads] == [1, 2, 3]
+    by_path = {g.path: g for g in grads[-1].variables}
+    for path, g in expect["grads"].items():  # float16 forward: three digits agree
+        assert by_path[path].norm == pytest.approx(float(np.linalg.norm(g)), rel=1e-2, abs=1e-5)
+    want = np.sqrt(sum(float(np.sum(g.astype(np.float64) ** 2)) for g in expect["grads"].values()))
+    assert grads[-1].global_norm == pytest.approx(want, rel=1e-2)

@@ -6,7 +6,9 @@ attributes, e.g. a GAN's two) gets its ``apply`` wrapped for the fit; Keras's
 through it. The wrapper records only while a *recording* train function is
 traced (or, with ``run_eagerly``, called): it adds ops that write each
 gradient's norm, min, max and histogram into device-side ``tf.Variable``
-buffers.
+buffers. Under mixed precision (a ``LossScaleOptimizer``, or ``loss_scale_factor``)
+``apply`` receives the gradients times the loss scale: they are recorded divided by
+it, as the weights get them.
 
 So the model has two train functions: Keras's own, traced without any
 recording ops (unsampled steps cost nothing at all), and a recording twin.
@@ -42,6 +44,19 @@ def find_optimizers(model: Any) -> list[Any]:
         if isinstance(obj, keras.optimizers.Optimizer) and all(obj is not o for o in found):
             found.append(obj)
     return found
+
+
+def loss_scale(optimizer: Any) -> Any:
+    """The factor ``optimizer.apply`` divides the gradients by before using them, or None.
+
+    Under mixed precision a ``LossScaleOptimizer`` receives gradients of the
+    loss times its dynamic scale (2**15 at first) and unscales them; a plain
+    optimizer with ``loss_scale_factor`` does the same with a fixed factor.
+    """
+    if getattr(optimizer, "inner_optimizer", None) is not None:  # LossScaleOptimizer
+        scale = getattr(optimizer, "dynamic_scale", None)  # made when the optimizer is built
+        return scale if scale is not None else getattr(optimizer, "initial_scale", None)
+    return getattr(optimizer, "loss_scale_factor", None)
 
 
 class GradientProbe:
@@ -130,10 +145,11 @@ class GradientProbe:
         def apply(grads: Any, trainable_variables: Any = None, *args: Any, **kwargs: Any) -> Any:
             if self._recording:
                 try:
+                    opt = original.__self__
                     variables = trainable_variables
                     if variables is None:
-                        variables = getattr(original.__self__, "_trainable_variables", None) or []
-                    self._record(list(grads), list(variables))
+                        variables = getattr(opt, "_trainable_variables", None) or []
+                    self._record(list(grads), list(variables), loss_scale(opt))
                 except Exception as exc:  # noqa: BLE001 - monitoring never breaks training
                     self.on_error(exc)
             if trainable_variables is None:
@@ -142,7 +158,7 @@ class GradientProbe:
 
         return apply
 
-    def _record(self, grads: list[Any], variables: list[Any]) -> None:
+    def _record(self, grads: list[Any], variables: list[Any], scale: Any = None) -> None:
         self._ensure_buffers()
         pairs = []
         for g, v in zip(grads, variables, strict=False):
@@ -156,7 +172,10 @@ class GradientProbe:
         indices = tf.constant([[i] for i, _ in pairs], tf.int32)
         stats, hists = [], []
         for _, g in pairs:
-            s, h = summarize(tf.convert_to_tensor(g), self.bins)
+            g = tf.convert_to_tensor(g)
+            if scale is not None:  # the gradients the model really gets: unscaled
+                g = g / tf.cast(tf.convert_to_tensor(scale), g.dtype)
+            s, h = summarize(g, self.bins)
             stats.append(tf.stack([s[4], s[2], s[3]]))
             hists.append(h)
         self._stats.scatter_nd_update(indices, tf.stack(stats))
