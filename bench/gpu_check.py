@@ -107,6 +107,8 @@ def why_no_gpu() -> str | None:
     names = nvml_gpu_names()
     if not names:
         return ""
+    if os.environ.get("CUDA_VISIBLE_DEVICES", "unset").strip() in ("", "-1"):
+        return f"NVML sees {len(names)} GPU(s) but CUDA_VISIBLE_DEVICES hides them all"
     count, problem = tensorflow_gpu_count()
     if count == 0:
         return problem or f"NVML sees {len(names)} GPU(s) but TensorFlow lists none"
@@ -290,9 +292,11 @@ def script_tf_memory() -> str:
         import tensorflow as tf
 
         held = tf.ones([256, 1024, 1024], tf.float32)  # 1 GiB
-        info = tf.config.experimental.get_memory_info("GPU:0")
+        info = {}
+        if tf.config.list_logical_devices("GPU"):
+            info = tf.config.experimental.get_memory_info("GPU:0")
         print("GPUCHECK " + json.dumps({"bytes": 256 * 1024 * 1024 * 4, "device": held.device,
-              "current": info["current"], "peak": info["peak"]}), flush=True)
+              "current": info.get("current"), "peak": info.get("peak")}), flush=True)
         time.sleep(2.5)  # the worker samples TensorFlow's figures once a second
         del held
         """
