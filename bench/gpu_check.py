@@ -235,7 +235,7 @@ def run_in_worker(
                 ended = ended or isinstance(event, RunEnded)
             outcome.events.extend(batch)
             outcome.console = "".join(console)
-            if watch is not None and batch:
+            if watch is not None:
                 watch(batch, launcher, outcome)
             if time.monotonic() > deadline:
                 outcome.timed_out = True
@@ -638,9 +638,6 @@ def check_mirrored(folder: Path) -> str:
     logdir = folder / "mirrored-runs"
     out = run_in_worker(script_mirrored(str(logdir)), folder, "mirrored.py")
     _raise_on_failure(out)
-    replicas, gpus = out.report("replicas"), out.report("gpus")
-    if not gpus or replicas != gpus:
-        raise CheckFailed(f"{replicas} replicas over {gpus} GPUs")
     steps = out.of(StepEnded)
     if not steps:
         raise CheckFailed("the worker reported no step of the distributed fit")
@@ -661,11 +658,20 @@ def check_mirrored(folder: Path) -> str:
     for step, recorded, live in zip(loss.steps, loss.values, shown, strict=True):
         if live is None or not _close(recorded, live, 1e-5, 1e-7):
             raise CheckFailed(f"step {step}: recorded loss {recorded}, the worker sent {live}")
+    replicas, gpus = out.report("replicas"), out.report("gpus")
+    if not gpus or replicas != gpus:  # last: on a CPU (--cpu) everything above is still checked
+        raise CheckFailed(f"{replicas} replica(s) over {gpus} GPU(s)")
     return f"{replicas} replica(s), {len(steps)} steps recorded and read back"
 
 
-def check_idle_notice(folder: Path) -> str:
-    """The window's system view (offscreen) gives its idle-GPU notice on a starved pipeline."""
+def check_idle_notice(folder: Path, gpu_reader: Any = None) -> str:
+    """The window's system view (offscreen) gives its idle-GPU notice on a starved pipeline.
+
+    Args:
+        folder: where the script is written.
+        gpu_reader: the panel's NVML access (a ``GpuReader`` over a fake NVML to try
+            the check without a GPU); the panel's own when None, as in the window.
+    """
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
@@ -673,7 +679,7 @@ def check_idle_notice(folder: Path) -> str:
     from tfstudio.ui.panels.system import SystemPanel
 
     app = QApplication.instance() or QApplication([])
-    panel = SystemPanel()
+    panel = SystemPanel(gpu_reader=gpu_reader)
     kinds = SystemPanel.EVENTS
 
     def watch(batch: list[Any], launcher: Any, outcome: Outcome) -> None:
@@ -705,7 +711,9 @@ def check_idle_notice(folder: Path) -> str:
 def _raise_on_failure(out: Outcome) -> None:
     problem = out.failure()
     if problem:
-        tail = out.console.strip().splitlines()[-3:]
+        end = out.ended()
+        tail = [] if end is not None and end.status == "finished" else out.console.splitlines()
+        tail = [line for line in tail if line.strip() and not line.startswith(MARK)][-3:]
         raise CheckFailed(problem + (f" [{' | '.join(tail)}]" if tail else ""))
 
 
