@@ -502,3 +502,78 @@ def test_probes_put_back_every_variable_a_layer_writes(write_script, tmp_path, e
     )
     assert plain.returncode == 0, plain.stderr
     assert json.loads((tmp_path / "result.json").read_text()) == under_studio
+
+
+def test_mixed_precision_gradients_are_shown_unscaled(write_script, tmp_path):
+    # A LossScaleOptimizer's apply receives the gradients times its loss scale (2**15);
+    # the inspector must show the gradients the weights really get.
+    events, expect = _run(
+        write_script,
+        tmp_path,
+        """
+        keras.mixed_precision.set_global_policy("mixed_float16")
+        try:
+            model = keras.Sequential([keras.Input((4,)), layers.Dense(8, activation="relu"),
+                                      layers.Dense(2, dtype="float32")])
+            model.compile(keras.optimizers.SGD(0.0), "mse")
+            model.fit(x, y, batch_size=16, epochs=3, shuffle=False, verbose=0)
+            assert type(model.optimizer).__name__ == "LossScaleOptimizer"
+            assert float(model.optimizer.dynamic_scale) == 2.0**15
+            dump(model, lambda: mse(y, model(x, training=True)), model.trainable_variables, {})
+        finally:
+            keras.mixed_precision.set_global_policy("float32")
+        """,
+    )
+    grads = of(events, GradientStats)
+    assert [g.step for g in grads] == [1, 2, 3]
+    by_path = {g.path: g for g in grads[-1].variables}
+    for path, g in expect["grads"].items():  # float16 forward: three digits agree
+        assert by_path[path].norm == pytest.approx(float(np.linalg.norm(g)), rel=1e-2, abs=1e-5)
+    want = np.sqrt(sum(float(np.sum(g.astype(np.float64) ** 2)) for g in expect["grads"].values()))
+    assert grads[-1].global_norm == pytest.approx(want, rel=1e-2)
+
+
+def test_mirrored_strategy_gradients_are_summed_over_replicas(write_script, tmp_path):
+    # Two logical CPUs, two replicas: each replica's apply sees half the batch's
+    # gradients; the inspector must show what the optimizer applies (their sum).
+    # A worker process of its own: logical devices must be set before TF's runtime starts.
+    from tests.conftest import wait_for
+    from tfstudio.core.channel import Channel
+    from tfstudio.core.events import RunEnded
+    from tfstudio.core.process import ProcessLauncher
+
+    script = write_script(
+        PRELUDE
+        + textwrap.dedent(
+            """
+            cpu = tf.config.list_physical_devices("CPU")[0]
+            tf.config.set_logical_device_configuration(
+                cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+            strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+            assert strategy.num_replicas_in_sync == 2
+            with strategy.scope():
+                model = keras.Sequential([keras.Input((4,)), layers.Dense(8, activation="relu"),
+                                          layers.Dense(2)])
+                model.compile(keras.optimizers.SGD(0.0), "mse")
+            model.fit(x, y, batch_size=16, epochs=3, shuffle=False, verbose=0)
+            dump(model, lambda: mse(y, model(x, training=True)), model.trainable_variables, {})
+            """
+        )
+    )
+    channel = Channel()
+    launcher = ProcessLauncher(channel, script_cwd=True, keep_spare=False)
+    events: list[object] = []
+    try:
+        launcher.start(str(script), (), RunOptions(sample_every=1, record=False))
+        wait_for(lambda: events.extend(channel.drain()) or of(events, RunEnded), timeout=180)
+    finally:
+        launcher.shutdown()
+    events.extend(channel.drain())
+    assert of(events, RunEnded)[-1].status == "finished", console(events)
+    assert not of(events, MonitorError), of(events, MonitorError)[0].traceback
+    expect = pickle.load(open(tmp_path / "expect.pkl", "rb"))
+    grads = of(events, GradientStats)
+    assert [g.step for g in grads] == [1, 2, 3]
+    by_path = {g.path: g for g in grads[-1].variables}
+    for path, g in expect["grads"].items():
+        assert by_path[path].norm == pytest.approx(float(np.linalg.norm(g)), rel=1e-4, abs=1e-7)

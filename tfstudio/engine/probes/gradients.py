@@ -6,7 +6,10 @@ attributes, e.g. a GAN's two) gets its ``apply`` wrapped for the fit; Keras's
 through it. The wrapper records only while a *recording* train function is
 traced (or, with ``run_eagerly``, called): it adds ops that write each
 gradient's norm, min, max and histogram into device-side ``tf.Variable``
-buffers.
+buffers. Under ``tf.distribute`` each replica's gradients are summed first, as
+the optimizer sums them. Under mixed precision (a ``LossScaleOptimizer``, or ``loss_scale_factor``)
+``apply`` receives the gradients times the loss scale: they are recorded divided by
+it, as the weights get them.
 
 So the model has two train functions: Keras's own, traced without any
 recording ops (unsampled steps cost nothing at all), and a recording twin.
@@ -42,6 +45,31 @@ def find_optimizers(model: Any) -> list[Any]:
         if isinstance(obj, keras.optimizers.Optimizer) and all(obj is not o for o in found):
             found.append(obj)
     return found
+
+
+def loss_scale(optimizer: Any) -> Any:
+    """The factor ``optimizer.apply`` divides the gradients by before using them, or None.
+
+    Under mixed precision a ``LossScaleOptimizer`` receives gradients of the
+    loss times its dynamic scale (2**15 at first) and unscales them; a plain
+    optimizer with ``loss_scale_factor`` does the same with a fixed factor.
+    """
+    if getattr(optimizer, "inner_optimizer", None) is not None:  # LossScaleOptimizer
+        scale = getattr(optimizer, "dynamic_scale", None)  # made when the optimizer is built
+        return scale if scale is not None else getattr(optimizer, "initial_scale", None)
+    return getattr(optimizer, "loss_scale_factor", None)
+
+
+def _replica_sum(grads: list[Any]) -> list[Any]:
+    """The gradients summed over replicas, as Keras's optimizer applies them.
+
+    Under ``MirroredStrategy`` ``apply`` is called in each replica with that
+    replica's gradients; the optimizer all-reduces (sums) them before using them.
+    """
+    ctx = tf.distribute.get_replica_context()
+    if ctx is None or ctx.num_replicas_in_sync <= 1:
+        return grads
+    return ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)
 
 
 class GradientProbe:
@@ -87,10 +115,18 @@ class GradientProbe:
             if inner is not None and not callable(inner):
                 self._index.setdefault(id(inner), i)
         n, bins = max(len(self.variables), 1), self.bins
+        # Under a tf.distribute strategy these become mirrored variables, written from
+        # the replicas' step: every replica computes the same (all-reduced) figures and
+        # the first replica's are kept.
+        first = tf.VariableAggregation.ONLY_FIRST_REPLICA
         with tf.init_scope():
-            self._stats = tf.Variable(tf.zeros([n, 3]), trainable=False, name="tfstudio_grad")
-            self._hists = tf.Variable(tf.zeros([n, bins], tf.int32), trainable=False)
-            self._seen = tf.Variable(tf.zeros([n]), trainable=False)
+            self._stats = tf.Variable(
+                tf.zeros([n, 3]), trainable=False, name="tfstudio_grad", aggregation=first
+            )
+            self._hists = tf.Variable(
+                tf.zeros([n, bins], tf.int32), trainable=False, aggregation=first
+            )
+            self._seen = tf.Variable(tf.zeros([n]), trainable=False, aggregation=first)
 
     # -- install / remove ------------------------------------------------
     def install(self) -> int:
@@ -130,10 +166,11 @@ class GradientProbe:
         def apply(grads: Any, trainable_variables: Any = None, *args: Any, **kwargs: Any) -> Any:
             if self._recording:
                 try:
+                    opt = original.__self__
                     variables = trainable_variables
                     if variables is None:
-                        variables = getattr(original.__self__, "_trainable_variables", None) or []
-                    self._record(list(grads), list(variables))
+                        variables = getattr(opt, "_trainable_variables", None) or []
+                    self._record(list(grads), list(variables), loss_scale(opt))
                 except Exception as exc:  # noqa: BLE001 - monitoring never breaks training
                     self.on_error(exc)
             if trainable_variables is None:
@@ -142,7 +179,7 @@ class GradientProbe:
 
         return apply
 
-    def _record(self, grads: list[Any], variables: list[Any]) -> None:
+    def _record(self, grads: list[Any], variables: list[Any], scale: Any = None) -> None:
         self._ensure_buffers()
         pairs = []
         for g, v in zip(grads, variables, strict=False):
@@ -155,13 +192,19 @@ class GradientProbe:
             return
         indices = tf.constant([[i] for i, _ in pairs], tf.int32)
         stats, hists = [], []
-        for _, g in pairs:
-            s, h = summarize(tf.convert_to_tensor(g), self.bins)
+        for g in _replica_sum([tf.convert_to_tensor(g) for _, g in pairs]):
+            if scale is not None:  # the gradients the model really gets: unscaled
+                g = g / tf.cast(tf.convert_to_tensor(scale), g.dtype)
+            s, h = summarize(g, self.bins)
             stats.append(tf.stack([s[4], s[2], s[3]]))
             hists.append(h)
-        self._stats.scatter_nd_update(indices, tf.stack(stats))
-        self._hists.scatter_nd_update(indices, tf.stack(hists))
-        self._seen.scatter_nd_update(indices, tf.ones([len(pairs)]))
+        # assign, not scatter_nd_update: mirrored variables only support assign.
+        for buffer, rows in (
+            (self._stats, tf.stack(stats)),
+            (self._hists, tf.stack(hists)),
+            (self._seen, tf.ones([len(pairs)])),
+        ):
+            buffer.assign(tf.tensor_scatter_nd_update(buffer.read_value(), indices, rows))
 
     def _one_shot(self, iterator: Any) -> Any:
         """The recording twin, for one call; then Keras's own function is back."""

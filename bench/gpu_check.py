@@ -1,0 +1,769 @@
+"""One command that checks every GPU path of tfstudio on a machine with NVIDIA GPUs.
+
+Each check writes a tiny script to a temporary folder and runs it in a worker
+process exactly as the window does (``ProcessLauncher`` and a ``Channel``),
+then judges what came back: the events the worker sent, what the script
+printed about itself (lines ``GPUCHECK {json}``), and what the viewer's side
+sampled through NVML. The checks:
+
+- ``nvml``: the NVML sampler (core/gpu.py) sees utilisation, memory and the
+  run's own process memory while the script keeps the GPU busy;
+- ``tf-memory``: TensorFlow's memory figures (``DeviceMemory`` events) show a
+  1 GiB tensor the script holds;
+- ``device``: the device line (``RunDevices``) names the GPUs TensorFlow uses;
+- ``mixed-precision``: a ``mixed_float16`` fit: the optimizer is a
+  ``LossScaleOptimizer``, the per-step loss tfstudio reports equals the loss the
+  script computes itself, and the gradient norms shown are unscaled;
+- ``jit-inspector``: a ``jit_compile=True`` model with the inspector sampling
+  every other step: weights, gradients and layer outputs arrive, all finite;
+- ``mirrored``: ``MirroredStrategy`` over all GPUs with ``tfstudio.StudioCallback``:
+  the run folder it writes reads back (core.runs) with the steps the worker saw;
+- ``idle-notice``: a fit starved by a slow input pipeline earns the system
+  view's idle-GPU notice (the window's own ``SystemPanel``, offscreen).
+
+    python bench/gpu_check.py [--only NAME] [--cpu]
+
+Prints ``gpu: NAME ok (...)`` or ``gpu: NAME FAILED why`` per check and ends
+``gpu: K/N checks hold``. Without an NVIDIA GPU (no NVML or ``nvidia-smi``
+sees none, or TensorFlow lists none) it prints ``gpu: no NVIDIA GPU: skipped``
+and exits 0; ``--cpu`` runs the checks anyway (to develop them on a CPU
+machine: the GPU figures then fail, the rest is exercised). Exit status: 0 when
+every check held (or skipped), 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+MARK = "GPUCHECK "  # a line the check's script prints about itself: MARK + json
+SKIP_LINE = "gpu: no NVIDIA GPU: skipped"
+RUN_TIMEOUT_S = 300.0
+GPU_SAMPLE_S = 0.25
+# float16 keeps ~3 significant digits; XLA may fuse the forward pass differently
+# from the script's own eager pass: a loss within 1% (or 1e-3) is the same loss.
+LOSS_RTOL = 1e-2
+LOSS_ATOL = 1e-3
+GRAD_RTOL = 5e-2
+
+
+# -- does this machine have an NVIDIA GPU? ------------------------------------------
+def nvml_gpu_names() -> list[str] | None:
+    """Names of the GPUs NVML (or ``nvidia-smi -L``) lists; None when neither can tell."""
+    from tfstudio.core.gpu import GpuReader
+
+    reader = GpuReader()
+    try:
+        if reader.available:
+            return [gpu.name for gpu in reader.read()]
+    finally:
+        reader.close()
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return [
+        line.split(":", 1)[1].split("(UUID")[0].strip() for line in out.splitlines() if ":" in line
+    ]
+
+
+def tensorflow_gpu_count() -> tuple[int, str]:
+    """GPUs TensorFlow lists, asked in a child process (the bench never imports TensorFlow)."""
+    code = "import tensorflow as tf; print('GPUS', len(tf.config.list_physical_devices('GPU')))"
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=300
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return 0, f"TensorFlow could not be asked: {exc}"
+    for line in proc.stdout.splitlines():
+        if line.startswith("GPUS "):
+            return int(line.split()[1]), ""
+    return 0, f"TensorFlow failed to import (exit {proc.returncode})"
+
+
+def why_no_gpu() -> str | None:
+    """None when an NVIDIA GPU is usable here; else why not (cheap checks first)."""
+    names = nvml_gpu_names()
+    if not names:
+        return ""
+    if os.environ.get("CUDA_VISIBLE_DEVICES", "unset").strip() in ("", "-1"):
+        return f"NVML sees {len(names)} GPU(s) but CUDA_VISIBLE_DEVICES hides them all"
+    count, problem = tensorflow_gpu_count()
+    if count == 0:
+        return problem or f"NVML sees {len(names)} GPU(s) but TensorFlow lists none"
+    return None
+
+
+# -- running a script in a worker, as the window does ------------------------------
+@dataclass
+class Outcome:
+    """Everything one run reported, and what the viewer's side sampled."""
+
+    events: list[Any] = field(default_factory=list)
+    console: str = ""
+    gpu_samples: list[tuple[float, tuple[Any, ...]]] = field(default_factory=list)
+    timed_out: bool = False
+    stopped_by_check: bool = False  # the check itself pressed Stop (the idle notice came)
+
+    def of(self, kind: type) -> list[Any]:
+        """The events of one kind, in order."""
+        return [e for e in self.events if isinstance(e, kind)]
+
+    def reports(self) -> list[dict[str, Any]]:
+        """What the script printed about itself (``GPUCHECK {json}`` lines)."""
+        out = []
+        for line in self.console.splitlines():
+            if line.startswith(MARK):
+                out.append(json.loads(line[len(MARK) :]))
+        return out
+
+    def report(self, key: str) -> Any:
+        """The last value the script reported under ``key`` (None if never)."""
+        found = None
+        for item in self.reports():
+            if key in item:
+                found = item[key]
+        return found
+
+    def ended(self) -> Any:
+        """The run's ``RunEnded``, or None."""
+        from tfstudio.core.events import RunEnded
+
+        ends = self.of(RunEnded)
+        return ends[-1] if ends else None
+
+    def failure(self) -> str | None:
+        """Why the run itself failed (timeout, script error, monitoring error), else None."""
+        from tfstudio.core.events import MonitorError
+
+        if self.timed_out:
+            return "the run did not end in time"
+        end = self.ended()
+        if end is None:
+            return "the run never ended"
+        errors = self.of(MonitorError)
+        if end.status != "finished" and not (end.status == "stopped" and self.stopped_by_check):
+            return f"the run {end.status}: {end.message or end.status}"
+        if errors:
+            return f"tfstudio reported a monitoring error in {errors[0].where}: {errors[0].message}"
+        return None
+
+
+Watcher = Callable[[list[Any], Any, Outcome], None]
+
+
+def run_in_worker(
+    source: str,
+    folder: Path,
+    name: str,
+    options: Any = None,
+    watch: Watcher | None = None,
+    timeout: float = RUN_TIMEOUT_S,
+) -> Outcome:
+    """Run ``source`` as a script in a worker process; sample the GPUs meanwhile.
+
+    Args:
+        source: the script's text.
+        folder: where the script is written (it also runs there).
+        name: the script's file name.
+        options: ``RunOptions`` for the run (recording off unless given).
+        watch: called with each batch of events, the launcher and the outcome so far.
+        timeout: seconds before the run is stopped and the check fails.
+    """
+    from tfstudio.core.channel import Channel
+    from tfstudio.core.events import ConsoleOutput, RunEnded
+    from tfstudio.core.gpu import GpuReader
+    from tfstudio.core.options import RunOptions
+    from tfstudio.core.process import ProcessLauncher
+    from tfstudio.core.system import ProcessSampler
+
+    script = folder / name
+    script.write_text(source)
+    options = options or RunOptions(record=False)
+    channel = Channel()
+    launcher = ProcessLauncher(channel, script_cwd=True, keep_spare=False)
+    outcome = Outcome()
+    reader = GpuReader()
+    done = threading.Event()
+
+    def sample_gpus(pid: int) -> None:
+        sampler = ProcessSampler(pid)
+        t0 = time.monotonic()
+        while not done.is_set():
+            sampler.sample()  # finds the worker's children, as the window's sampler does
+            gpus = reader.read(sampler.pids())
+            outcome.gpu_samples.append((time.monotonic() - t0, gpus))
+            done.wait(GPU_SAMPLE_S)
+
+    console: list[str] = []
+    sampler_thread: threading.Thread | None = None
+    try:
+        launcher.start(str(script), (), options)
+        deadline = time.monotonic() + timeout
+        ended = False
+        while not ended:
+            batch = channel.drain()
+            if sampler_thread is None and launcher.pid():
+                sampler_thread = threading.Thread(
+                    target=sample_gpus, args=(launcher.pid(),), daemon=True
+                )
+                sampler_thread.start()
+            for event in batch:
+                if isinstance(event, ConsoleOutput):
+                    console.append(event.text)
+                ended = ended or isinstance(event, RunEnded)
+            outcome.events.extend(batch)
+            outcome.console = "".join(console)
+            if watch is not None:
+                watch(batch, launcher, outcome)
+            if time.monotonic() > deadline:
+                outcome.timed_out = True
+                launcher.stop()
+                launcher.wait(30)
+                break
+            time.sleep(0.02)
+        launcher.wait(10)
+    finally:
+        done.set()
+        if sampler_thread is not None:
+            sampler_thread.join(5)
+        launcher.shutdown()
+        reader.close()
+    outcome.events.extend(channel.drain())
+    return outcome
+
+
+def _finite(*values: float) -> bool:
+    return all(math.isfinite(float(v)) for v in values)
+
+
+def _close(a: float, b: float, rtol: float, atol: float) -> bool:
+    return abs(a - b) <= atol + rtol * abs(b)
+
+
+# -- the checks' scripts --------------------------------------------------------------
+def script_nvml() -> str:
+    """Keeps the GPU busy with matmuls for a few seconds, holding a little memory."""
+    return textwrap.dedent(
+        """\
+        import json, time
+        import tensorflow as tf
+
+        x = tf.random.normal([4096, 4096]) / 64.0
+        t0 = time.time()
+        count = 0
+        while time.time() - t0 < 5.0:
+            y = x
+            for _ in range(10):
+                y = tf.linalg.matmul(y, x)
+            float(y[0, 0])  # wait for the GPU, so the work does not queue up unbounded
+            count += 10
+        print("GPUCHECK " + json.dumps({"matmuls": count, "device": y.device}), flush=True)
+        """
+    )
+
+
+def script_tf_memory() -> str:
+    """Holds a 1 GiB tensor on the GPU for a few seconds."""
+    return textwrap.dedent(
+        """\
+        import json, time
+        import tensorflow as tf
+
+        held = tf.ones([256, 1024, 1024], tf.float32)  # 1 GiB
+        info = {}
+        if tf.config.list_logical_devices("GPU"):
+            info = tf.config.experimental.get_memory_info("GPU:0")
+        print("GPUCHECK " + json.dumps({"bytes": 256 * 1024 * 1024 * 4, "device": held.device,
+              "current": info.get("current"), "peak": info.get("peak")}), flush=True)
+        time.sleep(2.5)  # the worker samples TensorFlow's figures once a second
+        del held
+        """
+    )
+
+
+def script_device() -> str:
+    """Runs one op and reports the GPUs TensorFlow sees, with their names."""
+    return textwrap.dedent(
+        """\
+        import json
+        import tensorflow as tf
+
+        gpus = tf.config.list_physical_devices("GPU")
+        names = [tf.config.experimental.get_device_details(g).get("device_name", g.name)
+                 for g in gpus]
+        value = tf.reduce_sum(tf.ones([8, 8]))
+        print("GPUCHECK " + json.dumps({"gpus": names, "device": value.device}), flush=True)
+        """
+    )
+
+
+def script_mixed_precision() -> str:
+    """A mixed_float16 fit that prints each step's own loss and gradient norm."""
+    return textwrap.dedent(
+        """\
+        import json
+        import keras
+        import numpy as np
+        import tensorflow as tf
+
+        keras.mixed_precision.set_global_policy("mixed_float16")
+        rng = np.random.default_rng(0)
+        x = rng.normal(size=(192, 16)).astype("float32")
+        y = (x @ rng.normal(size=(16, 1)) / 4.0).astype("float32")
+        BATCH = 32
+        model = keras.Sequential([
+            keras.Input((16,)),
+            keras.layers.Dense(32, activation="relu"),
+            keras.layers.Dense(1, dtype="float32"),  # outputs in float32, as the guide says
+        ])
+        model.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse")
+
+
+        class OwnLoss(keras.callbacks.Callback):
+            # The loss and gradients of the coming step, computed here on the same weights.
+            step = 0
+
+            def on_train_batch_begin(self, batch, logs=None):
+                xb = x[batch * BATCH:(batch + 1) * BATCH]
+                yb = y[batch * BATCH:(batch + 1) * BATCH]
+                with tf.GradientTape() as tape:
+                    pred = self.model(xb, training=True)
+                    loss = tf.reduce_mean(tf.square(yb - tf.cast(pred, tf.float32)))
+                grads = tape.gradient(loss, self.model.trainable_variables)
+                norm = tf.linalg.global_norm([tf.cast(g, tf.float32) for g in grads])
+                OwnLoss.step += 1
+                print("GPUCHECK " + json.dumps({"step": OwnLoss.step, "loss": float(loss),
+                      "grad_norm": float(norm)}), flush=True)
+
+
+        model.fit(x, y, batch_size=BATCH, epochs=2, shuffle=False, verbose=0,
+                  callbacks=[OwnLoss()])
+        opt = model.optimizer
+        inner = getattr(opt, "inner_optimizer", opt)
+        scale = getattr(opt, "dynamic_scale", None)
+        print("GPUCHECK " + json.dumps({
+            "optimizer": type(opt).__name__,
+            "learning_rate": float(inner.learning_rate),
+            "loss_scale": None if scale is None else float(scale),
+            "compute_dtype": model.layers[0].compute_dtype,
+            "variable_dtype": model.layers[0].variable_dtype,
+        }), flush=True)
+        """
+    )
+
+
+def script_jit_inspector() -> str:
+    """A small conv model compiled with jit_compile=True; the inspector samples it."""
+    return textwrap.dedent(
+        """\
+        import json
+        import keras
+        import numpy as np
+
+        rng = np.random.default_rng(0)
+        x = rng.normal(size=(128, 8, 8, 1)).astype("float32")
+        y = rng.integers(0, 4, size=(128,))
+        model = keras.Sequential([
+            keras.Input((8, 8, 1)),
+            keras.layers.Conv2D(4, 3, activation="relu"),
+            keras.layers.Flatten(),
+            keras.layers.Dense(16, activation="relu"),
+            keras.layers.Dense(4),
+        ])
+        model.compile(optimizer="adam",
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      jit_compile=True)
+        history = model.fit(x, y, batch_size=16, epochs=2, verbose=0)
+        print("GPUCHECK " + json.dumps({"jit_compile": bool(model.jit_compile),
+              "loss": history.history["loss"][-1]}), flush=True)
+        """
+    )
+
+
+def script_mirrored(logdir: str) -> str:
+    """MirroredStrategy over every GPU, recorded by tfstudio.StudioCallback into ``logdir``."""
+    return textwrap.dedent(
+        f"""\
+        import json
+        import keras
+        import numpy as np
+        import tensorflow as tf
+        from tfstudio import StudioCallback
+
+        strategy = tf.distribute.MirroredStrategy()
+        replicas = strategy.num_replicas_in_sync
+        rng = np.random.default_rng(0)
+        x = rng.normal(size=(256, 16)).astype("float32")
+        y = (x @ rng.normal(size=(16, 1))).astype("float32")
+        with strategy.scope():
+            model = keras.Sequential([
+                keras.Input((16,)),
+                keras.layers.Dense(32, activation="relu"),
+                keras.layers.Dense(1),
+            ])
+            model.compile(optimizer="sgd", loss="mse")
+        recorder = StudioCallback({logdir!r})
+        model.fit(x, y, batch_size=16 * replicas, epochs=2, verbose=0, callbacks=[recorder])
+        print("GPUCHECK " + json.dumps({{
+            "replicas": replicas,
+            "gpus": len(tf.config.list_logical_devices("GPU")),
+            "run_dir": str(recorder.run_dir),
+        }}), flush=True)
+        """
+    )
+
+
+def script_idle_notice() -> str:
+    """A tiny model fed by a generator that sleeps: the GPU waits for input most of the time."""
+    return textwrap.dedent(
+        """\
+        import time
+        import keras
+        import numpy as np
+        import tensorflow as tf
+
+        def slow_batches():
+            rng = np.random.default_rng(0)
+            while True:
+                time.sleep(0.05)  # a slow reader: the GPU waits for every batch
+                xb = rng.normal(size=(32, 16)).astype("float32")
+                yield xb, xb.sum(axis=1, keepdims=True)
+
+        data = tf.data.Dataset.from_generator(
+            slow_batches,
+            output_signature=(tf.TensorSpec((32, 16), tf.float32),
+                              tf.TensorSpec((32, 1), tf.float32)),
+        )
+        model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(8), keras.layers.Dense(1)])
+        model.compile(optimizer="sgd", loss="mse")
+        model.fit(data, steps_per_epoch=1200, epochs=1, verbose=0)  # ~60 s; stopped at the notice
+        """
+    )
+
+
+SCRIPTS: dict[str, Callable[..., str]] = {
+    "nvml": script_nvml,
+    "tf-memory": script_tf_memory,
+    "device": script_device,
+    "mixed-precision": script_mixed_precision,
+    "jit-inspector": script_jit_inspector,
+    "mirrored": lambda logdir="tfstudio-runs": script_mirrored(logdir),
+    "idle-notice": script_idle_notice,
+}
+
+
+# -- the checks ---------------------------------------------------------------------
+class CheckFailed(Exception):
+    """A check did not hold; the message says why."""
+
+
+def check_nvml(folder: Path) -> str:
+    """NVML sees the worker busy and holding memory."""
+    out = run_in_worker(script_nvml(), folder, "nvml_busy.py")
+    _raise_on_failure(out)
+    samples = [gpus for _, gpus in out.gpu_samples if gpus]
+    if not samples:
+        raise CheckFailed("NVML gave no GPU figures while the run lasted")
+    busiest = max(g.utilization for gpus in samples for g in gpus)
+    used = max(g.memory_used for gpus in samples for g in gpus)
+    total = max(g.memory_total for gpus in samples for g in gpus)
+    own = [g.process_memory for gpus in samples for g in gpus if g.process_memory]
+    if busiest <= 0:
+        raise CheckFailed(f"utilisation stayed at 0% over {len(samples)} samples of matmuls")
+    if not (0 < used <= total):
+        raise CheckFailed(f"memory used {used} of total {total} bytes")
+    if not own:
+        raise CheckFailed(
+            "the run's own process memory was never found (NVML lists processes by pid; "
+            "in a container without the host's pid namespace the pids do not match)"
+        )
+    return (
+        f"busiest {busiest:.0f}%, used {used / 1e9:.2f} of {total / 1e9:.1f} GB, "
+        f"run's process {max(own) / 1e9:.2f} GB, {len(samples)} samples"
+    )
+
+
+def check_tf_memory(folder: Path) -> str:
+    """DeviceMemory events carry TensorFlow's figures, the held tensor included."""
+    from tfstudio.core.events import DeviceMemory
+
+    out = run_in_worker(script_tf_memory(), folder, "tf_memory.py")
+    _raise_on_failure(out)
+    events = out.of(DeviceMemory)
+    if not events:
+        raise CheckFailed("no DeviceMemory event arrived")
+    figures = [e for e in events if e.available]
+    if not figures:
+        raise CheckFailed(f"DeviceMemory said: {events[0].note or 'no devices'}")
+    held = out.report("bytes") or 0
+    if "GPU:0" not in figures[0].devices:
+        raise CheckFailed(f"devices {figures[0].devices} lack GPU:0")
+    i = figures[0].devices.index("GPU:0")
+    peak = max(e.peak[i] for e in figures)
+    current = max(e.current[i] for e in figures)
+    if peak < held or current < held:
+        raise CheckFailed(
+            f"current {current} / peak {peak} bytes, below the {held} bytes the script held"
+        )
+    return f"{len(figures)} events, peak {peak / 2**30:.2f} GiB on GPU:0 (1 GiB held)"
+
+
+def check_device(folder: Path) -> str:
+    """The device line names the GPUs TensorFlow uses."""
+    from tfstudio.core.events import RunDevices
+
+    out = run_in_worker(script_device(), folder, "device.py")
+    _raise_on_failure(out)
+    lines = out.of(RunDevices)
+    if not lines:
+        raise CheckFailed("no RunDevices event arrived")
+    devices = lines[0].devices
+    expected = out.report("gpus") or []
+    if not expected:
+        raise CheckFailed(f"the script's TensorFlow lists no GPU (device line: {devices})")
+    gpu_lines = [d for d in devices if d.startswith("GPU ")]
+    if len(gpu_lines) != len(expected):
+        raise CheckFailed(f"device line {devices} for TensorFlow's GPUs {expected}")
+    for index, (line, name) in enumerate(zip(gpu_lines, expected, strict=True)):
+        if line != f"GPU {index}: {name}":
+            raise CheckFailed(f"device line {line!r}, TensorFlow calls it {name!r}")
+    return lines[0].describe()
+
+
+def check_mixed_precision(folder: Path) -> str:
+    """Loss scaling in place; per-step loss and gradient norms match the script's own."""
+    from tfstudio.core.events import GradientStats, LearningRate, StepEnded
+    from tfstudio.core.options import RunOptions
+
+    options = RunOptions(record=False, sample_every=2)
+    out = run_in_worker(script_mixed_precision(), folder, "mixed_precision.py", options)
+    _raise_on_failure(out)
+    if out.report("optimizer") != "LossScaleOptimizer":
+        raise CheckFailed(f"the optimizer is {out.report('optimizer')}, not a LossScaleOptimizer")
+    if out.report("compute_dtype") != "float16":
+        raise CheckFailed(f"layers compute in {out.report('compute_dtype')}, not float16")
+    own = {r["step"]: r for r in out.reports() if "step" in r}
+    steps = {e.global_step: e for e in out.of(StepEnded)}
+    if not own or set(own) != set(steps):
+        raise CheckFailed(f"steps reported {sorted(steps)}, the script ran {sorted(own)}")
+    for step, mine in own.items():
+        shown = steps[step].values.get("loss")
+        if shown is None or not _close(shown, mine["loss"], LOSS_RTOL, LOSS_ATOL):
+            raise CheckFailed(
+                f"step {step}: per-step loss shown {shown}, the script computed {mine['loss']}"
+            )
+    rates = out.of(LearningRate)
+    if not rates or not _close(rates[-1].value, out.report("learning_rate"), 1e-6, 0):
+        shown = rates[-1].value if rates else None
+        raise CheckFailed(
+            f"learning rate shown {shown}, the inner optimizer's is {out.report('learning_rate')}"
+        )
+    grads = out.of(GradientStats)
+    if not grads:
+        raise CheckFailed("the inspector sent no gradients")
+    for g in grads:
+        mine = own.get(g.step)
+        if mine is None:
+            continue
+        if not _close(g.global_norm, mine["grad_norm"], GRAD_RTOL, 1e-6):
+            ratio = g.global_norm / mine["grad_norm"] if mine["grad_norm"] else float("inf")
+            raise CheckFailed(
+                f"step {g.step}: gradient norm shown {g.global_norm:.4g}, the script's "
+                f"{mine['grad_norm']:.4g} ({ratio:.4g}x; loss scale {out.report('loss_scale')})"
+            )
+    return (
+        f"{len(own)} steps match within {LOSS_RTOL:.0%}, {len(grads)} gradient samples, "
+        f"loss scale {out.report('loss_scale'):g}"
+    )
+
+
+def check_jit_inspector(folder: Path) -> str:
+    """With jit_compile=True the inspector's weights, gradients and layer outputs are finite."""
+    from tfstudio.core.events import GradientStats, LayerOutputs, StepEnded, WeightStats
+    from tfstudio.core.options import RunOptions
+
+    options = RunOptions(record=False, sample_every=2)
+    out = run_in_worker(script_jit_inspector(), folder, "jit_inspector.py", options)
+    _raise_on_failure(out)
+    if out.report("jit_compile") is not True:
+        raise CheckFailed(f"the model's jit_compile is {out.report('jit_compile')}")
+    weights, layers = out.of(WeightStats), out.of(LayerOutputs)
+    grads = out.of(GradientStats)
+    if not out.of(StepEnded):
+        raise CheckFailed("no step was reported")
+    missing = [n for n, got in (("weights", weights), ("layer outputs", layers)) if not got]
+    if missing:
+        raise CheckFailed("the inspector sent no " + " and no ".join(missing))
+    for event in weights:
+        for v in event.variables:
+            if not _finite(v.mean, v.std, v.min, v.max, v.norm):
+                raise CheckFailed(f"step {event.step}: {v.path} has non-finite statistics")
+    for event in layers:
+        for layer in event.layers:
+            if not _finite(layer.mean, layer.std, layer.min, layer.max):
+                raise CheckFailed(f"step {event.step}: layer {layer.name} output is non-finite")
+    for event in grads:
+        if not _finite(event.global_norm):
+            raise CheckFailed(f"step {event.step}: gradient norm {event.global_norm}")
+    return f"{len(weights)} weight, {len(grads)} gradient, {len(layers)} layer-output samples"
+
+
+def check_mirrored(folder: Path) -> str:
+    """MirroredStrategy over all GPUs; StudioCallback's run folder reads back."""
+    from tfstudio.core.events import StepEnded
+    from tfstudio.core.runs import STEP_PREFIX, list_runs, read_scalars
+
+    logdir = folder / "mirrored-runs"
+    out = run_in_worker(script_mirrored(str(logdir)), folder, "mirrored.py")
+    _raise_on_failure(out)
+    steps = out.of(StepEnded)
+    if not steps:
+        raise CheckFailed("the worker reported no step of the distributed fit")
+    runs = list_runs(logdir)
+    if len(runs) != 1:
+        raise CheckFailed(f"{len(runs)} run folders in {logdir}, expected 1")
+    run = runs[0]
+    if run.status != "finished" or run.steps != steps[-1].global_step:
+        raise CheckFailed(
+            f"run folder says {run.status}, {run.steps} steps; the worker saw "
+            f"{steps[-1].global_step}"
+        )
+    loss = read_scalars(run.path).get(f"{STEP_PREFIX}loss")
+    if loss is None or len(loss.values) != len(steps):
+        count = None if loss is None else len(loss.values)
+        raise CheckFailed(f"{count} recorded loss values for {len(steps)} steps")
+    shown = [e.values.get("loss") for e in steps]
+    for step, recorded, live in zip(loss.steps, loss.values, shown, strict=True):
+        if live is None or not _close(recorded, live, 1e-5, 1e-7):
+            raise CheckFailed(f"step {step}: recorded loss {recorded}, the worker sent {live}")
+    replicas, gpus = out.report("replicas"), out.report("gpus")
+    if not gpus or replicas != gpus:  # last: on a CPU (--cpu) everything above is still checked
+        raise CheckFailed(f"{replicas} replica(s) over {gpus} GPU(s)")
+    return f"{replicas} replica(s), {len(steps)} steps recorded and read back"
+
+
+def check_idle_notice(folder: Path, gpu_reader: Any = None) -> str:
+    """The window's system view (offscreen) gives its idle-GPU notice on a starved pipeline.
+
+    Args:
+        folder: where the script is written.
+        gpu_reader: the panel's NVML access (a ``GpuReader`` over a fake NVML to try
+            the check without a GPU); the panel's own when None, as in the window.
+    """
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtWidgets import QApplication
+
+    from tfstudio.core.events import StepEnded
+    from tfstudio.ui.panels.system import SystemPanel
+
+    app = QApplication.instance() or QApplication([])
+    panel = SystemPanel(gpu_reader=gpu_reader)
+    kinds = SystemPanel.EVENTS
+
+    def watch(batch: list[Any], launcher: Any, outcome: Outcome) -> None:
+        # The bridge hands the panel steps in runs and the other kinds one by one.
+        steps = [e for e in batch if isinstance(e, StepEnded)]
+        for event in batch:
+            if isinstance(event, kinds) and not isinstance(event, StepEnded):
+                panel.ingest_event(event)
+        if steps:
+            panel.ingest_steps(steps)
+        app.processEvents()  # the panel's 1 s sample timer fires here
+        if panel.notice_text and not outcome.stopped_by_check:
+            outcome.stopped_by_check = True
+            launcher.stop()
+
+    try:
+        out = run_in_worker(script_idle_notice(), folder, "starved_input.py", watch=watch)
+    finally:
+        panel.stop()
+    _raise_on_failure(out)
+    if not panel.gpu_samples or not any(panel.gpu_samples):
+        raise CheckFailed("the system view got no GPU figures")
+    if not panel.notice_text:
+        busiest = max((g.utilization for gpus in panel.gpu_samples for g in gpus), default=0)
+        raise CheckFailed(f"no idle-GPU notice (busiest sample {busiest:.0f}%)")
+    return f"notice after {panel.sample_times[-1]:.0f} s of the run"
+
+
+def _raise_on_failure(out: Outcome) -> None:
+    problem = out.failure()
+    if problem:
+        end = out.ended()
+        tail = [] if end is not None and end.status == "finished" else out.console.splitlines()
+        tail = [line for line in tail if line.strip() and not line.startswith(MARK)][-3:]
+        raise CheckFailed(problem + (f" [{' | '.join(tail)}]" if tail else ""))
+
+
+CHECKS: dict[str, Callable[[Path], str]] = {
+    "nvml": check_nvml,
+    "tf-memory": check_tf_memory,
+    "device": check_device,
+    "mixed-precision": check_mixed_precision,
+    "jit-inspector": check_jit_inspector,
+    "mirrored": check_mirrored,
+    "idle-notice": check_idle_notice,
+}
+
+
+def run_checks(names: list[str]) -> int:
+    """Run the named checks, one line each; returns how many held."""
+    held = 0
+    for name in names:
+        with tempfile.TemporaryDirectory(prefix=f"gpu-check-{name}-") as tmp:
+            try:
+                detail = CHECKS[name](Path(tmp))
+            except CheckFailed as exc:
+                print(f"gpu: {name} FAILED {exc}", flush=True)
+                continue
+            except Exception as exc:  # noqa: BLE001 - one broken check must not hide the rest
+                print(f"gpu: {name} FAILED {type(exc).__name__}: {exc}", flush=True)
+                continue
+        held += 1
+        print(f"gpu: {name} ok ({detail})", flush=True)
+    print(f"gpu: {held}/{len(names)} checks hold", flush=True)
+    return held
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the arguments, decide whether there is a GPU, run the checks."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=sorted(CHECKS), help="run this one check")
+    parser.add_argument(
+        "--cpu", action="store_true", help="run the checks even without a GPU (to develop them)"
+    )
+    args = parser.parse_args(argv)
+    if not args.cpu:
+        reason = why_no_gpu()
+        if reason is not None:
+            print(SKIP_LINE + (f" ({reason})" if reason else ""), flush=True)
+            return 0
+    names = [args.only] if args.only else list(CHECKS)
+    held = run_checks(names)
+    return 0 if held == len(names) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

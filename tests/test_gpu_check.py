@@ -1,0 +1,102 @@
+"""bench/gpu_check.py on a machine without an NVIDIA GPU: one skip line, exit 0, no TensorFlow.
+
+The GPU path itself needs a GPU (docs/benchmarks.md, "GPU check"); here the
+checks' scripts are at least generated and compiled, and the way a check reads
+what its script printed about itself is exercised.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tfstudio.core.gpu import nvidia_driver_present
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench" / "gpu_check.py"
+
+no_gpu_here = pytest.mark.skipif(
+    nvidia_driver_present() or shutil.which("nvidia-smi") is not None,
+    reason="this machine has an NVIDIA driver: the bench would run its checks",
+)
+
+
+def _load_bench():
+    spec = importlib.util.spec_from_file_location("gpu_check_under_test", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@no_gpu_here
+def test_without_a_gpu_it_prints_the_skip_line_and_exits_0():
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.run(
+        [sys.executable, str(BENCH)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["gpu: no NVIDIA GPU: skipped"], proc.stdout
+
+
+@no_gpu_here
+def test_deciding_there_is_no_gpu_does_not_import_tensorflow(capsys):
+    had_tf = "tensorflow" in sys.modules  # another test of this process may have imported it
+    bench = _load_bench()
+    assert bench.why_no_gpu() == ""
+    assert bench.main(["--only", "nvml"]) == 0
+    assert capsys.readouterr().out == "gpu: no NVIDIA GPU: skipped\n"
+    if not had_tf:
+        assert "tensorflow" not in sys.modules
+
+
+def test_every_check_has_a_script_that_compiles():
+    bench = _load_bench()
+    assert set(bench.SCRIPTS) == set(bench.CHECKS)
+    assert len(bench.CHECKS) == 7
+    for name, generate in bench.SCRIPTS.items():
+        source = generate()
+        compile(source, f"{name}.py", "exec")
+        assert bench.MARK.strip() in source or name == "idle-notice", name
+
+
+def test_mirrored_script_records_into_the_folder_it_is_given(tmp_path):
+    bench = _load_bench()
+    source = bench.script_mirrored(str(tmp_path / "runs"))
+    compile(source, "mirrored.py", "exec")
+    assert f"StudioCallback({str(tmp_path / 'runs')!r})" in source
+
+
+def test_a_check_reads_what_its_script_printed_about_itself():
+    bench = _load_bench()
+    printed = 'epoch 1\nGPUCHECK {"step": 1, "loss": 0.5}\nGPUCHECK {"step": 2, "loss": 0.25}\n'
+    outcome = bench.Outcome(console=printed)
+    assert outcome.reports() == [{"step": 1, "loss": 0.5}, {"step": 2, "loss": 0.25}]
+    assert outcome.report("loss") == 0.25
+    assert outcome.report("missing") is None
+    assert outcome.failure() == "the run never ended"
+
+
+def test_only_takes_a_known_check_name():
+    proc = subprocess.run(
+        [sys.executable, str(BENCH), "--only", "no-such-check"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert "invalid choice" in proc.stderr and "mixed-precision" in proc.stderr
