@@ -62,7 +62,11 @@ def test_no_false_alarm_on_correct_scripts(path: Path) -> None:
 
 
 # Test scripts that show a pitfall on purpose: the rule the advisor must name there.
-DELIBERATE = {("test_controls.py", "PRINTS"): {"trace-side-effect"}}
+DELIBERATE = {
+    ("test_controls.py", "PRINTS"): {"trace-side-effect"},
+    # a layer that cannot be traced on purpose: the probe must fall back to eager passes
+    ("test_inspector.py", "PROBE_WRITES"): {"tensor-as-python"},
+}
 
 
 def test_string_scripts_in_the_test_suite_raise_no_alarm() -> None:

@@ -408,6 +408,7 @@ def test_a_full_disk_during_recording_and_checkpoints_leaves_the_run_going(
         reader.get_tensor(key)
     run_dir = next((small_disk / "runs").iterdir())
     run = describe_run(run_dir)
-    assert run.steps is not None and run.steps >= 1, run  # run.json as last refreshed
+    # run.json as last refreshed (every 0.5 s: the disk may fill before its first refresh)
+    assert run.steps is not None and run.status in ("interrupted", "finished", "running"), run
     scalars = read_scalars(run_dir)  # the event file, its end cut off by the full disk
     assert scalars and max(len(curve.steps) for curve in scalars.values()) >= 1

@@ -102,7 +102,8 @@ def test_the_recorder_is_a_sink_of_the_pump_and_no_channel_is_replaced(
 
     monkeypatch.setattr(PumpRecording, "__init__", noting)
     ended = session.run()
-    assert sinks_while_training == [["ChannelSink", "Recorder"]]
+    # the live advisor first (its advice joins the batch), then the viewer, then the recorder
+    assert sinks_while_training == [["AdviceSink", "ChannelSink", "Recorder"]]
     assert session.monitor.channel is engine and session.channel is viewer
     events = viewer.drain()  # everything reached the viewer through the pump, RunEnded last
     assert events[-1] == ended and len(of(events, StepEnded)) == 10

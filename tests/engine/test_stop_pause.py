@@ -61,6 +61,7 @@ def test_stop_ends_within_one_batch_and_skips_validation_and_the_rest(write_scri
     session, seen = start(write_script(LONG_FIT))
     wait_for(lambda: len(seen.steps()) >= 3)
     seen.channel.send(Stop())
+    session.pump.flush()  # what training emitted before the command, not 20 ms of it later
     stop_sent_at = seen.steps()[-1].global_step
     ended = session.join(timeout=60)
     assert ended is not None and ended.status == "stopped"

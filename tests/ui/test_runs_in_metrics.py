@@ -131,3 +131,42 @@ def test_the_live_run_shows_with_its_previous_run_faint_behind_it(window, run, q
         "previous run",
         "other-20260101-000000",
     ]
+
+
+def test_a_constant_learning_rate_of_a_recorded_run_is_drawn_on_its_own_scale(
+    window, qtbot, tmp_path
+):
+    path = recorded(tmp_path, "lr-20260101-000000", A, started=1.0)
+    write_events(path, {"learning_rate": [(g, 0.001) for g in (5, 10, 15, 20)]})
+    window.runs.set_logdir(tmp_path)
+    window.runs.select(["lr-20260101-000000"])
+    loaded(window, qtbot)
+    qtbot.waitUntil(lambda: "learning_rate" in window.metrics.plots, timeout=10_000)
+    plot = window.metrics.plots["learning_rate"]
+    window.metrics.set_family_shown("learning_rate", True)
+    window.bridge.flush()
+    _, (y0, y1) = plot.vb.viewRange()
+    assert y0 < 0.001 < y1 and y1 - y0 < 0.001  # around the value, not -0.4..0.4
+
+
+def test_the_segment_training_now_is_always_in_view(window, run, settings):
+    """A run with many families shows few by default; a later segment's primary families
+    (a GAN loop's two losses) are shown when it starts; a family the user hid stays hidden."""
+    many = {f"m{i}": 0.5 for i in range(6)}
+    run.started().fit(epochs=1, steps_per_epoch=10)
+    run.steps(10, values=lambda g: {"loss": 1.0 / g, **many}).frame()
+    metrics = window.metrics
+    assert metrics.shown_families() == ["loss", "m0"]  # the default for many families
+    run.fit(epochs=1, steps_per_epoch=10, name="gan")
+    values = {"loss (discriminator)": 0.7, "loss (generator)": 1.2, "m4": 0.2}
+    run.steps(10, values=values).frame()
+    shown = metrics.shown_families()
+    assert "loss (discriminator)" in shown and "loss (generator)" in shown  # it trains now
+    assert "m4" not in shown  # not one of its primary families: the default holds
+    metrics.set_family_shown("m3", True)
+    metrics.set_family_shown("m3", False)  # the user's choice: hidden
+    run.fit(epochs=1, steps_per_epoch=10, name="probe")
+    run.steps(10, values={"m3": 0.1, "m2": 0.3}).frame()
+    shown = metrics.shown_families()
+    assert "m2" in shown  # hidden by default before; its segment trains now
+    assert "m3" not in shown  # hidden by the user: stays hidden

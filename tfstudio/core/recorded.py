@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tfstudio.core.events import GradientStats, GradientVariable, VariableStats, WeightStats
-from tfstudio.core.runs import Curve, Histogram
+from tfstudio.core.runs import Histogram, TagPoints
 
 WEIGHTS = "weights/"
 GRADIENTS = "gradients/"
@@ -27,14 +27,14 @@ OUTPUTS = "outputs/"
 GLOBAL_NORM = "gradients/global_norm"
 
 
-def _at(curves: Mapping[str, Curve], tag: str) -> dict[int, float]:
+def _at(curves: Mapping[str, TagPoints], tag: str) -> dict[int, float]:
     curve = curves.get(tag)
     if curve is None:
         return {}
     return dict(zip(curve.steps, curve.values, strict=True))
 
 
-def _values(curves: Mapping[str, Curve], path: str) -> dict[int, tuple[float, ...]]:
+def _values(curves: Mapping[str, TagPoints], path: str) -> dict[int, tuple[float, ...]]:
     """The recorded values of a small variable per step (``weights/<path>/values/<j>``)."""
     prefix = f"{WEIGHTS}{path}/values/"
     columns = sorted(
@@ -63,7 +63,7 @@ def _weight_path(tag: str) -> str | None:
 
 
 def inspector_events(
-    scalars: Mapping[str, Curve],
+    scalars: Mapping[str, TagPoints],
     histograms: Mapping[str, list[Histogram]],
     info: Mapping[str, Any] | None = None,
 ) -> list[WeightStats | GradientStats]:

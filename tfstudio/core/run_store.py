@@ -227,6 +227,7 @@ class RunStore:
         self.fit_steps: dict[int, int] = {}  # fit index -> last global step seen
         self.fit_loss: dict[int, float] = {}  # fit index -> last loss seen
         self.spe: dict[int, int] = {}  # fit index -> steps per batch hook
+        self.fit_keys: dict[int, dict[str, None]] = {}  # fit index -> its per-step keys, in order
         self.steps: dict[str, Track] = {}  # per-step values (and the sampled learning rate)
         self.running: dict[str, Track] = {}  # running means of keys with no per-step value
         self.epochs: dict[str, Track] = {}  # epoch means and val_ metrics
@@ -261,6 +262,10 @@ class RunStore:
         if not self._add_uniform(steps):
             self._add_mixed(steps)
         first, last = steps[0], steps[-1]
+        keys = self.fit_keys.setdefault(last.fit_index, {})
+        for s in (first, last):
+            if len(keys) < len(s.values) or any(k not in keys for k in s.values):
+                keys.update(dict.fromkeys(s.values))
         for s in (first, last):
             if self.spe.get(s.fit_index, 1) != s.steps:
                 self.spe[s.fit_index] = s.steps
@@ -342,6 +347,19 @@ class RunStore:
             end = self.fits[i + 1].global_step if i + 1 < len(self.fits) else math.inf
             out.append((fit, float(fit.global_step), end))
         return out
+
+    def running_families(self, most: int = 2) -> list[str]:
+        """The primary families of the segment training now: its losses first, then its
+        first metrics, ``most`` in all (none once the run ended)."""
+        if self.ended is not None or not self.fits:
+            return []
+        families: list[str] = []
+        for key in self.fit_keys.get(self.fits[-1].fit_index, ()):
+            family = family_of(key)
+            if family not in families:
+                families.append(family)
+        families.sort(key=lambda f: "loss" not in f)  # stable: order of appearance otherwise
+        return families[:most]
 
     def steps_per_hook(self) -> int:
         """The largest ``steps_per_execution`` of the run's fits (1 when every step is seen)."""

@@ -282,7 +282,7 @@ def delete_run(run_dir: PathLike) -> None:
 
 # -- reading event files ---------------------------------------------------------
 @dataclass(slots=True)
-class Curve:
+class TagPoints:
     """One scalar series as Python lists: steps, values and wall times, in file order."""
 
     steps: list[int] = field(default_factory=list)
@@ -400,7 +400,7 @@ class RunReader:
 
     def __init__(self, run_dir: PathLike) -> None:
         self.path = location(run_dir)
-        self.scalars: dict[str, Curve] = {}
+        self.scalars: dict[str, TagPoints] = {}
         self.histograms: dict[str, list[Histogram]] = {}
         self.folder = RunFolderReader(self.path)
 
@@ -410,7 +410,7 @@ class RunReader:
         for tag, cols in self.folder.read().items():
             curve = self.scalars.get(tag)
             if curve is None:
-                curve = self.scalars[tag] = Curve()
+                curve = self.scalars[tag] = TagPoints()
             curve.steps.extend(cols.steps.tolist())
             curve.values.extend(cols.values.tolist())
             curve.wall.extend(cols.wall.tolist())
@@ -425,7 +425,7 @@ class RunReader:
         return self.folder.notes()
 
 
-def read_scalars(run_dir: PathLike) -> dict[str, Curve]:
+def read_scalars(run_dir: PathLike) -> dict[str, TagPoints]:
     """Every scalar series in a run folder (or any TensorBoard log folder), as lists."""
     reader = RunReader(run_dir)
     reader.update()

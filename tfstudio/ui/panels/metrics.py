@@ -202,6 +202,7 @@ class MetricsPanel(QWidget):
         self._run_ended = False
         self._finished = False
         self._undecided: list[str] = []  # families whose visibility is not chosen yet
+        self._hidden_by_default: set[str] = set()  # hidden by the many-families rule, not by you
 
     # -- the run on show and the runs beside it -----------------------------------
     def show_store(self, store: RunStore) -> None:
@@ -266,6 +267,8 @@ class MetricsPanel(QWidget):
             self._sync()
         if self._undecided:
             self._decide_visibility()
+        if self._hidden_by_default:
+            self._show_running_families()
         for plot in self.plots.values():
             plot.refresh()
         if self._run_ended or (self.store.ended is not None and not self._finished):
@@ -423,6 +426,7 @@ class MetricsPanel(QWidget):
         plot.set_shown(shown)
         self.sidebar.set_family_shown(family, shown)
         self._store_choice(family, shown)
+        self._hidden_by_default.discard(family)  # your choice from now on
         if shown:
             plot.refresh()
 
@@ -436,17 +440,31 @@ class MetricsPanel(QWidget):
         loss = "loss" if "loss" in families else families[0]
         first_metric = next((f for f in families if f != loss), None)
         many = len(families) > MANY_FAMILIES
+        running = self.store.running_families()
         for family in self._undecided:
             if family in stored_shown or family in stored_hidden:
                 shown = family in stored_shown
             else:
-                shown = not many or family in (loss, first_metric)
+                shown = not many or family in (loss, first_metric) or family in running
+                if not shown:
+                    self._hidden_by_default.add(family)
             plot = self.plots[family]
             plot.set_shown(shown)
             self.sidebar.add_family(family, shown)
         self._undecided = []
         if many:
             self._auto_show_sidebar()
+
+    def _show_running_families(self) -> None:
+        """The segment training now is always in view: its primary families (its losses,
+        then its first metric) hidden only by default, never the ones the user hid, are
+        shown when it starts reporting them."""
+        for family in set(self.store.running_families()) & self._hidden_by_default:
+            self._hidden_by_default.discard(family)
+            plot = self.plots.get(family)
+            if plot is not None and not plot.shown:
+                plot.set_shown(True)
+                self.sidebar.set_family_shown(family, True)
 
     def _settings_key(self) -> str:
         digest = hashlib.sha1(self._script.encode("utf-8")).hexdigest()[:16]
