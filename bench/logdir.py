@@ -16,10 +16,9 @@ one thread), TensorBoard's Python ``EventAccumulator`` (every point), and
 TensorBoard's Rust data server (``tensorboard --load_fast=true`` on 127.0.0.1,
 timed until every run's ``step/loss`` is served whole, downsampled to 1,000
 points a run as it serves them); the 2M-step run read and exported; values/s on
-our files and on TensorFlow's; listing; and the peak memory of streaming the
-10M-step run through the reader into a bounded :class:`tfstudio.core.series.Series`
-per tag (capacity 10,000): the run store of the "one run model" issue is not
-there yet, so this stands in for "a 10M-step run open in the window".
+our files and on TensorFlow's; listing; and the peak memory of reading the
+10M-step run into a :class:`tfstudio.core.run_store.RunStore` the way the window
+reads a picked run (``FolderFeed`` chunks into the store's bounded series).
 
     python bench/logdir.py [--quick] [--dir DIR] [--skip-tensorboard]
 
@@ -176,31 +175,27 @@ def tfstudio_read_folder(folder: Path) -> tuple[float, int, float]:
 
 MEMORY = """
 import sys, psutil
-from tfstudio.core.runs import RunFolderReader
-from tfstudio.core.series import Series
+from tfstudio.core.run_loading import FolderFeed
+from tfstudio.core.run_store import RunStore
 proc = psutil.Process()
 base = proc.memory_info().rss
-reader = RunFolderReader(sys.argv[1])
-series = {}
+feed = FolderFeed(sys.argv[1])
+store = RunStore("run-10m", smoothing=0.6)  # as the window keeps a picked run (smoothing on)
 peak = base
-points = 0
 while True:
-    new = reader.read(max_bytes=8 << 20)
-    if not new:
-        break
-    for tag, cols in new.items():
-        s = series.get(tag)
-        if s is None:
-            s = series[tag] = Series(capacity=10_000)
-        s.extend(cols.steps, cols.values)
-        points += len(cols)
+    batch = feed.read()
+    batch.apply(store)
     peak = max(peak, proc.memory_info().rss)
+    if not batch.more:
+        break
+points = sum(t.count() for t in store.steps.values())
 print(points, (peak - base) / 2**20, base / 2**20)
 """
 
 
 def memory_10m(run: Path) -> tuple[int, float, float]:
-    """(points, peak RSS growth MB, baseline RSS MB) streaming ``run`` into bounded series."""
+    """(points, peak RSS growth MB, baseline RSS MB) reading ``run`` into a run store, as the
+    window reads a picked run (the reading thread's chunks, the store's bounded series)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run(
         [sys.executable, "-c", MEMORY, str(run)], capture_output=True, text=True, env=env
@@ -342,9 +337,8 @@ def main() -> None:
 
         points, grown, rss = memory_10m(base / "huge" / "run-10m")
         print(
-            f"{huge:,}-step run streamed ({points:,} points) into Series(capacity=10_000) per tag: "
-            f"peak RSS growth {grown:.0f} MB over a {rss:.0f} MB process (the run store of the "
-            "'one run model' issue is not there yet; this is the reader and a bounded series)"
+            f"{huge:,}-step run read ({points:,} points) into a RunStore as the window reads a "
+            f"picked run: peak RSS growth {grown:.0f} MB over a {rss:.0f} MB process"
         )
         own_rate, foreign_rate = own_values / own_s, foreign_values / foreign_s
         print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
