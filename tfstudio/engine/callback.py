@@ -115,6 +115,7 @@ class StudioCallback(keras.callbacks.Callback):
                     self.fit_index, self._monitor.global_step, self.stopped, self._monitor.now()
                 )
             )
+            self._monitor.flush()  # a fit's end reaches the viewer even if the process dies next
         except Exception as exc:  # noqa: BLE001
             self._monitor.report_error("on_train_end", exc)
 

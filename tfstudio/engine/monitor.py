@@ -48,6 +48,10 @@ class RunMonitor:
         self.control: Any = None  # the run's TrainingController (engine/control.py), made lazily
         self.stop_exit_code: int | None = None  # set when a stop is not the user's (NaN, --restore)
         self.stop_message = ""
+        # Hands what was emitted to the viewer now (the session's pump), for the rare events
+        # that must not wait for the pump's next beat: a process that dies right after a
+        # fit still told the viewer how far it got.
+        self.flush: Callable[[], None] = lambda: None
 
     def now(self) -> float:
         """Seconds since the run started."""

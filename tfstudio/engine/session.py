@@ -94,6 +94,7 @@ class TrainingSession:
             pump = Pump(Channel(commands_of=self.channel), [ChannelSink(self.channel)])
         self.pump = pump  # its sinks: the advisor, the viewer, then the recorder (once recording)
         self.monitor = RunMonitor(pump.channel, options=self.options)
+        self.monitor.flush = pump.flush
         # Live advice reads the stream on the pump's thread, off the training thread; its
         # notices join the batch (before a RunEnded) that the viewer and recorder then get.
         self.advisor = LiveAdvisor(nan_guard=self.options.on_nan != "ignore")

@@ -146,6 +146,7 @@ class LoopEmitter:
             mon.channel.emit(
                 FitEnded(loop.fit_index, mon.global_step, mon.stop_requested.is_set(), mon.now())
             )
+            mon.flush()  # a loop's end reaches the viewer even if the process dies next
 
     def logged(self, fit_index: int, global_step: int, step: int, scalars: dict[str, Any]) -> None:
         """One ``monitor.log`` call's scalars as a step."""
