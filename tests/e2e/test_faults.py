@@ -355,14 +355,14 @@ def small_disk(tmp_path):
 
 
 def _fill(disk: Path) -> None:
-    """Write a file until the disk has no room left."""
-    with open(disk / "filler", "wb") as f:
-        try:
+    """Write a file until the disk has no room left (unbuffered: closing it must not try
+    to write a leftover buffer onto the full disk)."""
+    try:
+        with open(disk / "filler", "wb", buffering=0) as f:
             while True:
                 f.write(b"\0" * 65536)
-                f.flush()
-        except OSError:
-            pass
+    except OSError:
+        pass
 
 
 def test_a_full_disk_during_recording_and_checkpoints_leaves_the_run_going(
