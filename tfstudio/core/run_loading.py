@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -241,13 +240,9 @@ class FolderLoader:
     ``submit(feed)`` queues a read; finished reads wait in :meth:`take` (called by
     the store's owner, e.g. once per frame on the UI thread), so reading never
     blocks that thread and the store is only touched by its owner.
-
-    Args:
-        wake: called (on the loader's thread) when a batch is ready; may be None.
     """
 
-    def __init__(self, wake: Callable[[], None] | None = None) -> None:
-        self._wake = wake
+    def __init__(self) -> None:
         self._todo: list[FolderFeed] = []
         self._done: list[tuple[FolderFeed, FeedBatch | Exception]] = []
         self._lock = threading.Lock()
@@ -266,11 +261,6 @@ class FolderLoader:
                 target=self._loop, name="tfstudio-run-reader", daemon=True
             )
             self._thread.start()
-
-    def busy(self) -> bool:
-        """True while reads are queued or running."""
-        with self._lock:
-            return bool(self._todo) or self._has_work.is_set()
 
     def take(self) -> list[tuple[FolderFeed, FeedBatch | Exception]]:
         """The reads finished since the last call (a failed read gives its exception)."""
@@ -304,5 +294,3 @@ class FolderLoader:
                 self._done.append((feed, result))
                 if isinstance(result, FeedBatch) and result.more and feed not in self._todo:
                     self._todo.append(feed)  # read on: the run appears chunk by chunk
-            if self._wake is not None:
-                self._wake()
