@@ -58,9 +58,11 @@ def _wait(channel, kind, seen: list, timeout: float = 120.0):
 
     ``seen`` is ``[i, events...]``: ``i`` is the index of the last event looked at.
     """
+    from tfstudio.core.events import step_rows
+
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        seen.extend(channel.drain())
+        seen.extend(step_rows(channel.drain()))
         while seen[0] < len(seen) - 1:
             seen[0] += 1
             event = seen[seen[0]]

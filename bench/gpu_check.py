@@ -127,8 +127,10 @@ class Outcome:
     stopped_by_check: bool = False  # the check itself pressed Stop (the idle notice came)
 
     def of(self, kind: type) -> list[Any]:
-        """The events of one kind, in order."""
-        return [e for e in self.events if isinstance(e, kind)]
+        """The events of one kind, in order (steps one by one)."""
+        from tfstudio.core.events import step_rows
+
+        return [e for e in step_rows(self.events) if isinstance(e, kind)]
 
     def reports(self) -> list[dict[str, Any]]:
         """What the script printed about itself (``GPUCHECK {json}`` lines)."""
@@ -675,7 +677,7 @@ def check_idle_notice(folder: Path, gpu_reader: Any = None) -> str:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
-    from tfstudio.core.events import StepEnded
+    from tfstudio.core.events import StepColumns, StepEnded, step_rows
     from tfstudio.ui.panels.system import SystemPanel
 
     app = QApplication.instance() or QApplication([])
@@ -684,9 +686,9 @@ def check_idle_notice(folder: Path, gpu_reader: Any = None) -> str:
 
     def watch(batch: list[Any], launcher: Any, outcome: Outcome) -> None:
         # The bridge hands the panel steps in runs and the other kinds one by one.
-        steps = [e for e in batch if isinstance(e, StepEnded)]
+        steps = [e for e in step_rows(batch) if isinstance(e, StepEnded)]
         for event in batch:
-            if isinstance(event, kinds) and not isinstance(event, StepEnded):
+            if isinstance(event, kinds) and not isinstance(event, StepEnded | StepColumns):
                 panel.ingest_event(event)
         if steps:
             panel.ingest_steps(steps)

@@ -97,10 +97,11 @@ class _Drain:
     """The worker's pump, reduced to what costs: drain the channel every 20 ms, count steps."""
 
     def __init__(self, channel: Any) -> None:
-        from tfstudio.core.events import StepEnded
+        from tfstudio.core.events import StepColumns, StepEnded
 
         self._channel = channel
         self._kind = StepEnded
+        self._columns = StepColumns
         self.steps = 0
         self._done = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -112,7 +113,11 @@ class _Drain:
 
     def drain(self) -> None:
         """Count the step events waiting in the channel."""
-        self.steps += sum(isinstance(e, self._kind) for e in self._channel.drain())
+        for e in self._channel.drain():
+            if isinstance(e, self._columns):
+                self.steps += len(e)
+            elif isinstance(e, self._kind):
+                self.steps += 1
 
     def close(self) -> int:
         """Stop the thread; the step events seen in all."""

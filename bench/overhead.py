@@ -39,7 +39,9 @@ while True:
         kind, payload = conn.recv()
     except EOFError:
         break
-    steps += sum(type(e).__name__ == "StepEnded" for e in payload)
+    for e in payload:
+        name = type(e).__name__
+        steps += len(e) if name == "StepColumns" else name == "StepEnded"
 print(steps)
 """
 

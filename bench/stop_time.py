@@ -64,7 +64,7 @@ while True:
 def stop_once(script: Path, warm: bool, ready: str) -> tuple[float, str, str]:
     """Start ``script`` in a worker, press Stop once it is ``ready``; (seconds, status, message)."""
     from tfstudio.core.channel import Channel
-    from tfstudio.core.events import ConsoleOutput, RunEnded, StepEnded
+    from tfstudio.core.events import ConsoleOutput, RunEnded, StepEnded, step_rows
     from tfstudio.core.process import ProcessLauncher
 
     channel = Channel()
@@ -81,7 +81,7 @@ def stop_once(script: Path, warm: bool, ready: str) -> tuple[float, str, str]:
 
     def is_ready() -> bool:
         if ready == "steps":  # a few hundred steps in: traced and running at full speed
-            return sum(isinstance(e, StepEnded) for e in events) >= 300
+            return sum(isinstance(e, StepEnded) for e in step_rows(events)) >= 300
         return ready in "".join(e.text for e in events if isinstance(e, ConsoleOutput))
 
     try:

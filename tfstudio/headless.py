@@ -23,6 +23,7 @@ from tfstudio.core.events import (
     MonitorError,
     RunEnded,
     RunRecording,
+    StepColumns,
     StepEnded,
 )
 from tfstudio.core.options import RunOptions
@@ -195,7 +196,7 @@ def _show(
     event: object, tracker: ProgressTracker, line: ProgressLine, out: TextIO, err: TextIO
 ) -> RunEnded | None:
     tracker.feed(event)
-    if isinstance(event, StepEnded):
+    if isinstance(event, StepEnded | StepColumns):
         return None
     if isinstance(event, ConsoleOutput):
         line.clear()

@@ -35,18 +35,28 @@ from multiprocessing.connection import Connection
 from types import FrameType
 from typing import Any
 
-from tfstudio.core.channel import Channel
+from tfstudio.core.channel import Channel, coalesce
 from tfstudio.core.commands import Stop
-from tfstudio.core.events import MonitorError, RunEnded
+from tfstudio.core.events import MonitorError, RunEnded, StepColumns
 from tfstudio.core.process import RUN_TOKEN_ENV, RunSpec, kill_run_processes
 from tfstudio.core.pump import EventSink, Pump
 from tfstudio.engine.capture import fd_text_stream
 
 VIEWER_LOST_S = 1.0  # the viewer is gone: the record is closed within this, then the run ends
+MAX_PENDING_ROWS = 200_000  # steps queued for a slow viewer before its copy is coalesced
+COALESCE_BUCKET = 16  # then each 16 steps reach it as their minimum and maximum
+SYNC_TIMEOUT_S = 2.0  # an explicit flush waits this long at most for the viewer
 
 
 class PipeSink:
-    """The pump's first sink in the worker: each batch goes to the viewer as one message.
+    """The pump's first sink in the worker: batches go to the viewer, on a thread of its own.
+
+    The pump never waits on the viewer: ``write`` queues the batch and a sender
+    thread sends what is queued as one message. When the viewer falls behind
+    (more than :data:`MAX_PENDING_ROWS` steps queued), the queued steps are
+    coalesced (:func:`tfstudio.core.channel.coalesce`): the viewer's copy keeps each
+    metric's envelope, the recorder (a later sink) still gets every step, and the
+    worker's memory stays bounded. :meth:`sync` waits until everything is sent.
 
     Args:
         conn: the connection to the viewer.
@@ -56,17 +66,86 @@ class PipeSink:
     def __init__(self, conn: Connection, lost: Callable[[], None]) -> None:
         self.conn = conn
         self.lost = lost
-        self.unsent: list[object] = []  # the batch the viewer could no longer take
+        self.unsent: list[object] = []  # what the viewer could no longer take
+        self.coalesced_blocks = 0  # blocks of steps the viewer got thinned
+        self._queue: list[list[object]] = []
+        self._rows = 0  # steps queued
+        self._busy = False
+        self._dead = False
+        self._closed = False
+        self._cv = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="tfstudio-pipe", daemon=True)
+        self._thread.start()
 
     def write(self, events: list[object]) -> None:
-        """Send the batch (nothing when it is empty)."""
+        """Queue the batch for the viewer (nothing when it is empty); never waits."""
         if not events:
             return
-        try:
-            self._send(events)
-        except (EOFError, OSError):
-            self.unsent = events  # the recorder still gets them (see WorkerPump._viewer_lost)
-            self.lost()
+        with self._cv:
+            if self._dead:
+                self.unsent.extend(events)
+                return
+            self._queue.append(events)
+            self._rows += _rows(events)
+            if self._rows > MAX_PENDING_ROWS:
+                self._coalesce_locked()
+            self._cv.notify()
+
+    def sync(self, timeout: float | None = SYNC_TIMEOUT_S) -> bool:
+        """Wait until everything queued was sent (or the viewer is gone); False on timeout."""
+        with self._cv:
+            return self._cv.wait_for(
+                lambda: self._dead or (not self._queue and not self._busy), timeout
+            )
+
+    def close(self) -> None:
+        """Send what is queued, then end the sender (the worker sends ``done`` after this)."""
+        self.sync(timeout=None)
+        with self._cv:
+            self._closed = True
+            self._cv.notify_all()
+        self._thread.join(timeout=5)
+
+    def _coalesce_locked(self) -> None:
+        rows = 0
+        queue = []
+        for batch in self._queue:
+            thinned = []
+            for event in batch:
+                if type(event) is StepColumns and len(event) > 2:
+                    event = coalesce(event, COALESCE_BUCKET)
+                    self.coalesced_blocks += 1
+                thinned.append(event)
+            rows += _rows(thinned)
+            queue.append(thinned)
+        self._queue = queue
+        self._rows = rows
+
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                while not self._queue and not self._closed:
+                    self._cv.wait()
+                if not self._queue:
+                    return
+                events = [e for batch in self._queue for e in batch]
+                self._queue = []
+                self._rows = 0
+                self._busy = True
+            try:
+                self._send(events)
+            except (EOFError, OSError):
+                with self._cv:
+                    self.unsent = events + [e for batch in self._queue for e in batch]
+                    self._queue = []
+                    self._dead = True
+                    self._busy = False
+                    self._cv.notify_all()
+                self.lost()  # the recorder had them already (the pump hands batches to all)
+                return
+            with self._cv:
+                self._busy = False
+                self._cv.notify_all()
 
     def _send(self, events: list[object]) -> None:
         try:
@@ -87,8 +166,10 @@ class PipeSink:
                     )
                     self.conn.send(("events", [note]))
 
-    def close(self) -> None:
-        """Nothing to do: the worker sends ``done`` and closes the connection itself."""
+
+def _rows(events: list[object]) -> int:
+    """How many steps a batch holds (as columns)."""
+    return sum(len(e) for e in events if type(e) is StepColumns)  # type: ignore[arg-type]
 
 
 class WorkerPump(Pump):
@@ -121,8 +202,8 @@ class WorkerPump(Pump):
     def _viewer_lost(self) -> None:
         """No one is watching any more: close the record as interrupted, then end the run.
 
-        The other sinks (the recorder) get what the viewer could not take and what is
-        still queued, then close without a ``RunEnded``: the run folder says
+        The other sinks (the recorder) get what is still queued (they already had what
+        the viewer could not take), then close without a ``RunEnded``: the run folder says
         ``interrupted``. A timer ends the process anyway if closing hangs (a remote disk).
         """
         if self.closing:
@@ -133,7 +214,8 @@ class WorkerPump(Pump):
         try:
             if self._lock.acquire(timeout=VIEWER_LOST_S / 2):  # re-entrant: from a flush too
                 try:
-                    events = self.pipe.unsent + self.channel.drain()
+                    # the sinks already got every batch the pipe had queued: only what is new
+                    events = self.channel.drain()
                     for sink in self.sinks:
                         if sink is self.pipe:
                             continue

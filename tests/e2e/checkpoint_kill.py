@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from tfstudio.core.channel import Channel
-from tfstudio.core.events import CheckpointSaved, RunEnded, StepEnded
+from tfstudio.core.events import CheckpointSaved, RunEnded, StepEnded, step_rows
 from tfstudio.core.options import RunOptions
 from tfstudio.core.process import ProcessLauncher
 
@@ -62,7 +62,7 @@ def kill_during_a_save(
     killed = False
     while True:
         assert time.monotonic() < deadline, f"no end of the run after {timeout} s"
-        events = channel.drain()
+        events = step_rows(channel.drain())
         for event in events:
             if isinstance(event, CheckpointSaved):
                 saves.append(event)

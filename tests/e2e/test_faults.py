@@ -38,7 +38,7 @@ m.fit(np.zeros((64000, 4)), np.zeros((64000, 1)), batch_size=8, epochs=100, verb
 VIEWER = """
 import sys, time
 from tfstudio.core.channel import Channel
-from tfstudio.core.events import RunRecording, StepEnded
+from tfstudio.core.events import RunRecording, StepEnded, step_rows
 from tfstudio.core.options import RunOptions
 from tfstudio.core.process import ProcessLauncher
 
@@ -48,7 +48,7 @@ launcher.start(sys.argv[1], (), RunOptions(logdir=sys.argv[2]))
 print("worker", launcher.pid(), flush=True)
 steps = 0
 while True:
-    for event in channel.drain():
+    for event in step_rows(channel.drain()):
         if isinstance(event, RunRecording):
             print("recording", event.run_dir, flush=True)
         elif isinstance(event, StepEnded):

@@ -21,6 +21,7 @@ from tfstudio.core.events import (
     RunEnded,
     RunStarted,
     StepEnded,
+    step_rows,
 )
 from tfstudio.core.process import ProcessLauncher, describe_exit
 
@@ -232,7 +233,7 @@ def test_a_script_setting_tf_environment_gets_a_cold_worker_and_is_still_monitor
     assert ended.status == "finished" and ended.global_step == 4
     assert run.launcher.last_start_cold == ["TF_CPP_MIN_LOG_LEVEL"]
     assert "fresh process" in run.console()
-    assert len([e for e in run.poll() if isinstance(e, StepEnded)]) == 4
+    assert len([e for e in step_rows(run.poll()) if isinstance(e, StepEnded)]) == 4
     assert [e.devices for e in run.poll() if isinstance(e, RunDevices)] == [("CPU",)]
 
 

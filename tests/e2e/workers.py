@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tfstudio.core.channel import Channel
-from tfstudio.core.events import RunEnded
+from tfstudio.core.events import RunEnded, step_rows
 from tfstudio.core.options import RunOptions
 from tfstudio.core.process import ProcessLauncher
 
@@ -49,5 +49,5 @@ def run_in_worker(
 
 
 def of(events: list[object], kind: type) -> list:
-    """The events of one kind, in order."""
-    return [e for e in events if isinstance(e, kind)]
+    """The events of one kind, in order (steps one by one: blocks of columns expanded)."""
+    return [e for e in step_rows(events) if isinstance(e, kind)]

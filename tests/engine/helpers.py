@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tfstudio.core.channel import Channel
-from tfstudio.core.events import ConsoleOutput, RunEnded
+from tfstudio.core.events import ConsoleOutput, RunEnded, step_rows
 from tfstudio.engine.session import TrainingSession
 
 
@@ -18,8 +18,8 @@ def run_script(path: Path, args=(), **kwargs) -> tuple[RunEnded, list[object]]:
 
 
 def of(events: list[object], kind: type) -> list:
-    """The events of one kind, in order."""
-    return [e for e in events if isinstance(e, kind)]
+    """The events of one kind, in order (steps one by one: blocks of columns expanded)."""
+    return [e for e in step_rows(events) if isinstance(e, kind)]
 
 
 def console(events: list[object], stream: str | None = None) -> str:

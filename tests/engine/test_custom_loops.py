@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.engine.helpers import run_script
-from tfstudio.core.events import FitEnded, FitStarted, StepEnded
+from tfstudio.core.events import FitEnded, FitStarted, StepEnded, step_rows
 
 pytestmark = pytest.mark.tf
 
@@ -18,7 +18,7 @@ LOOPS = ROOT / "tests" / "scripts" / "loops"
 
 
 def _steps(events: list[object]) -> list[StepEnded]:
-    return [e for e in events if isinstance(e, StepEnded)]
+    return [e for e in step_rows(events) if isinstance(e, StepEnded)]
 
 
 def _run(script: Path, tmp_path: Path, **kwargs) -> tuple[object, list[object], dict]:

@@ -1,18 +1,103 @@
 """The only crossing between the training thread and its consumers.
 
-Events go out, commands come in. Both directions are lock-free deques
-(``append``/``popleft`` are atomic in CPython), so the training side never
-waits on the UI and never drops an event: the consumer drains whatever is
-queued at its own pace.
+Events go out, commands come in. The training side never waits on its
+consumers and never drops an event: the consumer (the run's pump) drains
+whatever is queued at its own pace.
+
+Steps travel as columns. :meth:`Channel.step` appends one step's row to the
+block being filled (one tuple: a few hundred nanoseconds whatever the rate);
+any other event seals that block first, so order is kept, and :meth:`drain`
+turns each block into one :class:`~tfstudio.core.events.StepColumns` on the
+consumer's thread. Commands are a lock-free deque (``append``/``popleft`` are
+atomic in CPython); events share one uncontended lock with the rows.
 """
 
 from __future__ import annotations
 
+import threading
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
 
 from tfstudio.core.commands import Command
-from tfstudio.core.events import Event
+from tfstudio.core.events import Event, StepColumns, StepEnded
+
+BLOCK_ROWS = 4096  # a block is sealed at this many rows even if no one drains it
+
+
+class StepRows:
+    """Rows of consecutive steps, as appended on the training thread (sealed, not yet columns).
+
+    Each row is ``(fit_index, global_step, epoch, step, steps, time, values, running)``;
+    :meth:`columns` makes them columns, one :class:`StepColumns` per fit.
+    """
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: list[tuple]) -> None:
+        self.rows = rows
+
+    def columns(self) -> list[StepColumns]:
+        """The rows as columns: one block per run of rows of the same fit."""
+        rows = self.rows
+        out: list[StepColumns] = []
+        start = 0
+        for i in range(1, len(rows) + 1):
+            if i == len(rows) or rows[i][0] != rows[start][0]:
+                out.append(_block(rows[start:i]))
+                start = i
+        return out
+
+
+def _block(rows: Sequence[tuple]) -> StepColumns:
+    n = len(rows)
+
+    def ints(j: int) -> np.ndarray:
+        return np.fromiter((r[j] for r in rows), np.int64, n)
+
+    values, absent = _dict_columns([r[6] for r in rows])
+    running, running_absent = _dict_columns([r[7] for r in rows])
+    return StepColumns(
+        rows[0][0],
+        ints(1),
+        ints(2),
+        ints(3),
+        ints(4),
+        np.fromiter((r[5] for r in rows), np.float64, n),
+        values,
+        running,
+        absent,
+        running_absent,
+    )
+
+
+def _dict_columns(
+    dicts: list[Mapping[str, float]],
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """One dict per row -> (key -> float64 column, key -> mask of the rows without it)."""
+    first = dicts[0]
+    n = len(dicts)
+    k = len(first)
+    # The usual case: every row has the first row's keys (same count and all present).
+    if all(len(d) == k for d in dicts):
+        try:
+            return {key: np.fromiter((d[key] for d in dicts), np.float64, n) for key in first}, {}
+        except KeyError:
+            pass
+    keys: dict[str, None] = {}
+    for d in dicts:
+        if len(d) != len(keys) or any(key not in keys for key in d):
+            keys.update(dict.fromkeys(d))
+    columns: dict[str, np.ndarray] = {}
+    absent: dict[str, np.ndarray] = {}
+    nan = float("nan")
+    for key in keys:
+        columns[key] = np.fromiter((d.get(key, nan) for d in dicts), np.float64, n)
+        mask = np.fromiter((key not in d for d in dicts), bool, n)
+        if mask.any():
+            absent[key] = mask
+    return columns, absent
 
 
 class Channel:
@@ -24,22 +109,54 @@ class Channel:
             while the viewer sends commands on the viewer's channel).
     """
 
-    __slots__ = ("_events", "_commands")
+    __slots__ = ("_events", "_commands", "_rows", "_lock")
 
     def __init__(self, commands_of: Channel | None = None) -> None:
-        self._events: deque[Event] = deque()
+        self._events: deque[object] = deque()
+        self._rows: list[tuple] = []
+        self._lock = threading.Lock()
         self._commands: deque[Command] = (
             commands_of._commands if commands_of is not None else deque()
         )
 
     # -- training side -------------------------------------------------
+    def step(
+        self,
+        fit_index: int,
+        global_step: int,
+        epoch: int,
+        step: int,
+        steps: int,
+        values: Mapping[str, float],
+        running: Mapping[str, float],
+        time: float,
+    ) -> None:
+        """Append one step (as :class:`StepEnded` describes it) to the block being filled.
+
+        The dicts are kept, not copied: the caller must not change them afterwards.
+        """
+        with self._lock:
+            rows = self._rows
+            rows.append((fit_index, global_step, epoch, step, steps, time, values, running))
+            if len(rows) >= BLOCK_ROWS:
+                self._events.append(StepRows(rows))
+                self._rows = []
+
     def emit(self, event: Event) -> None:
-        """Queue one event; never blocks."""
-        self._events.append(event)
+        """Queue one event after the steps appended so far; never blocks for long."""
+        with self._lock:
+            if self._rows:
+                self._events.append(StepRows(self._rows))
+                self._rows = []
+            self._events.append(event)
 
     def emit_all(self, events: Iterable[object]) -> None:
-        """Queue several events, in order; never blocks."""
-        self._events.extend(events)
+        """Queue several events, in order, after the steps appended so far."""
+        with self._lock:
+            if self._rows:
+                self._events.append(StepRows(self._rows))
+                self._rows = []
+            self._events.extend(events)
 
     def has_commands(self) -> bool:
         """Cheap check for the per-step path: is any command waiting?"""
@@ -55,12 +172,35 @@ class Channel:
         self._commands.append(command)
 
     def drain(self) -> list[Event]:
-        """Remove and return every queued event, oldest first."""
-        return _take_all(self._events)
+        """Remove and return every queued event, oldest first (steps as :class:`StepColumns`)."""
+        with self._lock:
+            if self._rows:
+                self._events.append(StepRows(self._rows))
+                self._rows = []
+            taken = list(self._events)
+            self._events.clear()
+        if not any(type(e) is StepRows for e in taken):
+            return taken
+        out: list[Event] = []
+        for event in taken:
+            if type(event) is StepRows:
+                out.extend(event.columns())
+            else:
+                out.append(event)
+        return out
 
     def pending(self) -> int:
-        """Number of events queued and not yet drained."""
-        return len(self._events)
+        """Number of events (a block of steps counts once) queued and not yet drained."""
+        return len(self._events) + (1 if self._rows else 0)
+
+
+def step_rows(steps: Iterable[StepEnded]) -> list[StepColumns]:
+    """Step events as the channel ships them: one :class:`StepColumns` per run of one fit."""
+    rows = [
+        (s.fit_index, s.global_step, s.epoch, s.step, s.steps, s.time, s.values, s.running)
+        for s in steps
+    ]
+    return StepRows(rows).columns() if rows else []
 
 
 def _take_all(queue: deque) -> list:
@@ -72,3 +212,52 @@ def _take_all(queue: deque) -> list:
             taken.append(pop())
         except IndexError:
             return taken
+
+
+def coalesce(block: StepColumns, bucket: int) -> StepColumns:
+    """``block`` thinned for a viewer that cannot keep up: each ``bucket`` steps become two
+    rows, the first step with each key's minimum and the last with its maximum (NaN
+    ignored), so the plotted envelope stays; ``coalesced`` says how many steps a pair holds.
+    """
+    n = len(block)
+    if bucket < 2 or n <= 2:
+        return block
+    starts = np.arange(0, n, bucket)
+    ends = np.minimum(starts + bucket, n) - 1
+    pick = np.empty(2 * len(starts), dtype=np.int64)
+    pick[0::2], pick[1::2] = starts, ends
+    keep = np.ones(len(pick), dtype=bool)
+    keep[1::2] = ends != starts  # a bucket of one step is one row
+    pick = pick[keep]
+
+    def envelope(columns: Mapping[str, np.ndarray], absent: Mapping[str, np.ndarray]) -> dict:
+        out = {}
+        for key, col in columns.items():
+            mask = absent.get(key)
+            values = col if mask is None else np.where(mask, np.nan, col)
+            with np.errstate(invalid="ignore"):
+                lo = np.fmin.reduceat(values, starts)
+                hi = np.fmax.reduceat(values, starts)
+            both = np.empty(2 * len(starts))
+            both[0::2], both[1::2] = lo, hi
+            out[key] = both[keep]
+        return out
+
+    def masks(columns: Mapping[str, np.ndarray]) -> dict:
+        return {k: np.isnan(v) for k, v in columns.items() if np.isnan(v).any()}
+
+    values = envelope(block.values, block.absent)
+    running = envelope(block.running, block.running_absent)
+    return StepColumns(
+        block.fit_index,
+        block.global_step[pick],
+        block.epoch[pick],
+        block.step[pick],
+        block.steps[pick],
+        block.time[pick],
+        values,
+        running,
+        {k: m for k, m in masks(values).items() if k in block.absent},
+        {k: m for k, m in masks(running).items() if k in block.running_absent},
+        coalesced=bucket * block.coalesced // 2 if block.coalesced else bucket,
+    )

@@ -1,16 +1,19 @@
 """Everything a run reports, as small immutable records.
 
 The training thread creates these and puts them on the channel; the UI and the
-headless runner read them. They hold plain Python values only (no tensors), so
-any consumer can use them without TensorFlow.
+headless runner read them. They hold plain Python values (and, for steps, numpy
+arrays: :class:`StepColumns`), never tensors, so any consumer can use them
+without TensorFlow.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from tfstudio.core.formatting import format_duration
 
@@ -140,6 +143,160 @@ class StepEnded:
     values: Mapping[str, float]
     running: Mapping[str, float]
     time: float
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class StepColumns:
+    """Consecutive steps of one fit or loop, as columns: how steps travel and are recorded.
+
+    The training side appends each step to preallocated columns
+    (:class:`tfstudio.core.channel.StepRows`) and ships them as one of these, so a
+    step costs a few array writes whatever the rate. Row ``i`` is what
+    :class:`StepEnded` says of one step (:meth:`row` builds it).
+
+    Args:
+        fit_index: the fit or loop every row belongs to.
+        global_step, epoch, step, steps: int64 columns, as in :class:`StepEnded`.
+        time: float64 seconds since the run started.
+        values: per key, float64: the step's own value (NaN where ``absent`` says none).
+        running: per key, float64: the running mean Keras reported.
+        absent: values keys that some rows lack -> bool mask of those rows.
+        running_absent: the same for ``running``.
+        coalesced: 0 for every step; N when the viewer's copy was thinned to the
+            min and max of each N steps because it could not keep up (the record
+            still has every step).
+    """
+
+    fit_index: int
+    global_step: np.ndarray
+    epoch: np.ndarray
+    step: np.ndarray
+    steps: np.ndarray
+    time: np.ndarray
+    values: Mapping[str, np.ndarray]
+    running: Mapping[str, np.ndarray]
+    absent: Mapping[str, np.ndarray] = field(default_factory=dict)
+    running_absent: Mapping[str, np.ndarray] = field(default_factory=dict)
+    coalesced: int = 0
+
+    def __len__(self) -> int:
+        return len(self.global_step)
+
+    def __getitem__(self, i: int) -> StepEnded:
+        return self.row(i)
+
+    def __iter__(self):  # noqa: ANN204 - an iterator of StepEnded
+        return (self.row(i) for i in range(len(self)))
+
+    def row(self, i: int) -> StepEnded:
+        """Row ``i`` (negative counts from the end) as a :class:`StepEnded`."""
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"row {i} of {n}")
+        return StepEnded(
+            self.fit_index,
+            int(self.global_step[i]),
+            int(self.epoch[i]),
+            int(self.step[i]),
+            int(self.steps[i]),
+            _pick(self.values, self.absent, i),
+            _pick(self.running, self.running_absent, i),
+            float(self.time[i]),
+        )
+
+    def column(self, key: str) -> tuple[np.ndarray, np.ndarray]:
+        """(global steps, values) of the rows that have ``key``'s own value."""
+        ys = self.values[key]
+        mask = self.absent.get(key)
+        if mask is None:
+            return self.global_step, ys
+        keep = ~mask
+        return self.global_step[keep], ys[keep]
+
+    def running_column(self, key: str) -> tuple[np.ndarray, np.ndarray]:
+        """(global steps, running means) of the rows that have ``key``'s running mean."""
+        ys = self.running[key]
+        mask = self.running_absent.get(key)
+        if mask is None:
+            return self.global_step, ys
+        keep = ~mask
+        return self.global_step[keep], ys[keep]
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[StepEnded]) -> StepColumns:
+        """The columns of consecutive steps of one fit (tests, and old-style producers)."""
+        if not rows:
+            raise ValueError("no steps to make columns of")
+        fit = rows[0].fit_index
+        if any(r.fit_index != fit for r in rows):
+            raise ValueError("steps of several fits cannot share columns")
+
+        def ints(name: str) -> np.ndarray:
+            return np.fromiter((getattr(r, name) for r in rows), np.int64, len(rows))
+
+        values, absent = _columns([r.values for r in rows])
+        running, running_absent = _columns([r.running for r in rows])
+        return cls(
+            fit,
+            ints("global_step"),
+            ints("epoch"),
+            ints("step"),
+            ints("steps"),
+            np.fromiter((r.time for r in rows), np.float64, len(rows)),
+            values,
+            running,
+            absent,
+            running_absent,
+        )
+
+
+def step_rows(events: Iterable[object]) -> list[object]:
+    """``events`` with every :class:`StepColumns` block replaced by its rows, as
+    :class:`StepEnded` events (for tools and tests that look at steps one by one)."""
+    out: list[object] = []
+    for event in events:
+        if type(event) is StepColumns:
+            out.extend(event)
+        else:
+            out.append(event)
+    return out
+
+
+def _pick(columns: Mapping[str, np.ndarray], absent: Mapping[str, np.ndarray], i: int) -> dict:
+    if not absent:
+        return {k: float(v[i]) for k, v in columns.items()}
+    out = {}
+    for k, v in columns.items():
+        mask = absent.get(k)
+        if mask is None or not mask[i]:
+            out[k] = float(v[i])
+    return out
+
+
+def _columns(
+    dicts: Sequence[Mapping[str, float]],
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Dicts of one row each -> (key -> float64 column, key -> mask of rows without it)."""
+    keys: dict[str, None] = {}
+    for d in dicts:
+        keys.update(dict.fromkeys(d))
+    n = len(dicts)
+    columns: dict[str, np.ndarray] = {}
+    absent: dict[str, np.ndarray] = {}
+    for key in keys:
+        col = np.full(n, np.nan)
+        mask = np.ones(n, dtype=bool)
+        for i, d in enumerate(dicts):
+            v = d.get(key)
+            if v is not None:
+                col[i] = v
+                mask[i] = False
+        columns[key] = col
+        if mask.any():
+            absent[key] = mask
+    return columns, absent
 
 
 @dataclass(frozen=True, slots=True)
@@ -683,6 +840,7 @@ Event = (
     | EngineStatus
     | FitStarted
     | StepEnded
+    | StepColumns
     | EpochEnded
     | FitEnded
     | ConsoleOutput

@@ -37,6 +37,7 @@ from tfstudio.core.events import (
     FitStarted,
     RunEnded,
     RunStarted,
+    StepColumns,
     StepEnded,
 )
 from tfstudio.core.options import RunOptions
@@ -425,7 +426,10 @@ class _Worker:
         emit = self.launcher.channel.emit
         for event in events:
             kind = type(event)
-            if kind is StepEnded:
+            if kind is StepColumns:
+                if len(event):  # type: ignore[arg-type]
+                    self.global_step = int(event.global_step[-1])  # type: ignore[attr-defined]
+            elif kind is StepEnded:
                 self.global_step = event.global_step  # type: ignore[attr-defined]
             elif kind is RunEnded:
                 self.ended = event  # type: ignore[assignment]

@@ -14,6 +14,7 @@ from tfstudio.core.events import (
     FitEnded,
     FitStarted,
     RunState,
+    StepColumns,
     StepEnded,
 )
 from tfstudio.core.formatting import format_duration, format_value
@@ -69,6 +70,12 @@ class ProgressTracker:
     def feed(self, event: object) -> None:
         """Update from one event; events of other kinds are ignored."""
         p = self.progress
+        if type(event) is StepColumns:  # a block of steps: its first (after a pause) and last
+            if not len(event):
+                return
+            if p.paused and len(event) > 1:
+                self.feed(event.row(0))
+            event = event.row(-1)
         if isinstance(event, StepEnded):
             if p.paused:  # a step means training goes on (the resume event may lag)
                 p.paused = False

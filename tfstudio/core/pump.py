@@ -14,6 +14,8 @@ A sink has two methods:
   after it get instead of the batch (a sink that adds events, e.g. advice, is
   registered first: ``add_sink(sink, first=True)``); ``None`` leaves the batch as is.
 - ``close()``: the run is over (called once, by :meth:`Pump.close`).
+- optionally ``sync()``: a sink that sends on a thread of its own waits there until
+  what it was given is sent (:meth:`Pump.flush` calls it; the periodic beat does not).
 
 A sink that raises is reported on the real stderr and the others still get the batch.
 """
@@ -98,14 +100,24 @@ class Pump(threading.Thread):
                     self._wait(self.interval)
                 else:
                     self._closing.wait(self.interval)
-                self.flush()
+                with self._lock:
+                    self._flush_locked()
         except BaseException:  # noqa: BLE001 - say why the pump died, then let the run go on
             traceback.print_exc(file=sys.__stderr__)
 
     def flush(self) -> None:
-        """Hand everything emitted so far to the sinks now (any thread may call this)."""
+        """Hand everything emitted so far to the sinks now, and wait until sinks that send
+        on a thread of their own (``sync()``, the worker's pipe) have sent it (any thread)."""
         with self._lock:
             self._flush_locked()
+            sinks = list(self.sinks)
+        for sink in sinks:
+            sync = getattr(sink, "sync", None)
+            if sync is not None:
+                try:
+                    sync()
+                except Exception:  # noqa: BLE001 - a flush is best effort
+                    traceback.print_exc(file=sys.__stderr__)
 
     def add_sink(self, sink: EventSink, *, first: bool = False) -> None:
         """Also hand every batch to ``sink`` from now on (what was emitted before goes first).

@@ -34,6 +34,7 @@ from tfstudio.core.events import (
     NonFinite,
     RunEnded,
     RunStarted,
+    StepColumns,
     StepEnded,
 )
 from tfstudio.core.inspector_store import InspectorStore
@@ -245,18 +246,25 @@ class RunStore:
         """Take events in order (consecutive steps are taken as one batch)."""
         run: list[StepEnded] = []
         for event in events:
-            if type(event) is StepEnded:
+            kind = type(event)
+            if kind is StepEnded:
                 run.append(event)
                 continue
             if run:
                 self.add_steps(run)
                 run = []
-            self.add_event(event)
+            if kind is StepColumns:
+                self.add_step_columns(event)
+            else:
+                self.add_event(event)
         if run:
             self.add_steps(run)
 
-    def add_steps(self, steps: Sequence[StepEnded]) -> None:
-        """Take a run of consecutive step events (oldest first)."""
+    def add_steps(self, steps: Sequence[StepEnded] | StepColumns) -> None:
+        """Take a run of consecutive step events (oldest first), or a block of columns."""
+        if type(steps) is StepColumns:
+            self.add_step_columns(steps)
+            return
         if not steps:
             return
         if not self._add_uniform(steps):
@@ -274,6 +282,56 @@ class RunStore:
         if loss is not None:
             self.fit_loss[last.fit_index] = loss
         self.global_step = max(self.global_step, last.global_step)
+        self.revision += 1
+
+    def add_step_columns(self, block: StepColumns) -> None:
+        """Take a block of steps as the training side ships them (columns, no rows)."""
+        n = len(block)
+        if not n:
+            return
+        spe = max(self.steps_per_hook(), int(block.steps[-1]))
+        for key in block.values:
+            xs, ys = block.column(key)
+            if len(xs):
+                track = self._step_track(key)
+                x = xs.astype(np.float64)
+                self._cut_gaps(track, x, spe)
+                track.append(x, ys)
+        for key, col in block.running.items():
+            missing = block.running_absent.get(key)
+            keep = np.ones(n, dtype=bool) if missing is None else ~missing
+            if key in block.values:  # a running mean is drawn only where no own value is
+                own_missing = block.absent.get(key)
+                if own_missing is None:
+                    continue
+                keep &= own_missing
+            if not keep.any():
+                continue
+            track = self._running_track(key)
+            if track is not None:
+                x = block.global_step[keep].astype(np.float64)
+                self._cut_gaps(track, x, spe)
+                track.append(x, col[keep])
+        fit = block.fit_index
+        keys = self.fit_keys.setdefault(fit, {})
+        if len(keys) < len(block.values) or any(k not in keys for k in block.values):
+            keys.update(dict.fromkeys(block.values))
+        for s in (int(block.steps[0]), int(block.steps[-1])):
+            if self.spe.get(fit, 1) != s:
+                self.spe[fit] = s
+        last = int(block.global_step[-1])
+        self.fit_steps[fit] = last
+        for columns, absent in (
+            (block.values, block.absent),
+            (block.running, block.running_absent),
+        ):
+            if "loss" in columns:
+                mask = absent.get("loss")
+                have = np.nonzero(~mask)[0] if mask is not None else [n - 1]
+                if len(have):
+                    self.fit_loss[fit] = float(columns["loss"][have[-1]])
+                    break
+        self.global_step = max(self.global_step, last)
         self.revision += 1
 
     def add_event(self, event: object) -> None:

@@ -42,6 +42,7 @@ from tfstudio.core.events import (
     Notice,
     RunEnded,
     RunStarted,
+    StepColumns,
     StepEnded,
 )
 
@@ -103,6 +104,7 @@ class LiveAdvisor:
         self._retraced: set[tuple[str, str]] = set()
         self._handlers: dict[type, Callable[[Any], list[Advice]]] = {
             StepEnded: self._step,
+            StepColumns: self._step_columns,
             RunStarted: self._started,
             FitStarted: self._fit_started,
             EpochEnded: self._epoch,
@@ -193,11 +195,24 @@ class LiveAdvisor:
         loss = e.values.get("loss")
         if loss is None:
             return []
+        return self._loss(loss, e.global_step)
+
+    def _step_columns(self, e: StepColumns) -> list[Advice]:
+        if "loss" not in e.values:
+            return []
+        steps, losses = e.column("loss")
+        advice: list[Advice] = []
+        for step, loss in zip(steps.tolist(), losses.tolist(), strict=True):
+            advice += self._loss(loss, step)
+        return advice
+
+    def _loss(self, loss: float, global_step: int) -> list[Advice]:
+        """Follow the per-step loss: a non-finite one, or a smoothed one that diverges."""
         if math.isnan(loss) or math.isinf(loss):
             if not self.nan_guard and self._once(DIVERGENCE.name, f"nan:{self._fit}"):
                 return self._advice(
                     DIVERGENCE,
-                    f"the loss became {loss} at step {e.global_step}{self._lr_words()}: "
+                    f"the loss became {loss} at step {global_step}{self._lr_words()}: "
                     "the learning rate is probably too high",
                     call_line(self.script, "compile"),
                 )
@@ -224,7 +239,7 @@ class LiveAdvisor:
                 DIVERGENCE,
                 f"the loss, averaged over {SMOOTH_STEPS} steps, has stayed above "
                 f"{DIVERGE_FACTOR:g}x its best ({best:.4g}) for {DIVERGE_STEPS} steps: "
-                f"{smooth:.4g} at step {e.global_step}{self._lr_words()}; training diverges",
+                f"{smooth:.4g} at step {global_step}{self._lr_words()}; training diverges",
                 call_line(self.script, "compile"),
             )
         return []

@@ -20,7 +20,7 @@ from typing import Any
 import keras
 import numpy as np
 
-from tfstudio.core.events import EpochEnded, FitEnded, FitStarted, StepEnded
+from tfstudio.core.events import EpochEnded, FitEnded, FitStarted
 from tfstudio.engine.control import TrainingController
 from tfstudio.engine.monitor import RunMonitor
 from tfstudio.engine.probes.inspector import NEVER, Inspector
@@ -42,6 +42,7 @@ class StudioCallback(keras.callbacks.Callback):
         super().__init__()
         self._monitor = monitor
         self._emit = monitor.channel.emit
+        self._step_row = monitor.channel.step  # steps travel as columns (core/channel.py)
         self._has_commands = monitor.channel.has_commands
         self.fit_index = fit_index
         self.initial_epoch = initial_epoch
@@ -151,7 +152,7 @@ class StudioCallback(keras.callbacks.Callback):
 
     # -- steps (the hot path) ------------------------------------------
     def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
-        """Turn this hook's logs into one StepEnded event; then the controls' step boundary."""
+        """Turn this hook's logs into one step (a row of columns); then the step boundary."""
         loss = None
         try:
             loss = self._step(batch, logs or {})
@@ -201,10 +202,8 @@ class StudioCallback(keras.callbacks.Callback):
         self._prev_running = running
         mon = self._monitor
         mon.global_step += n
-        self._emit(
-            StepEnded(
-                self.fit_index, mon.global_step, self._epoch, k, n, values, running, mon.now()
-            )
+        self._step_row(
+            self.fit_index, mon.global_step, self._epoch, k, n, values, running, mon.now()
         )
         return running.get("loss")
 

@@ -29,6 +29,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import numpy as np
+
 from tfstudio.core.events import (
     CheckpointRestored,
     EpochEnded,
@@ -41,6 +43,7 @@ from tfstudio.core.events import (
     RunEnded,
     RunRecording,
     RunStarted,
+    StepColumns,
     StepEnded,
     WeightStats,
 )
@@ -288,6 +291,95 @@ def scalars_event(
     return bytes(event)
 
 
+def scalar_records(
+    steps: np.ndarray,
+    walls: np.ndarray,
+    columns: Mapping[str, np.ndarray],
+    described: set[str],
+    absent: Mapping[str, np.ndarray] | None = None,
+) -> list[bytes]:
+    """The records :func:`scalars_event` writes for each row of a block of steps, at once.
+
+    Row ``i`` is the event at ``steps[i]``, ``walls[i]`` with ``columns[tag][i]`` per
+    tag (tags whose ``absent`` mask is set at ``i`` left out), byte for byte what
+    :func:`scalars_event` makes of it; the rows are encoded with numpy, a few
+    hundred nanoseconds each however many there are. ``described`` is updated.
+    """
+    n = len(steps)
+    tags = list(columns)
+    absent = absent or {}
+    out: list[bytes | None] = [None] * n
+    dense = np.ones(n, dtype=bool)
+    for tag, mask in absent.items():
+        if tag in columns:
+            dense &= ~mask
+    if n and any(tag not in described for tag in tags):
+        dense[0] = False  # a tag's first value carries its metadata: the one-by-one way
+    slow = np.nonzero(~dense)[0].tolist()
+    for i in slow:
+        values = {t: float(columns[t][i]) for t in tags if t not in absent or not absent[t][i]}
+        out[i] = scalars_event(int(steps[i]), values, float(walls[i]), described)
+    rows = np.nonzero(dense)[0]
+    if len(rows) and tags:
+        for tag in tags:
+            described.add(tag)
+        _dense_records(steps, walls, columns, tags, rows, out)
+    return [r for r in out if r is not None]
+
+
+def _dense_records(
+    steps: np.ndarray,
+    walls: np.ndarray,
+    columns: Mapping[str, np.ndarray],
+    tags: list[str],
+    rows: np.ndarray,
+    out: list[bytes | None],
+) -> None:
+    """Fill ``out`` at ``rows`` (every tag present and described) with numpy-built records."""
+    u8 = np.uint8
+    prefixes = []
+    for tag in tags:
+        head = _TAGS.get(tag)
+        if head is None:
+            raw = tag.encode("utf-8")
+            head = _TAGS[tag] = b"\x0a" + _varint(len(raw)) + raw
+        value_len = len(head) + 10  # + the float32 tensor: 42 08 08 01 2a 04 <f32>
+        prefixes.append(b"\x0a" + _varint(value_len) + head + b"\x42\x08\x08\x01\x2a\x04")
+    summary_len = sum(len(p) + 4 for p in prefixes)
+    summary_head = b"\x2a" + _varint(summary_len)
+    step_u = steps[rows].astype(np.int64).view(np.uint64)
+    lengths = np.ones(len(rows), dtype=np.int64)
+    for k in range(1, 10):
+        lengths += step_u >= np.uint64(1 << (7 * k))
+    with np.errstate(over="ignore", invalid="ignore"):
+        f32 = [np.asarray(columns[t], dtype=np.float64)[rows].astype("<f4") for t in tags]
+    wall64 = np.asarray(walls, dtype="<f8")[rows]
+    for length in np.unique(lengths).tolist():
+        pick = np.nonzero(lengths == length)[0]
+        width = 10 + length + len(summary_head) + summary_len
+        buf = np.empty((len(pick), width), dtype=u8)
+        buf[:, 0] = 0x09
+        buf[:, 1:9] = wall64[pick].view(u8).reshape(-1, 8)
+        buf[:, 9] = 0x10
+        s = step_u[pick]
+        for k in range(length):
+            byte = (s >> np.uint64(7 * k)) & np.uint64(0x7F)
+            if k < length - 1:
+                byte |= np.uint64(0x80)
+            buf[:, 10 + k] = byte.astype(u8)
+        pos = 10 + length
+        buf[:, pos : pos + len(summary_head)] = np.frombuffer(summary_head, u8)
+        pos += len(summary_head)
+        for prefix, col in zip(prefixes, f32, strict=True):
+            buf[:, pos : pos + len(prefix)] = np.frombuffer(prefix, u8)
+            pos += len(prefix)
+            buf[:, pos : pos + 4] = col[pick].view(u8).reshape(-1, 4)
+            pos += 4
+        raw = buf.tobytes()
+        for j, i in enumerate(rows[pick].tolist()):
+            out[i] = raw[j * width : (j + 1) * width]
+
+
 def _scalar_value(tag: str, v: float, described: bool) -> bytes:
     """A ``Summary.Value``: tag, float32 tensor (dtype 1, float_val [v]), maybe metadata."""
     head = _TAGS.get(tag)
@@ -343,6 +435,27 @@ def _step_ended(rec: Recorder, e: StepEnded) -> None:
     loss = e.values.get("loss")
     if loss is not None and math.isfinite(loss):
         rec.info["final_loss"] = loss
+
+
+def _step_columns(rec: Recorder, e: StepColumns) -> None:
+    """A block of steps: one record per step, encoded at once (the hot path of recording)."""
+    if not len(e):
+        return
+    walls = rec._t0_wall + np.asarray(e.time, dtype=np.float64)
+    newest = float(walls.max())
+    rec._last_wall = newest if rec._last_wall is None else max(rec._last_wall, newest)
+    columns = {STEP_PREFIX + k: v for k, v in e.values.items()}
+    absent = {STEP_PREFIX + k: m for k, m in e.absent.items()}
+    if columns:
+        write = rec._writer.write
+        for record in scalar_records(e.global_step, walls, columns, rec._described, absent):
+            write(record)
+    rec.info["steps"] = int(e.global_step[-1])
+    if "loss" in e.values:
+        steps, losses = e.column("loss")
+        finite = np.nonzero(np.isfinite(losses))[0]
+        if len(finite):
+            rec.info["final_loss"] = float(losses[finite[-1]])
 
 
 def _epoch_ended(rec: Recorder, e: EpochEnded) -> None:
@@ -440,6 +553,7 @@ WRITERS: dict[type, Callable[[Recorder, Any], None]] = {
     FitStarted: _fit_started,
     FitEnded: _fit_ended,
     StepEnded: _step_ended,
+    StepColumns: _step_columns,
     EpochEnded: _epoch_ended,
     LearningRate: _learning_rate,
     CheckpointRestored: _restored,

@@ -1,8 +1,9 @@
 """Frame-rate bridge between a run's channel and the window's panels.
 
 A QTimer drains the channel ~30 times a second. Events are handled in the
-order they were emitted, but consecutive ``StepEnded`` events are handed to
-the panels as one list, and panels redraw at most once per frame. So a run at
+order they were emitted, but steps are handed to the panels as runs (a block of
+:class:`StepColumns` as the worker ships them, or consecutive ``StepEnded``
+events as one list), and panels redraw at most once per frame. So a run at
 100k steps/s costs the UI thread a few list appends per step and one
 ``setData`` per curve per redraw, never one Qt signal per step.
 
@@ -31,6 +32,7 @@ from tfstudio.core.events import (
     MonitorError,
     RunEnded,
     RunStarted,
+    StepColumns,
     StepEnded,
 )
 
@@ -161,12 +163,16 @@ class Bridge(QObject):
         run: list[StepEnded] = []
         for event in events:
             self._dirty = True
-            if type(event) is StepEnded:
+            kind = type(event)
+            if kind is StepEnded:
                 run.append(event)
                 continue
             if run:
                 self._hand_steps(run)
                 run = []
+            if kind is StepColumns:  # a block of steps: handed on as one run
+                self._hand_steps(event)
+                continue
             for panel in self._routes.get(type(event), ()):
                 panel.ingest_event(event)
             if isinstance(event, RunEnded):
@@ -224,7 +230,7 @@ class Bridge(QObject):
     def _paint_seconds(self) -> float:
         return sum(getattr(p, "paint_clock", (0.0,))[0] for p in self._panels)
 
-    def _hand_steps(self, run: list[StepEnded]) -> None:
+    def _hand_steps(self, run: Sequence[StepEnded]) -> None:
         self.steps_consumed += len(run)
         for panel in self._step_panels:
             panel.ingest_steps(run)

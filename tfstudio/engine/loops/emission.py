@@ -1,4 +1,4 @@
-"""The events of custom loops: ``FitStarted(kind="loop")``, ``StepEnded``, ``FitEnded``.
+"""The events of custom loops: ``FitStarted(kind="loop")``, steps (as columns), ``FitEnded``.
 
 A step is reported once the next step of the loop's first series exists (so a
 GAN's two losses share one event), at once for a loop of one series once it is
@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from tfstudio.core.events import FitEnded, FitStarted, ModelSummary, StepEnded
+import numpy as np
+
+from tfstudio.core.events import FitEnded, FitStarted, ModelSummary, StepColumns
 from tfstudio.engine.loop_inspect import LoopInspector
 from tfstudio.engine.loops.owners import size
 from tfstudio.engine.loops.series import Loop
 from tfstudio.engine.monitor import RunMonitor
 
-_NO_RUNNING: dict[str, float] = {}  # StepEnded.running of a loop step (shared, never mutated)
+_NO_RUNNING: dict[str, float] = {}  # a loop step's running means (shared, never mutated)
 
 
 class LoopEmitter:
@@ -96,7 +98,6 @@ class LoopEmitter:
         start = now if loop.read_at is None else loop.read_at
         loop.read_at = now
         tick = (now - start) / (limit - first)
-        emit = mon.channel.emit
         fit_index = loop.fit_index
         columns = []
         for s, n in zip(series, counts, strict=True):
@@ -106,27 +107,47 @@ class LoopEmitter:
         extras = [s for s in series if s.has_extra()]
         g0 = mon.global_step
         s0 = g0 - loop.start_step
-        if len(columns) == 1 and not extras and columns[0][4] == limit - first:
-            # The common case (one series, graph steps read in bulk): the least Python per
-            # step, since the reader thread competes with training for the GIL.
+        n = limit - first
+        if len(columns) == 1 and not extras and columns[0][4] == n:
+            # The common case (one series, graph steps read in bulk): the steps as columns
+            # at once, the least Python per step (the reader competes with training).
             loss_key, norm_key, losses, norms, _ = columns[0]
-            for k, (loss, norm) in enumerate(zip(losses, norms, strict=True), 1):
-                values = {loss_key: loss, norm_key: norm} if norm == norm else {loss_key: loss}
-                t = start + tick * k
-                emit(StepEnded(fit_index, g0 + k, 0, s0 + k, 1, values, _NO_RUNNING, t))
+            ks = np.arange(1, n + 1, dtype=np.int64)
+            norm = np.asarray(norms, dtype=np.float64)
+            values = {loss_key: np.asarray(losses, dtype=np.float64), norm_key: norm}
+            missing = np.isnan(norm)  # no gradients to measure at that step
+            absent = {norm_key: missing} if missing.any() else {}
+            if missing.all():
+                del values[norm_key]
+                absent = {}
+            mon.channel.emit(
+                StepColumns(
+                    fit_index,
+                    g0 + ks,
+                    np.zeros(n, dtype=np.int64),
+                    s0 + ks,
+                    np.ones(n, dtype=np.int64),
+                    start + tick * ks,
+                    values,
+                    {},
+                    absent,
+                )
+            )
             columns = []
-        for k in range(0 if columns else limit - first, limit - first):
+        step_row = mon.channel.step
+        for k in range(0 if columns else n, n):
             values: dict[str, float] = {}
-            for loss_key, norm_key, losses, norms, n in columns:
-                if k < n:
+            for loss_key, norm_key, losses, norms, count in columns:
+                if k < count:
                     values[loss_key] = losses[k]
                     norm = norms[k]
                     if norm == norm:  # not NaN: the step had gradients to measure
                         values[norm_key] = norm
             for s in extras:
                 values.update(s.extra(first + k))
-            t = start + tick * (k + 1)
-            emit(StepEnded(fit_index, g0 + k + 1, 0, s0 + k + 1, 1, values, {}, t))
+            step_row(
+                fit_index, g0 + k + 1, 0, s0 + k + 1, 1, values, _NO_RUNNING, start + tick * (k + 1)
+            )
         mon.global_step = g0 + (limit - first)
         loop.emitted = limit
         for s in series:
@@ -151,4 +172,4 @@ class LoopEmitter:
     def logged(self, fit_index: int, global_step: int, step: int, scalars: dict[str, Any]) -> None:
         """One ``monitor.log`` call's scalars as a step."""
         mon = self.monitor
-        mon.channel.emit(StepEnded(fit_index, global_step, 0, step, 1, scalars, {}, mon.now()))
+        mon.channel.step(fit_index, global_step, 0, step, 1, scalars, _NO_RUNNING, mon.now())

@@ -34,6 +34,7 @@ from tfstudio.core.events import (
     RunEnded,
     RunStarted,
     RunState,
+    StepColumns,
     StepEnded,
 )
 from tfstudio.core.gpu import GpuReader, GpuSample, IdleGpuWatch
@@ -239,31 +240,44 @@ class SystemPanel(QWidget):
         self._last_step_arrival = arrival
         if self._paused:  # a step means training goes on, even if the resume event lags
             self._end_pause(steps[0].time)
+        if type(steps) is StepColumns:
+            times = steps.time
+            gsteps = steps.global_step
+        else:
+            times = np.fromiter((s.time for s in steps), np.float64, len(steps))
+            gsteps = np.fromiter((s.global_step for s in steps), np.int64, len(steps))
+        first = (float(times[0]), int(gsteps[0]))
         boundary, self._boundary = self._boundary, None
-        if boundary is not None and self._is_gap(boundary, steps[0]):
+        if boundary is not None and self._is_gap(boundary, first):
             self._add_gap(boundary[0])
         start = self._prev_step
-        prev = start
-        for step in steps:
-            if prev is not None and self._is_gap(prev, step):
-                self._add_step_point(start, prev)
-                self._add_gap(prev[0])
-                start = (step.time, step.global_step)
-            elif start is None:
-                start = (step.time, step.global_step)
-            prev = (step.time, step.global_step)
+        if start is not None:
+            times = np.concatenate(([start[0]], times))
+            gsteps = np.concatenate(([start[1]], gsteps))
+        else:
+            start = first
+        # Only where two hooks are more than GAP_MIN_S apart can there be a gap: look at those.
+        for i in np.nonzero(np.diff(times) > GAP_MIN_S)[0].tolist():
+            before = (float(times[i]), int(gsteps[i]))
+            after = (float(times[i + 1]), int(gsteps[i + 1]))
+            if self._is_gap(before, after):
+                self._add_step_point(start, before)
+                self._add_gap(before[0])
+                start = after
+        prev = (float(times[-1]), int(gsteps[-1]))
         self._add_step_point(start, prev)
         self._prev_step = prev
 
-    def _is_gap(self, prev: tuple[float, int], step: StepEnded) -> bool:
-        """True when the time between two hooks is far beyond the run's usual step."""
-        dt = step.time - prev[0]
+    def _is_gap(self, prev: tuple[float, int], step: tuple[float, int]) -> bool:
+        """True when the time between two hooks ((time, global step) each) is far beyond
+        the run's usual step."""
+        dt = step[0] - prev[0]
         if dt <= GAP_MIN_S:
             return False
         usual = self._step_s
         if usual is None:
             return False  # nothing to compare with yet
-        return dt > GAP_FACTOR * usual * max(1, step.global_step - prev[1])
+        return dt > GAP_FACTOR * usual * max(1, step[1] - prev[1])
 
     def _add_step_point(
         self, start: tuple[float, int] | None, end: tuple[float, int] | None
