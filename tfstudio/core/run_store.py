@@ -267,13 +267,13 @@ class RunStore:
             return
         if not steps:
             return
-        if not self._add_uniform(steps):
-            self._add_mixed(steps)
         first, last = steps[0], steps[-1]
         keys = self.fit_keys.setdefault(last.fit_index, {})
-        for s in (first, last):
-            if len(keys) < len(s.values) or any(k not in keys for k in s.values):
-                keys.update(dict.fromkeys(s.values))
+        if self._add_uniform(steps):
+            if len(keys) < len(first.values) or any(k not in keys for k in first.values):
+                keys.update(dict.fromkeys(first.values))
+        else:
+            keys.update(dict.fromkeys(self._add_mixed(steps)))
         for s in (first, last):
             if self.spe.get(s.fit_index, 1) != s.steps:
                 self.spe[s.fit_index] = s.steps
@@ -523,7 +523,8 @@ class RunStore:
             track.append(xs, ys)
         return True
 
-    def _add_mixed(self, steps: Sequence[StepEnded]) -> None:
+    def _add_mixed(self, steps: Sequence[StepEnded]) -> list[str]:
+        """Steps whose keys vary; returns their per-step keys in order of appearance."""
         pv: dict[str, tuple[list[float], list[float]]] = {}
         pr: dict[str, tuple[list[float], list[float]]] = {}
         for s in steps:
@@ -555,6 +556,7 @@ class RunStore:
             if track is not None:
                 self._cut_gaps(track, np.asarray(xs, dtype=np.float64), spe)
                 track.append(xs, ys)
+        return list(pv)
 
     @staticmethod
     def _cut_gaps(track: Track, xs: np.ndarray, spe: int) -> None:

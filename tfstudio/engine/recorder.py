@@ -313,8 +313,13 @@ def scalar_records(
     for tag, mask in absent.items():
         if tag in columns:
             dense &= ~mask
-    if n and any(tag not in described for tag in tags):
-        dense[0] = False  # a tag's first value carries its metadata: the one-by-one way
+    for tag in tags:
+        if tag not in described and n:
+            # a tag's first value carries its metadata: that row the one-by-one way
+            mask = absent.get(tag)
+            present = np.nonzero(~mask)[0] if mask is not None else (0,)
+            if len(present):
+                dense[present[0]] = False
     slow = np.nonzero(~dense)[0].tolist()
     for i in slow:
         values = {t: float(columns[t][i]) for t in tags if t not in absent or not absent[t][i]}
@@ -387,7 +392,11 @@ def _scalar_value(tag: str, v: float, described: bool) -> bytes:
         raw = tag.encode("utf-8")
         head = _TAGS[tag] = b"\x0a" + _varint(len(raw)) + raw
     # tensor (field 8): dtype=DT_FLOAT (field 1), float_val packed (field 5), shape []
-    tensor = b"\x42\x08\x08\x01\x2a\x04" + _FLOAT.pack(v)
+    try:
+        packed = _FLOAT.pack(v)
+    except OverflowError:  # beyond float32: infinite, as a float32 tensor holds it
+        packed = _FLOAT.pack(math.copysign(math.inf, v))
+    tensor = b"\x42\x08\x08\x01\x2a\x04" + packed
     return head + tensor if described else head + tensor + _SCALARS_METADATA
 
 
