@@ -249,3 +249,16 @@ def test_a_slow_viewer_gets_a_coalesced_copy_while_the_record_gets_every_step(mo
     ys = np.concatenate([b.values["loss"] for b in blocks])
     assert ys.min() == 0.0 and ys.max() == 96.0  # the envelope survived
     assert received[-1] == end
+
+
+def test_a_lagging_consumer_finds_the_backlog_kept_as_columns(monkeypatch):
+    monkeypatch.setattr(channel_module, "BLOCK_ROWS", 100)
+    monkeypatch.setattr(channel_module, "BACKLOG_BLOCKS", 3)
+    channel = Channel()
+    for g in range(1, 1001):
+        channel.step(0, g, 0, g, 1, {"loss": float(g)}, {}, 0.0)
+    queued = list(channel._events)
+    assert [type(e).__name__ for e in queued[:3]] == ["StepRows"] * 3
+    assert all(type(e) is StepColumns for e in queued[3:])  # compact once the backlog grew
+    steps = [e.global_step for e in step_rows(channel.drain())]
+    assert steps == list(range(1, 1001))

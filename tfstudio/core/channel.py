@@ -24,6 +24,9 @@ from tfstudio.core.commands import Command
 from tfstudio.core.events import Event, StepColumns, StepEnded
 
 BLOCK_ROWS = 4096  # a block is sealed at this many rows even if no one drains it
+# With this many blocks queued (the pump starved of CPU or of the GIL by a fast loop),
+# the training side seals further blocks as columns itself: ~60 bytes a step, not ~450.
+BACKLOG_BLOCKS = 16
 
 
 class StepRows:
@@ -139,8 +142,11 @@ class Channel:
             rows = self._rows
             rows.append((fit_index, global_step, epoch, step, steps, time, values, running))
             if len(rows) >= BLOCK_ROWS:
-                self._events.append(StepRows(rows))
                 self._rows = []
+                if len(self._events) < BACKLOG_BLOCKS:
+                    self._events.append(StepRows(rows))
+                else:  # the consumer lags: keep the rows as columns, a tenth of the memory
+                    self._events.extend(StepRows(rows).columns())
 
     def emit(self, event: Event) -> None:
         """Queue one event after the steps appended so far; never blocks for long."""

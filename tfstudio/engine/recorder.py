@@ -3,9 +3,11 @@
 Runs off the training thread: a :class:`Recorder` is a sink of the run's pump
 (``core/pump.py``), which hands it each batch of events (:meth:`Recorder.write`).
 
-Event records are TensorBoard ``Event`` protos written with TensorFlow's record
-writer (``tf.io.TFRecordWriter``, so TensorFlow's file systems apply), one
-record per step holding all of that step's values. We do not call
+Event records are TensorBoard ``Event`` protos, one record per step holding all
+of that step's values, framed as TensorFlow's record writer frames them: for a
+local folder by :class:`~tfstudio.core.eventfile.RecordFileWriter` (a block of
+steps in one write, the GIL held throughout), for a URL by
+``tf.io.TFRecordWriter`` (TensorFlow's file systems). We do not call
 ``tf.summary.scalar`` per value: measured here it costs ~0.8 ms per eager call
 (a batched ``tf.function`` still ~1.6 ms per call + 19 us per value) against
 ~30 us per step for a proto + record write; the files are the same format.
@@ -31,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from tfstudio.core.eventfile import RecordFileWriter
 from tfstudio.core.events import (
     CheckpointRestored,
     EpochEnded,
@@ -101,7 +104,11 @@ class Recorder:
             f"events.out.tfevents.{int(now)}.{socket.gethostname()}.{os.getpid()}."
             f"{id(self) % 100000}.v2"
         )
-        self._writer = tf.io.TFRecordWriter(str(self.run_dir / name))
+        self._writer: Any = (
+            _TFRecords(tf.io.TFRecordWriter(str(self.run_dir / name)))
+            if isinstance(self.run_dir, UrlPath)
+            else RecordFileWriter(self.run_dir / name)  # a block of steps in one write
+        )
         self._write_event(event_pb2.Event(wall_time=now, file_version="brain.Event:2"))
         self._described: set[str] = set()
         self._last_flush = time.monotonic()
@@ -224,6 +231,26 @@ class Recorder:
                 self.on_error(text)
             except Exception:  # noqa: BLE001 - telling must not break recording either
                 pass
+
+
+class _TFRecords:
+    """TensorFlow's record writer (for URLs: its file systems) with ``write_many``."""
+
+    def __init__(self, writer: Any) -> None:
+        self._writer = writer
+
+    def write(self, record: bytes) -> None:
+        self._writer.write(record)
+
+    def write_many(self, records: Iterable[bytes]) -> None:
+        for record in records:
+            self._writer.write(record)
+
+    def flush(self) -> None:
+        self._writer.flush()
+
+    def close(self) -> None:
+        self._writer.close()
 
 
 # -- hand-encoded protobuf for per-step scalars ----------------------------------
@@ -456,9 +483,9 @@ def _step_columns(rec: Recorder, e: StepColumns) -> None:
     columns = {STEP_PREFIX + k: v for k, v in e.values.items()}
     absent = {STEP_PREFIX + k: m for k, m in e.absent.items()}
     if columns:
-        write = rec._writer.write
-        for record in scalar_records(e.global_step, walls, columns, rec._described, absent):
-            write(record)
+        rec._writer.write_many(
+            scalar_records(e.global_step, walls, columns, rec._described, absent)
+        )
     rec.info["steps"] = int(e.global_step[-1])
     if "loss" in e.values:
         steps, losses = e.column("loss")
