@@ -22,7 +22,7 @@ pytestmark = pytest.mark.tf
 
 
 class _FullDiskWriter:
-    """A TFRecordWriter stand-in that fails as a full disk does once ``full`` is set."""
+    """A record writer stand-in that fails as a full disk does once ``full`` is set."""
 
     def __init__(self, real, full):
         self.real = real
@@ -32,6 +32,11 @@ class _FullDiskWriter:
         if self.full[0]:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         self.real.write(record)
+
+    def write_many(self, records):
+        if self.full[0]:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self.real.write_many(records)
 
     def flush(self):
         if self.full[0]:

@@ -260,3 +260,21 @@ def test_inspector_samples_are_recorded_as_tensorboard_histograms_and_scalars(
     assert norms[-1] == (weights[-1].step, pytest.approx(kernel.norm, rel=1e-6))
     assert of(events, GradientStats) and "gradients/global_norm" in tags
     assert of(events, LayerOutputs) and any(t.startswith("outputs/") for t in tags)
+
+
+def test_the_record_file_is_byte_for_byte_what_tensorflows_writer_writes(tmp_path):
+    import tensorflow as tf
+
+    from tfstudio.core.eventfile import RecordFileWriter
+
+    records = [b"", b"x", bytes(range(256)) * 3, b"step" * 1000]
+    ours = RecordFileWriter(tmp_path / "ours")
+    ours.write(records[0])
+    ours.write_many(records[1:])
+    ours.close()
+    with tf.io.TFRecordWriter(str(tmp_path / "theirs")) as theirs:
+        for r in records:
+            theirs.write(r)
+    assert (tmp_path / "ours").read_bytes() == (tmp_path / "theirs").read_bytes()
+    read = [r.numpy() for r in tf.data.TFRecordDataset(str(tmp_path / "ours"))]
+    assert read == records
