@@ -190,11 +190,7 @@ def test_recorded_records_of_a_block_are_byte_for_byte_those_of_single_steps(fir
     got = scalar_records(steps, walls, columns, described, absent)
     want = []
     for i in range(n):
-        values = {
-            t: float(v[i])
-            for t, v in columns.items()
-            if t not in absent or not absent[t][i]
-        }
+        values = {t: float(v[i]) for t, v in columns.items() if t not in absent or not absent[t][i]}
         values["step/huge"] = math.inf  # what float32 holds of 1e300
         want.append(scalars_event(int(steps[i]), values, float(walls[i]), expected_described))
     assert got == want
