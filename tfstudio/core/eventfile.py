@@ -455,17 +455,22 @@ class EventFileReader:
             want = chunk_bytes
         return {tag: TagColumns.concat(cols) for tag, cols in parts.items()}
 
-    def read_steps(self, first: int, last: int) -> dict[str, TagColumns]:
+    def read_steps(
+        self, first: int, last: int, cancelled: Callable[[], bool] | None = None
+    ) -> dict[str, TagColumns]:
         """Every point with ``first <= step <= last`` among what was read, read again.
 
         Only the pieces of the file whose steps overlap the range are read (see
         :attr:`index`): a view that keeps a decimated envelope gets a zoomed-in
-        range back exactly, without keeping every point.
+        range back exactly, without keeping every point. ``cancelled``: checked
+        between pieces; reading stops when it returns True.
         """
         parts: dict[str, list[TagColumns]] = {}
-        for start, end, lo, hi in self.index:
+        for start, end, lo, hi in list(self.index):
             if hi < first or lo > last:
                 continue
+            if cancelled is not None and cancelled():
+                break
             try:
                 raw = self._read(start, end - start)
             except OSError:

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from tfstudio.core.eventfile import TagColumns
 from tfstudio.core.events import CheckpointRestored, FitStarted, ModelSummary, RunEnded
 from tfstudio.core.locations import Location, location
 from tfstudio.core.run_store import (
@@ -221,6 +223,18 @@ class FolderFeed:
             )
         batch.notes = self.reader.notes()
         return batch
+
+    def read_steps(
+        self, first: int, last: int, cancelled: Callable[[], bool] | None = None
+    ) -> dict[str, TagColumns]:
+        """Each per-step line's points with ``first <= step <= last``, by store key, read
+        again from the folder (any thread): the exact points of a zoomed-in range."""
+        out: dict[str, TagColumns] = {}
+        for tag, cols in self.reader.read_steps(first, last, cancelled).items():
+            mapped = tag_kind(tag)
+            if mapped is not None and mapped[1] == STEP and len(cols):
+                out[mapped[0]] = cols
+        return out
 
 
 def load_folder(run_dir: str | Location, store: RunStore | None = None) -> RunStore:

@@ -20,7 +20,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -357,15 +357,21 @@ class RunFolderReader:
         out, self._histograms = self._histograms, {}
         return out
 
-    def read_steps(self, first: int, last: int) -> dict[str, TagColumns]:
+    def read_steps(
+        self, first: int, last: int, cancelled: Callable[[], bool] | None = None
+    ) -> dict[str, TagColumns]:
         """Every point read so far with ``first <= step <= last``, read again from the files.
 
         Reads only the pieces of each file that hold such steps: for zooming into a
-        range of a run whose store keeps only a decimated envelope.
+        range of a run whose store keeps only a decimated envelope. Safe beside the
+        thread that reads on (it only reads the pieces already indexed).
+        ``cancelled``: checked between pieces; reading stops when it returns True.
         """
         out: dict[str, TagColumns] = {}
         for reader, prefix in list(self._files.values()):
-            merge_columns(out, reader.read_steps(first, last), prefix)
+            if cancelled is not None and cancelled():
+                break
+            merge_columns(out, reader.read_steps(first, last, cancelled), prefix)
         return out
 
     def progress(self) -> tuple[int, int]:

@@ -8,14 +8,24 @@ overlaid in its own colour to compare them.
 from __future__ import annotations
 
 import html
-from collections.abc import Callable, Iterable, Sequence
+import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 
-from tfstudio.core.run_store import EPOCH, RUNNING, SAMPLED, SERIES_CAPACITY, RunStore, Track
+from tfstudio.core.exact_points import ExactPoints, exact_points_for, splice
+from tfstudio.core.run_store import (
+    EPOCH,
+    RUNNING,
+    SAMPLED,
+    SERIES_CAPACITY,
+    STEP,
+    RunStore,
+    Track,
+)
 from tfstudio.ui.plotting import (
     FOREGROUND,
     Curve,
@@ -31,6 +41,10 @@ EPOCH_LINE_GAP_PX = 6  # epoch boundaries closer than this are thinned (every 2^
 MAX_NAMED_FITS = 6  # more fits than this: the legend names them by number only
 MAX_LEGEND_FITS = 12  # more than this: no legend (the fit list shows the colours)
 MAX_READOUT_ROWS = 12
+# Zoomed in so far that the view holds fewer raw steps than this many per pixel: a
+# recorded run's line shows its exact points there, read again from its folder.
+EXACT_STEPS_PER_PX = 2
+EXACT_POLL_MS = 30  # how often a plot looks for the exact points it waits for
 
 STEP_ALPHA = 150  # raw per-step line when not smoothed
 SMOOTH_WIDTH = 1.6
@@ -148,6 +162,13 @@ class MetricPlot(PlotView):
         # Items of curves born while the plot is hidden: made when it is first shown.
         self._pending_items: list[tuple[Curve, Callable[[], pg.PlotDataItem]]] = []
         self.layers: list[RunLayer] = []  # other runs, drawn behind the run on show
+        # Zooming in: which curves show exact points now, and what each drew last
+        # (the exact points' revision, the curve's source revision, spliced or not).
+        self._exact_use: dict[int, bool] = {}
+        self._exact_drawn: dict[int, tuple[int, int, bool]] = {}
+        self._exact_timer = QTimer(self.widget)
+        self._exact_timer.setInterval(EXACT_POLL_MS)
+        self._exact_timer.timeout.connect(self._on_exact_poll)
 
     # -- curves ------------------------------------------------------------
     def bind(self, track: Track) -> Curve:
@@ -598,6 +619,81 @@ class MetricPlot(PlotView):
         item.setDownsampling(auto=True, method="peak")
         return self.add_item(item, z=1)
 
+    # -- zooming in: exact points of a recorded run -----------------------------------
+    def _zoomable(self) -> Iterator[tuple[Curve, Track, ExactPoints]]:
+        """Drawn per-step lines of recorded runs (the run on show's and the layers')."""
+        curves = [
+            *self.steps.values(),
+            *(c for layer in self.layers for c in layer.curves.values()),
+        ]
+        for curve in curves:
+            track = curve.source
+            if curve.item is None or not isinstance(track, Track) or track.kind != STEP:
+                continue
+            exact = exact_points_for(track)
+            if exact is not None:
+                yield curve, track, exact
+
+    def _on_x_range_changed(self, *args: object) -> None:
+        super()._on_x_range_changed(*args)
+        self.zoom_check()
+
+    def zoom_check(self) -> None:
+        """Zoomed in far enough: ask for the exact points of the view (each recorded run's
+        lines); zoomed out: back to the envelope. The reads run off the UI thread."""
+        if not self.shown or not hasattr(self, "_exact_timer"):  # (a range set while built)
+            return
+        (x0, x1), _ = self.vb.viewRange()
+        budget = EXACT_STEPS_PER_PX * max(1.0, float(self.vb.width()))
+        waiting = False
+        for curve, track, exact in self._zoomable():
+            use = self.x_mode == GLOBAL and _steps_in_view(curve, track, x0, x1) <= budget
+            self._exact_use[id(curve)] = use
+            if use and not exact.covers(x0, x1):
+                margin = (x1 - x0) / 2  # a small pan stays within what is read
+                exact.want(max(0, math.floor(x0 - margin)), math.ceil(x1 + margin))
+            waiting = waiting or (use and exact.pending())
+        if self._draw_exact():
+            self.refresh_range()
+        if waiting and not self._exact_timer.isActive():
+            self._exact_timer.start()
+
+    def _on_exact_poll(self) -> None:
+        if self._draw_exact():
+            self.refresh_range()
+        if not any(self._exact_use.get(id(c)) and e.pending() for c, _, e in self._zoomable()):
+            self._exact_timer.stop()
+
+    def _draw_exact(self) -> bool:
+        """Splice the exact points read into the curves that show them (or put the envelope
+        back where they no longer do); True if any curve was redrawn."""
+        changed = False
+        is_global = self.x_mode == GLOBAL
+        for curve, track, exact in self._zoomable():
+            held = exact.get(track.key) if self._exact_use.get(id(curve)) else None
+            held = held if is_global else None
+            before = self._exact_drawn.get(id(curve))
+            if before is not None and before[:2] == (exact.revision, curve.seen):
+                if before[2] == (held is not None):
+                    continue
+            if held is None and not (before is not None and before[2]):
+                self._exact_drawn[id(curve)] = (exact.revision, curve.seen, False)
+                continue
+            curve.update_item(draw=is_global)  # the envelope, as the store holds it
+            if held is not None:
+                curve.x, curve.y = splice(curve.x, curve.y, held)
+                x, y = curve.drawn()
+                curve.item.setData(x, y, connect="finite")
+            self._exact_drawn[id(curve)] = (exact.revision, curve.seen, held is not None)
+            changed = True
+        return changed
+
+    def exact_shown(self) -> list[str]:
+        """Labels of the curves drawing exact points read again (zoomed in), for tests."""
+        return [
+            c.label for c, _, _ in self._zoomable() if self._exact_drawn.get(id(c), (0, 0, 0))[2]
+        ]
+
     # -- frame -------------------------------------------------------------
     def refresh(self) -> None:
         """``setData`` every curve that changed since the last frame (none while hidden)."""
@@ -618,6 +714,8 @@ class MetricPlot(PlotView):
             changed = True
         for layer in self.layers:
             changed = self._sync_layer(layer) or changed
+        if changed:
+            self._draw_exact()  # a redrawn envelope gets the exact points of the zoom back
         if self._legend_stale:
             self._relegend()
         if changed:
@@ -726,6 +824,19 @@ class MetricPlot(PlotView):
             label = f"{name}{fit_here}: {key}"
             rows.append(_row(layer.colour, label, hit[1], hit[2], ""))
         return rows
+
+
+def _steps_in_view(curve: Curve, track: Track, x0: float, x1: float) -> float:
+    """About how many raw steps of a decimated line lie in [x0, x1] (inf: not decimated,
+    or none there: nothing to read again)."""
+    series = track.series
+    if series is None or series.width <= 1 or not len(curve.x) or track.last_x is None:
+        return math.inf
+    first, last = float(curve.x[0]), track.last_x
+    overlap = min(x1, last) - max(x0, first)
+    if overlap <= 0 or last <= first:
+        return math.inf
+    return track.count() * overlap / (last - first)
 
 
 def _legend_item(curve: Curve) -> pg.PlotDataItem:

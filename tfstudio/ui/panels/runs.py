@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 )
 
 from tfstudio.core.events import RunEnded, RunStarted, StepEnded
+from tfstudio.core.exact_points import ExactPoints, attach, detach
 from tfstudio.core.locations import fs_for, location
 from tfstudio.core.run_loading import CHUNK_BYTES, FolderFeed, FolderLoader
 from tfstudio.core.run_store import RunStore
@@ -325,13 +326,13 @@ class RunsPanel(QWidget):
         """Start reading newly picked runs; forget (and cancel) the ones unpicked."""
         paths = self.selected_paths()
         for gone in [p for p in self.feeds if p not in paths]:
-            self.feeds.pop(gone).cancel()
-            self.stores.pop(gone, None)
-            self._pending.discard(gone)
+            self._forget(gone)
         for p in paths:
             if p not in self.feeds:
                 self.feeds[p] = FolderFeed(p, self.feeds_chunk_bytes)
                 self.stores[p] = RunStore(p.name, path=str(p))
+                # zooming in reads the exact points of the view again, from the folder
+                attach(self.stores[p], ExactPoints(self.feeds[p].read_steps))
                 self._pending.add(p)
                 self.loader.submit(self.feeds[p])
         self._show_progress()
@@ -346,6 +347,7 @@ class RunsPanel(QWidget):
             return self.pinned[path][1]
         feed = FolderFeed(path)
         store = RunStore(path.name, path=str(path))
+        attach(store, ExactPoints(feed.read_steps))
         self.pinned[path] = (feed, store)
         self.loader.submit(feed)
         if not self.timer.isActive():
@@ -469,7 +471,9 @@ class RunsPanel(QWidget):
         feed = self.feeds.pop(path, None)
         if feed is not None:
             feed.cancel()
-        self.stores.pop(path, None)
+        store = self.stores.pop(path, None)
+        if store is not None:
+            detach(store)
         self._pending.discard(path)
 
     def _on_rename_clicked(self) -> None:
@@ -553,4 +557,6 @@ class RunsPanel(QWidget):
         """Stop following (and reading) when the panel goes away."""
         self.timer.stop()
         self.loader.close()
+        for store in [*self.stores.values(), *(store for _, store in self.pinned.values())]:
+            detach(store)
         super().closeEvent(event)
