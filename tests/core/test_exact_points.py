@@ -63,6 +63,14 @@ def test_the_exact_points_come_from_the_folder_as_recorded(tmp_path):
         assert held.xs.tolist() == list(range(1200, 1301))
         assert held.ys.tolist() == [float(np.float32(1.0 / s)) for s in range(1200, 1301)]
         assert exact.get("loss (epoch)") is None  # per-step lines only
+        exact.want(4_900, 5_200)  # past the last step read: held only as far as points go
+        wait_for(lambda: exact.get("loss").first == 4_900, timeout=10)
+        held = exact.get("loss")
+        assert (held.first, held.last) == (4_900, 5_000) and not exact.covers(4_950, 5_100)
+        reads = exact.reads
+        wait_for(lambda: not exact.pending(), timeout=10)  # read once: not read over and over
+        wait_for(lambda: not any(t.name == "tfstudio-zoom-reader" for t in threading.enumerate()))
+        assert exact.reads == reads
     finally:
         exact.close()
     exact.want(0, 1)  # closed: nothing more is read

@@ -1,4 +1,4 @@
-"""The exact points of a zoomed-in range of a recorded run, read again from its folder.
+"""What a view draws of a recorded run beside its store: exact points, and an overview.
 
 A recorded run's store keeps each per-step line as a decimated envelope (bounded
 memory whatever the run's length). When a view zooms in so far that it could draw
@@ -9,6 +9,10 @@ and hands them to the view, which draws them in place of the envelope there.
 It stays beside the store: :func:`attach` ties one to a store, :func:`exact_points_for`
 finds it from a line of the store. Pure Python and numpy (no Qt): the view asks,
 the thread reads, the view polls for the answer.
+
+An :class:`Overview` holds a few points of each line over the whole run, sampled
+before the run is read in order (a big run appears coarse first): a view draws
+them beyond what the store holds so far, until the full read has passed them.
 """
 
 from __future__ import annotations
@@ -89,6 +93,7 @@ class ExactPoints:
         self._wanted: tuple[int, int] | None = None
         self._asked_at = 0.0
         self._generation = 0
+        self._read_generation = -1  # the generation whose range was read last
         self._ranges: dict[str, ExactRange] = {}
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -103,7 +108,7 @@ class ExactPoints:
     def pending(self) -> bool:
         """Whether a wanted range has not been read yet."""
         with self._cond:
-            return self._wanted is not None and not self._holds(self._wanted)
+            return self._wanted is not None and not self._settled()
 
     def want(self, first: int, last: int) -> None:
         """Read the exact points of steps ``first..last`` soon (unless already held)."""
@@ -152,6 +157,11 @@ class ExactPoints:
         if thread is not None:
             thread.join(timeout)
 
+    def _settled(self) -> bool:
+        """The wanted range is held, or was read (as far as the folder's points go)."""
+        assert self._wanted is not None
+        return self._read_generation == self._generation or self._holds(self._wanted)
+
     def _holds(self, wanted: tuple[int, int]) -> bool:
         ranges = self._ranges
         return bool(ranges) and all(
@@ -162,7 +172,7 @@ class ExactPoints:
         while True:
             with self._cond:
                 while True:
-                    if self._closed or self._wanted is None or self._holds(self._wanted):
+                    if self._closed or self._wanted is None or self._settled():
                         self._thread = None
                         return
                     wait = self._asked_at + self.debounce_s - time.monotonic()
@@ -182,11 +192,16 @@ class ExactPoints:
             ranges: dict[str, ExactRange] = {}
             for key, cols in read.items():
                 xs, ys = last_writes(cols.steps.astype(np.float64), cols.values)
-                ranges[key] = ExactRange(first, last, xs, ys)
+                if not len(xs):
+                    continue
+                # Only as far as the points go: steps the folder holds later (a run still
+                # loading or followed) keep the envelope there, not a hole.
+                ranges[key] = ExactRange(first, min(last, int(xs[-1])), xs, ys)
             with self._cond:
                 if generation != self._generation:
                     continue  # superseded while it was read
                 self.reads += 1
+                self._read_generation = generation
                 if not ranges:  # nothing there: remember the range as read, with no points
                     ranges = {"": ExactRange(first, last, np.empty(0), np.empty(0))}
                 self._ranges = ranges
@@ -226,4 +241,54 @@ def exact_points_for(track: Track) -> ExactPoints | None:
     for store, exact in list(_ATTACHED.items()):
         if store.steps.get(track.key) is track:
             return exact
+    return None
+
+
+class Overview:
+    """A few points of each per-step line over a whole recorded run (coarse first).
+
+    ``lines``: key -> (steps, values), in step order. A view draws the part beyond
+    what the store holds so far (:meth:`tail`); once the full read has gone past
+    it, nothing is left of it.
+    """
+
+    def __init__(self) -> None:
+        self.lines: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.revision = 0
+
+    def set(self, key: str, xs: np.ndarray, ys: np.ndarray) -> None:
+        """The overview of line ``key``."""
+        self.lines[key] = (np.asarray(xs, dtype=np.float64), np.asarray(ys, dtype=np.float64))
+        self.revision += 1
+
+    def tail(self, key: str, after: float | None) -> tuple[np.ndarray, np.ndarray] | None:
+        """The overview's points of ``key`` beyond step ``after`` (None: none)."""
+        line = self.lines.get(key)
+        if line is None:
+            return None
+        xs, ys = line
+        start = 0 if after is None else int(np.searchsorted(xs, after, side="right"))
+        if start >= len(xs):
+            return None
+        return xs[start:], ys[start:]
+
+
+_OVERVIEWS: weakref.WeakKeyDictionary[RunStore, Overview] = weakref.WeakKeyDictionary()
+
+
+def overview_of(store: RunStore, make: bool = False) -> Overview | None:
+    """The overview beside ``store`` (made when ``make`` and there is none)."""
+    overview = _OVERVIEWS.get(store)
+    if overview is None and make:
+        overview = _OVERVIEWS[store] = Overview()
+    return overview
+
+
+def overview_for(track: Track) -> Overview | None:
+    """The overview of the store holding ``track``, when it is a per-step line (else None)."""
+    if track.kind != STEP:
+        return None
+    for store, overview in list(_OVERVIEWS.items()):
+        if store.steps.get(track.key) is track:
+            return overview
     return None

@@ -16,7 +16,13 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
 
-from tfstudio.core.exact_points import ExactPoints, exact_points_for, splice
+from tfstudio.core.exact_points import (
+    ExactPoints,
+    Overview,
+    exact_points_for,
+    overview_for,
+    splice,
+)
 from tfstudio.core.run_store import (
     EPOCH,
     RUNNING,
@@ -620,8 +626,9 @@ class MetricPlot(PlotView):
         return self.add_item(item, z=1)
 
     # -- zooming in: exact points of a recorded run -----------------------------------
-    def _zoomable(self) -> Iterator[tuple[Curve, Track, ExactPoints]]:
-        """Drawn per-step lines of recorded runs (the run on show's and the layers')."""
+    def _zoomable(self) -> Iterator[tuple[Curve, Track, ExactPoints | None, Overview | None]]:
+        """Drawn per-step lines of recorded runs (the run on show's and the layers'), with
+        their exact points and overview."""
         curves = [
             *self.steps.values(),
             *(c for layer in self.layers for c in layer.curves.values()),
@@ -630,9 +637,9 @@ class MetricPlot(PlotView):
             track = curve.source
             if curve.item is None or not isinstance(track, Track) or track.kind != STEP:
                 continue
-            exact = exact_points_for(track)
-            if exact is not None:
-                yield curve, track, exact
+            exact, overview = exact_points_for(track), overview_for(track)
+            if exact is not None or overview is not None:
+                yield curve, track, exact, overview
 
     def _on_x_range_changed(self, *args: object) -> None:
         super()._on_x_range_changed(*args)
@@ -646,7 +653,9 @@ class MetricPlot(PlotView):
         (x0, x1), _ = self.vb.viewRange()
         budget = EXACT_STEPS_PER_PX * max(1.0, float(self.vb.width()))
         waiting = False
-        for curve, track, exact in self._zoomable():
+        for curve, track, exact, _ in self._zoomable():
+            if exact is None:
+                continue
             use = self.x_mode == GLOBAL and _steps_in_view(curve, track, x0, x1) <= budget
             self._exact_use[id(curve)] = use
             if use and not exact.covers(x0, x1):
@@ -661,37 +670,65 @@ class MetricPlot(PlotView):
     def _on_exact_poll(self) -> None:
         if self._draw_exact():
             self.refresh_range()
-        if not any(self._exact_use.get(id(c)) and e.pending() for c, _, e in self._zoomable()):
+        if not any(
+            self._exact_use.get(id(c)) and e is not None and e.pending()
+            for c, _, e, _ in self._zoomable()
+        ):
             self._exact_timer.stop()
 
     def _draw_exact(self) -> bool:
         """Splice the exact points read into the curves that show them (or put the envelope
-        back where they no longer do); True if any curve was redrawn."""
+        back where they no longer do), and draw each run's overview beyond what its store
+        holds so far; True if any curve was redrawn."""
         changed = False
         is_global = self.x_mode == GLOBAL
-        for curve, track, exact in self._zoomable():
-            held = exact.get(track.key) if self._exact_use.get(id(curve)) else None
-            held = held if is_global else None
+        for curve, track, exact, overview in self._zoomable():
+            held = None
+            if exact is not None and is_global and self._exact_use.get(id(curve)):
+                held = exact.get(track.key)
+            tail = overview.tail(track.key, track.last_x) if overview and is_global else None
+            state = (
+                -1 if exact is None else exact.revision,
+                -1 if overview is None else overview.revision,
+                curve.seen,
+                held is not None or tail is not None,
+            )
             before = self._exact_drawn.get(id(curve))
-            if before is not None and before[:2] == (exact.revision, curve.seen):
-                if before[2] == (held is not None):
-                    continue
-            if held is None and not (before is not None and before[2]):
-                self._exact_drawn[id(curve)] = (exact.revision, curve.seen, False)
+            if before == state or (before is None and not state[3]):
+                continue
+            if not state[3] and before is not None and not before[3]:
+                self._exact_drawn[id(curve)] = state
                 continue
             curve.update_item(draw=is_global)  # the envelope, as the store holds it
             if held is not None:
                 curve.x, curve.y = splice(curve.x, curve.y, held)
+            if tail is not None:  # coarse first: the overview beyond what was read so far
+                curve.x = np.concatenate([curve.x, tail[0]])
+                curve.y = np.concatenate([curve.y, tail[1]])
+            if held is not None or tail is not None:
                 x, y = curve.drawn()
                 curve.item.setData(x, y, connect="finite")
-            self._exact_drawn[id(curve)] = (exact.revision, curve.seen, held is not None)
+            self._exact_drawn[id(curve)] = (*state[:2], curve.seen, state[3])
             changed = True
         return changed
 
     def exact_shown(self) -> list[str]:
         """Labels of the curves drawing exact points read again (zoomed in), for tests."""
         return [
-            c.label for c, _, _ in self._zoomable() if self._exact_drawn.get(id(c), (0, 0, 0))[2]
+            c.label
+            for c, t, e, _ in self._zoomable()
+            if e is not None
+            and self._exact_use.get(id(c))
+            and e.get(t.key) is not None
+            and self._exact_drawn.get(id(c), (0, 0, 0, False))[3]
+        ]
+
+    def overview_shown(self) -> list[str]:
+        """Labels of the curves drawing part of their run's overview (still loading)."""
+        return [
+            c.label
+            for c, t, _, o in self._zoomable()
+            if o is not None and o.tail(t.key, t.last_x) is not None and self.x_mode == GLOBAL
         ]
 
     # -- frame -------------------------------------------------------------

@@ -97,6 +97,7 @@ class RunsPanel(QWidget):
         self.extra: list[Location] = []  # folders opened by hand (any TensorBoard log dir)
         self._live_run = False
         self._relist_at: float | None = None  # when to re-list the runs next
+        self._follow_at = 0.0  # when to read the followed runs again (monotonic)
 
         self.logdir_edit = QLineEdit()
         self.logdir_edit.setPlaceholderText("runs directory")
@@ -398,14 +399,21 @@ class RunsPanel(QWidget):
                 self._pending.discard(path)
             if result.notes:  # a damaged file: its good part is shown, and this says so
                 self.show_error("\n".join(f"{path.name}: {n}" for n in result.notes))
+        now = time.monotonic()
         if self.follow_box.isChecked():
-            for path, feed in self.feeds.items():
-                if path not in self._pending:  # a run still loading is read on anyway
-                    self.loader.submit(feed)
+            # Followed runs are read every POLL_MS; what they read is taken as soon as it is
+            # read (the timer ticks fast while reads are out): lag stays under a second.
+            if now >= self._follow_at and self.loader.idle():
+                self._follow_at = now + POLL_MS / 1000
+                for path, feed in self.feeds.items():
+                    if path not in self._pending:  # a run still loading is read on anyway
+                        self.loader.submit(feed)
         elif not self._pending:
             self.timer.stop()
         self._show_progress()
-        self.timer.setInterval(LOADING_POLL_MS if self._pending else POLL_MS)
+        fast = self._pending or not self.loader.idle()
+        wait = max(LOADING_POLL_MS, int(1000 * (self._follow_at - now)))
+        self.timer.setInterval(LOADING_POLL_MS if fast else min(POLL_MS, wait))
         if new:
             self.data_changed.emit()
         return new
