@@ -52,6 +52,8 @@ def test_a_big_run_shows_its_whole_length_at_once_then_the_full_read(
         curve = plot.steps["loss"].item
         x, _ = curve.getData()
         assert np.nanmax(x) >= 0.9 * STEPS  # ... and the plot draws all of it
+        twin = plot.steps["loss"].smoothed()  # smoothing on: the bold line spans it too
+        assert twin is not None and np.nanmax(twin.item.getData()[0]) >= 0.9 * STEPS
     finally:
         release.set()
     qtbot.waitUntil(lambda: not panel.loading(), timeout=120_000)

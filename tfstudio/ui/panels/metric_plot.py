@@ -32,6 +32,7 @@ from tfstudio.core.run_store import (
     RunStore,
     Track,
 )
+from tfstudio.core.smoothing import ema
 from tfstudio.ui.plotting import (
     FOREGROUND,
     Curve,
@@ -171,7 +172,7 @@ class MetricPlot(PlotView):
         # Zooming in: which curves show exact points now, and what each drew last
         # (the exact points' revision, the curve's source revision, spliced or not).
         self._exact_use: dict[int, bool] = {}
-        self._exact_drawn: dict[int, tuple[int, int, bool]] = {}
+        self._exact_drawn: dict[int, tuple[int, int, np.ndarray, bool]] = {}
         self._exact_timer = QTimer(self.widget)
         self._exact_timer.setInterval(EXACT_POLL_MS)
         self._exact_timer.timeout.connect(self._on_exact_poll)
@@ -687,17 +688,21 @@ class MetricPlot(PlotView):
             if exact is not None and is_global and self._exact_use.get(id(curve)):
                 held = exact.get(track.key)
             tail = overview.tail(track.key, track.last_x) if overview and is_global else None
-            state = (
+            revisions = (
                 -1 if exact is None else exact.revision,
                 -1 if overview is None else overview.revision,
-                curve.seen,
-                held is not None or tail is not None,
             )
+            spliced = held is not None or tail is not None
+            # What the curve drew last: any redraw of the envelope (new points, a forced
+            # redraw) gives it new arrays, so the splice is redone then.
             before = self._exact_drawn.get(id(curve))
-            if before == state or (before is None and not state[3]):
+            if before is None and not spliced:
                 continue
-            if not state[3] and before is not None and not before[3]:
-                self._exact_drawn[id(curve)] = state
+            if before is not None and before[2] is curve.x and before[3] == spliced:
+                if before[:2] == revisions or not spliced:
+                    continue
+            if before is not None and not before[3] and not spliced:
+                self._exact_drawn[id(curve)] = (*revisions, curve.x, False)
                 continue
             curve.update_item(draw=is_global)  # the envelope, as the store holds it
             if held is not None:
@@ -705,12 +710,24 @@ class MetricPlot(PlotView):
             if tail is not None:  # coarse first: the overview beyond what was read so far
                 curve.x = np.concatenate([curve.x, tail[0]])
                 curve.y = np.concatenate([curve.y, tail[1]])
-            if held is not None or tail is not None:
+                self._overview_on_twin(curve, tail)
+            if spliced:
                 x, y = curve.drawn()
                 curve.item.setData(x, y, connect="finite")
-            self._exact_drawn[id(curve)] = (*state[:2], curve.seen, state[3])
+            self._exact_drawn[id(curve)] = (*revisions, curve.x, spliced)
             changed = True
         return changed
+
+    def _overview_on_twin(self, curve: Curve, tail: tuple[np.ndarray, np.ndarray]) -> None:
+        """Smoothing on: the smoothed line carries the overview too (smoothed alike), so
+        the coarse part is not only the faint raw line."""
+        twin = curve.smoothed()
+        if twin is None or twin.item is None or not twin.item.isVisible():
+            return
+        twin.x = np.concatenate([twin.x, tail[0]])
+        twin.y = np.concatenate([twin.y, np.asarray(ema(tail[1], self.smoothing))])
+        x, y = twin.drawn()
+        twin.item.setData(x, y, connect="finite")
 
     def exact_shown(self) -> list[str]:
         """Labels of the curves drawing exact points read again (zoomed in), for tests."""
@@ -720,7 +737,7 @@ class MetricPlot(PlotView):
             if e is not None
             and self._exact_use.get(id(c))
             and e.get(t.key) is not None
-            and self._exact_drawn.get(id(c), (0, 0, 0, False))[3]
+            and self._exact_drawn.get(id(c), (0, 0, None, False))[3]
         ]
 
     def overview_shown(self) -> list[str]:
