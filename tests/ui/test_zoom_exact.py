@@ -53,6 +53,11 @@ def test_zooming_in_draws_the_exact_points_and_zooming_out_the_envelope(window, 
     hit = curve.nearest(31_111.0)
     assert hit is not None and hit[0] == 31_111.0
     assert hit[1] == hit[2] == float(recorded.values[recorded.steps == 31_111][0])
+    # a forced redraw of the envelope (another smoothing weight) keeps the exact points
+    plot.set_smoothing(0.3 if plot.smoothing != 0.3 else 0.5)
+    plot.refresh()
+    assert plot.exact_shown() == ["loss (per step)"]
+    assert curve.nearest(31_111.0)[0] == 31_111.0
     # outside the read range the envelope is drawn as before (the item clips to the view)
     outside = curve.x < first - 1_000
     assert curve.x[0] == envelope[0][0] and curve.x[-1] == envelope[0][-1]
