@@ -25,7 +25,10 @@ reads a picked run (``FolderFeed`` chunks into the store's bounded series).
 Last lines:
 ``logdir: tfstudio s = A, tensorboard s = B, ratio = R``,
 ``logdir: 2M-step run opens in s = C``, ``logdir: values/s own = X, foreign = Y``,
-``logdir: 10M-step run in the window MB = M``.
+``logdir: 10M-step run in the window MB = M``; before them the time to a big run's
+overview (coarse first) and ``logdir: follow 100 runs cpu % of one core = P, lag s = L``
+(100 run folders followed as the Runs panel follows them, while a writer process
+appends 10 steps/s to each; ``--follow`` measures only this).
 """
 
 from __future__ import annotations
@@ -283,13 +286,143 @@ def rust_server(logdir: Path, runs: int, last_step: int, limit_s: float) -> floa
             proc.wait()
 
 
+def overview_then_full(run: Path) -> tuple[float, float, int]:
+    """Seconds until a picked run's first batch (its overview of the whole run) and until
+    every point is read, as the window reads it (``FolderFeed`` chunks); overview points."""
+    from tfstudio.core.run_loading import FolderFeed
+
+    t = time.perf_counter()
+    feed = FolderFeed(run)
+    batch = feed.read()
+    first = time.perf_counter() - t
+    points = sum(len(xs) for _, xs, _ in batch.overview)
+    while batch.more:
+        batch = feed.read()
+    return first, time.perf_counter() - t, points
+
+
+# -- following ---------------------------------------------------------------------------
+FOLLOW_WRITER = """
+import json, os, socket, sys, time
+from pathlib import Path
+from tfstudio.core.eventfile import masked_crc
+from tfstudio.core.runs import write_run_json
+from tfstudio.engine.recorder import scalars_event
+import struct
+
+def frame(data):
+    head = struct.pack("<Q", len(data))
+    return head + struct.pack("<I", masked_crc(head)) + data + struct.pack("<I", masked_crc(data))
+
+base, runs = Path(sys.argv[1]), int(sys.argv[2])
+rate, seconds = float(sys.argv[3]), float(sys.argv[4])
+info = {"format": 1, "status": "running", "script": "f.py", "start_time": time.time(),
+        "hostname": socket.gethostname(), "pid": os.getpid(), "steps": 0,
+        "segments": [{"kind": "fit", "index": 0, "model": "m", "start_step": 0}]}
+files, described = [], [set() for _ in range(runs)]
+for i in range(runs):
+    folder = base / f"run-{i:03d}"
+    folder.mkdir(parents=True)
+    write_run_json(folder, info)
+    f = open(folder / "events.out.tfevents.1.follow.v2", "ab")
+    f.write(frame(bytes([9]) + struct.pack("<d", time.time()) + bytes([26, 13]) + b"brain.Event:2"))
+    f.flush()
+    files.append(f)
+print("ready", flush=True)
+t0 = time.monotonic()
+step, json_at = 0, t0
+while time.monotonic() - t0 < seconds:
+    step += 1
+    for i, f in enumerate(files):
+        values = {"step/loss": 1.0 / step, "step/accuracy": 1.0 - 1.0 / step}
+        f.write(frame(scalars_event(step, values, time.time(), described[i])))
+        f.flush()
+    if time.monotonic() - json_at >= 0.5:  # the recorder rewrites run.json at each flush
+        json_at = time.monotonic()
+        for i in range(runs):
+            write_run_json(base / f"run-{i:03d}", {**info, "steps": step})
+    time.sleep(max(0.0, t0 + step / rate - time.monotonic()))
+"""
+
+
+def follow(base: Path, runs: int, rate: float, seconds: float) -> tuple[float, float, int]:
+    """Follow ``runs`` folders while a writer appends ``rate`` steps/s to each, as the Runs
+    panel does (its reading thread, its poll); returns (CPU % of one core of this process,
+    the largest lag in s from a record's write to its being in the store, points taken)."""
+    from tfstudio.core.run_loading import FolderFeed, FolderLoader
+    from tfstudio.core.run_store import RunStore
+    from tfstudio.ui.panels.runs import LOADING_POLL_MS, POLL_MS
+
+    folder = base / "follow"
+    shutil.rmtree(folder, ignore_errors=True)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    writer = subprocess.Popen(
+        [sys.executable, "-c", FOLLOW_WRITER, str(folder), str(runs), str(rate), str(seconds + 6)],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    loader = FolderLoader()
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
+        feeds = [FolderFeed(folder / f"run-{i:03d}") for i in range(runs)]
+        stores = {id(f): RunStore(f.path.name, path=str(f.path)) for f in feeds}
+        lags: list[float] = []
+        points = 0
+        start = time.monotonic()
+        measure_from = start + 3.0  # the first reads (and the imports) are not following
+        cpu0 = 0.0
+        next_submit = 0.0
+        while True:
+            now = time.monotonic()
+            if now >= measure_from and not cpu0:
+                cpu0, lags, points = time.process_time(), [], 0
+            if now >= measure_from + seconds:
+                break
+            for feed, batch in loader.take():
+                if isinstance(batch, Exception):
+                    raise batch
+                batch.apply(stores[id(feed)])
+                applied = time.time()
+                for _key, _kind, _xs, _ys, wall in batch.columns:
+                    if len(wall):
+                        lags.append(applied - float(wall.min()))
+                points += batch.points
+            if now >= next_submit and loader.idle():
+                next_submit = now + POLL_MS / 1000
+                for feed in feeds:
+                    loader.submit(feed)
+            # the panel's timer: soon while a read is out, else at the next time to follow
+            idle = loader.idle()
+            time.sleep(max(0.001, next_submit - now) if idle else LOADING_POLL_MS / 1000)
+        cpu = time.process_time() - cpu0
+        return 100 * cpu / seconds, max(lags, default=float("nan")), points
+    finally:
+        loader.close()
+        writer.kill()
+        writer.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def main() -> None:
     """Build the cases, measure, print the summary lines."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="10 runs x 2,000 steps; 200k; 1M")
     ap.add_argument("--dir", help="build (or reuse) the cases here and keep them")
     ap.add_argument("--skip-tensorboard", action="store_true", help="tfstudio's figures only")
+    ap.add_argument(
+        "--follow", action="store_true", help="only the follow figure (100 runs, 10 steps/s)"
+    )
     ns = ap.parse_args()
+    if ns.follow:
+        base = Path(tempfile.mkdtemp(prefix="tfstudio-follow-"))
+        try:
+            cpu, lag, points = follow(base, 100, 10.0, 20.0)
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+        print(f"followed {points:,} points in 20 s; machine load {os.getloadavg()[0]:.1f}")
+        print(f"logdir: follow 100 runs cpu % of one core = {cpu:.1f}, lag s = {lag:.2f}")
+        return
     if ns.quick:
         runs, steps, big, huge, foreign = 10, 2_000, 200_000, 1_000_000, 20_000
     else:
@@ -323,6 +456,11 @@ def main() -> None:
 
         big_s, big_values, big_cpu = tfstudio_read(base / "big")
         print(f"{big:,}-step run: {big_values:,} values in {big_s:.2f} s ({big_cpu:.2f} s CPU)")
+        first_s, full_s, overview = overview_then_full(base / "big" / "run-2m")
+        print(
+            f"{big:,}-step run picked: overview of the whole run ({overview:,} points) after "
+            f"{first_s:.3f} s, every point after {full_s:.2f} s"
+        )
         out = base / "export.csv"
         t = time.perf_counter()
         rows = export_scalars_csv(base / "big" / "run-2m", out)
@@ -340,6 +478,8 @@ def main() -> None:
             f"{huge:,}-step run read ({points:,} points) into a RunStore as the window reads a "
             f"picked run: peak RSS growth {grown:.0f} MB over a {rss:.0f} MB process"
         )
+        cpu_p, lag_s, _ = follow(base, 100, 10.0, 20.0)
+        print(f"logdir: follow 100 runs cpu % of one core = {cpu_p:.1f}, lag s = {lag_s:.2f}")
         own_rate, foreign_rate = own_values / own_s, foreign_values / foreign_s
         print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
         ratio = tb_s / own_s

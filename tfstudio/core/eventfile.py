@@ -31,6 +31,8 @@ import numpy as np
 from tfstudio.core.locations import Location, fs_for
 
 CHUNK_BYTES = 8 << 20  # bytes read and decoded at once: bounds the memory of one step
+SAMPLE_BYTES = 1 << 9  # read at each place of a file's overview (see EventFileReader.sample)
+SMALL_BYTES = 8 << 10  # up to this many bytes (a followed run's latest) are decoded one by one
 _HEADER = 12  # length (8) + its CRC (4)
 _FOOTER = 4
 _MASK_DELTA = 0xA282EAD8
@@ -435,6 +437,9 @@ class EventFileReader:
         self._fs = fs_for(path)
         self._kinds: dict[str, str] = {} if kinds is None else kinds
         self._histograms: dict[str, list[Histogram]] = {}
+        # record length -> (layout, a record of it, its fixed spans): a few records
+        # appended to a followed file are decoded without protobuf
+        self._layouts: dict[int, tuple[_Template, bytes, list[tuple[int, int]]]] = {}
         # (start byte, end byte, lowest step, highest step) of each piece read so far:
         # a few entries per file, so a range of steps can be read again exactly.
         self.index: list[tuple[int, int, int, int]] = []
@@ -505,17 +510,22 @@ class EventFileReader:
             want = chunk_bytes
         return {tag: TagColumns.concat(cols) for tag, cols in parts.items()}
 
-    def read_steps(self, first: int, last: int) -> dict[str, TagColumns]:
+    def read_steps(
+        self, first: int, last: int, cancelled: Callable[[], bool] | None = None
+    ) -> dict[str, TagColumns]:
         """Every point with ``first <= step <= last`` among what was read, read again.
 
         Only the pieces of the file whose steps overlap the range are read (see
         :attr:`index`): a view that keeps a decimated envelope gets a zoomed-in
-        range back exactly, without keeping every point.
+        range back exactly, without keeping every point. ``cancelled``: checked
+        between pieces; reading stops when it returns True.
         """
         parts: dict[str, list[TagColumns]] = {}
-        for start, end, lo, hi in self.index:
+        for start, end, lo, hi in list(self.index):
             if hi < first or lo > last:
                 continue
+            if cancelled is not None and cancelled():
+                break
             try:
                 raw = self._read(start, end - start)
             except OSError:
@@ -528,6 +538,32 @@ class EventFileReader:
                 if keep.any():
                     cut = TagColumns(cols.steps[keep], cols.values[keep], cols.wall[keep])
                     parts.setdefault(tag, []).append(cut)
+        return {tag: TagColumns.concat(cols) for tag, cols in parts.items()}
+
+    def sample(self, count: int, window: int = SAMPLE_BYTES) -> dict[str, TagColumns]:
+        """A few scalar points from ``count`` evenly spaced places of the file: an overview
+        of its whole length, read before the file is read in order.
+
+        At each place the reader looks for the next whole record (a length whose masked
+        CRC matches, then its data's) and decodes the records of ``window`` bytes there.
+        Reads nothing in order (:attr:`offset` does not move).
+        """
+        size = self.refresh_size()
+        parts: dict[str, list[TagColumns]] = {}
+        for i in range(count):
+            start = size * i // count
+            try:
+                raw = self._read(start, min(window, size - start))
+            except OSError:
+                continue
+            at = _next_record(raw)
+            if at is None:
+                continue
+            again = EventFileReader(self.path, self._kinds)
+            again.offset, again.size = start + at, size
+            _, _, chunk = again._decode(raw[at:], False)
+            for tag, cols in chunk.columns().items():
+                parts.setdefault(tag, []).append(cols)
         return {tag: TagColumns.concat(cols) for tag, cols in parts.items()}
 
     def _read(self, offset: int, n: int) -> bytes:
@@ -545,6 +581,8 @@ class EventFileReader:
     # -- decoding one chunk --------------------------------------------------------
     def _decode(self, raw: bytes, at_end: bool) -> tuple[int, int, _Chunk]:
         """Decode the whole records of ``raw``: (bytes used, bytes the next one needs, points)."""
+        if len(raw) <= SMALL_BYTES:
+            return self._decode_few(raw, at_end)
         chunk = _Chunk()
         buf = np.frombuffer(raw, dtype=np.uint8)
         blocks, end = _frame(raw, buf)
@@ -594,6 +632,84 @@ class EventFileReader:
         if stop is not None:
             end = stop
         return end, need, chunk
+
+    def _decode_few(self, raw: bytes, at_end: bool) -> tuple[int, int, _Chunk]:
+        """:meth:`_decode` for a few records (a followed run's latest): one by one, as the
+        vectorised path's fixed cost is worth it only for many."""
+        chunk = _Chunk()
+        unpack = struct.unpack_from
+        n = len(raw)
+        pos = need = 0
+        which: list[tuple[int, int]] = []
+        while pos + _HEADER <= n:
+            (length,) = unpack("<Q", raw, pos)
+            end = pos + _HEADER + length + _FOOTER
+            if end > n:
+                break
+            if unpack("<I", raw, pos + 8)[0] != masked_crc(raw[pos : pos + 8]):
+                self._damage(self.offset + pos, "a record with a bad length")
+                which.sort()
+                self._slow(chunk, raw, which)
+                return pos, 0, chunk
+            if unpack("<I", raw, end - _FOOTER)[0] != masked_crc(raw[pos + _HEADER : end - 4]):
+                self._damage(self.offset + pos, "a record with a bad checksum")
+                self._slow(chunk, raw, which)
+                return pos, 0, chunk
+            which.append((pos, length))
+            pos = end
+        if pos + _HEADER <= n:
+            (length,) = unpack("<Q", raw, pos)
+            if unpack("<I", raw, pos + 8)[0] != masked_crc(raw[pos : pos + 8]):
+                self._damage(self.offset + pos, "not a TFRecord (bad length checksum)")
+            else:
+                need = length + _HEADER + _FOOTER
+        elif pos < n and not at_end:
+            need = _HEADER
+        stop = self._slow(chunk, raw, self._few_templated(chunk, raw, which))
+        return (pos if stop is None else stop), need, chunk
+
+    def _few_templated(
+        self, chunk: _Chunk, raw: bytes, which: list[tuple[int, int]]
+    ) -> list[tuple[int, int]]:
+        """Decode the records (start, length) that fit a layout seen before in this file,
+        one by one at fixed offsets; returns the others, for the protobuf parser."""
+        slow: list[tuple[int, int]] = []
+        points: dict[str, tuple[list[int], list[int], list[float], list[float]]] = {}
+        unpack = struct.unpack_from
+        for start, length in which:
+            body = raw[start + _HEADER : start + _HEADER + length]
+            known = self._layouts.get(length)
+            if known is None or any(body[a:b] != known[1][a:b] for a, b in known[2]):
+                tpl = _template(body)
+                if tpl is None:
+                    slow.append((start, length))
+                    continue
+                known = (tpl, body, _fixed_spans(tpl, length))
+                self._layouts[length] = known
+                for tag in tpl.described:
+                    self._kinds.setdefault(tag, "scalars")
+            tpl = known[0]
+            step = 0
+            if tpl.step >= 0:
+                step, end = _uvarint(body, tpl.step)
+                if end != tpl.step + tpl.step_width:  # a step of another width: not this layout
+                    slow.append((start, length))
+                    continue
+            wall = unpack("<d", body, tpl.wall)[0]
+            for k, (tag, off, fmt) in enumerate(tpl.values):
+                if self._kinds.get(tag, "") not in _SCALAR_KINDS:
+                    continue
+                p = points.setdefault(tag, ([], [], [], []))
+                p[0].append(start + k)
+                p[1].append(step)
+                p[2].append(unpack("<f" if fmt == "<f4" else "<d", body, off)[0])
+                p[3].append(wall)
+        for tag, (order, steps, values, wall) in points.items():
+            cols = TagColumns(
+                np.asarray(steps, np.int64), np.asarray(values, np.float64), np.asarray(wall)
+            )
+            chunk.add(tag, np.asarray(order, np.int64), cols)
+        return slow
 
     def _templated(
         self, chunk: _Chunk, starts: np.ndarray, rows: np.ndarray, varying: np.ndarray | None
@@ -695,6 +811,28 @@ class EventFileReader:
             while p[0] and p[0][-1] >= start:
                 for column in p:
                     column.pop()
+
+
+def _fixed_spans(tpl: _Template, length: int) -> list[tuple[int, int]]:
+    """The byte spans of a layout's records that every record of it repeats."""
+    fixed = np.ones(length, dtype=bool)
+    fixed[tpl.variable_columns()] = False
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], fixed.astype(np.int8), [0]))))
+    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)]
+
+
+def _next_record(raw: bytes) -> int | None:
+    """Where the first whole record of ``raw`` begins (a read that starts mid-record)."""
+    unpack = struct.unpack_from
+    for p in range(max(0, len(raw) - _HEADER - _FOOTER)):
+        if unpack("<I", raw, p + 8)[0] != masked_crc(raw[p : p + 8]):
+            continue
+        end = p + _HEADER + unpack("<Q", raw, p)[0]
+        if end + _FOOTER <= len(raw) and unpack("<I", raw, end)[0] == masked_crc(
+            raw[p + _HEADER : end]
+        ):
+            return p
+    return None
 
 
 _MAX_PERIOD = 8  # most layouts a writer cycles through (tf.summary: one per tag)
@@ -838,7 +976,11 @@ def _summary_values(event: Any, kinds: dict[str, str]) -> Iterable[tuple[str, st
             edges = tuple(map(float, (h.min, *h.bucket_limit)))
             yield tag, "histogram", Histogram(step, wall, edges, tuple(h.bucket))
         elif which == "tensor":
-            array = tensor_values(value.tensor)
+            t = value.tensor
+            if len(t.float_val) == 1 and kind in _SCALAR_KINDS and not t.tensor_shape.dim:
+                yield tag, "scalar", float(t.float_val[0])  # the usual scalar, the quick way
+                continue
+            array = tensor_values(t)
             if array is None:
                 continue
             values, shape = array

@@ -15,12 +15,17 @@ from __future__ import annotations
 
 import math
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from tfstudio.core.eventfile import TagColumns
 from tfstudio.core.events import CheckpointRestored, FitStarted, ModelSummary, RunEnded
+from tfstudio.core.exact_points import overview_of
 from tfstudio.core.locations import Location, location
 from tfstudio.core.run_store import (
     EPOCH,
@@ -33,8 +38,10 @@ from tfstudio.core.run_store import (
 )
 from tfstudio.core.runs import (
     EPOCH_PREFIX,
+    RUN_JSON,
     STEP_PREFIX,
     RunFolderReader,
+    local_stamp,
     read_run_json,
     run_status,
 )
@@ -100,6 +107,11 @@ def fits_from_run_json(info: dict[str, Any]) -> list[FitStarted]:
     return fits
 
 
+STATUS_EVERY_S = 5.0  # a running run's writer is looked for this often (a /proc read)
+OVERVIEW_PLACES = 256  # places of each event file an overview is read from
+OVERVIEW_PLACES_REMOTE = 32
+OVERVIEW_CHUNKS = 2  # a run of more chunks than this appears coarse first
+OVERVIEW_FIRST_BYTES = 256 << 10  # read in order with the overview (the lines begin)
 CHUNK_BYTES = 4 << 20  # read at a time: the reading thread lets go of the GIL between chunks
 
 
@@ -116,6 +128,9 @@ class FeedBatch:
     columns: list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
     restores: list[CheckpointRestored] = field(default_factory=list)  # with wall times
     ended: RunEnded | None = None
+    # (key, steps, values): a few points of each per-step line over the whole run, read
+    # before the run is read in order (see exact_points.Overview)
+    overview: list[tuple[str, np.ndarray, np.ndarray]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     points: int = 0
     more: bool = False
@@ -129,6 +144,11 @@ class FeedBatch:
         as it did live, then the rest.
         """
         store.add(self.fits)
+        if self.overview:
+            overview = overview_of(store, make=True)
+            assert overview is not None
+            for key, xs, ys in self.overview:
+                overview.set(key, xs, ys)
         # Per-step lines before epoch points: a step's value comes before its epoch's mean.
         columns = sorted(self.columns, key=lambda c: c[1] != STEP)
         done = [0] * len(columns)
@@ -173,7 +193,15 @@ class FolderFeed:
         self._restores = 0
         self._wall_read = -math.inf  # the latest wall time among the points handed over
         self._ended = False
+        self._sampled = False  # the overview was read (a big run appears coarse first)
         self.cancelled = threading.Event()
+        # run.json as last read, and its stamp: an unchanged file is not read again
+        self._info: dict[str, Any] = {}
+        self._info_stamp: tuple[int, int, int] | None = None
+        self._status = ""
+        self._fits_of: dict[str, Any] | None = None  # the run.json the segments are of
+        self._all_fits: list[FitStarted] = []
+        self._status_at = -math.inf
 
     def cancel(self) -> None:
         """Stop reading (from any thread): a read in progress stops between chunks."""
@@ -183,11 +211,26 @@ class FolderFeed:
     def read(self) -> FeedBatch:
         """Read the next chunk of what was appended (file work only; the store is untouched)."""
         batch = FeedBatch()
-        info = read_run_json(self.path)
-        fits = fits_from_run_json(info)
+        info = self._run_json()
+        if info is not self._fits_of:  # run.json changed: its segments may have
+            self._fits_of, self._all_fits = info, fits_from_run_json(info)
+        fits = self._all_fits
         if len(fits) > self._fits:
             batch.fits = fits[self._fits :]
             self._fits = len(fits)
+        budget = self.chunk_bytes
+        if not self._sampled:
+            self._sampled = True
+            self.reader.discover()
+            if self.reader.progress()[1] > OVERVIEW_CHUNKS * self.chunk_bytes:
+                # a URL folder: each place is a request of its own, so fewer of them
+                local = isinstance(self.path, Path)
+                places = OVERVIEW_PLACES if local else OVERVIEW_PLACES_REMOTE
+                for tag, cols in self.reader.sample(places).items():
+                    mapped = tag_kind(tag)
+                    if mapped is not None and mapped[1] == STEP and len(cols):
+                        batch.overview.append((mapped[0], cols.steps, cols.values))
+                budget = min(budget, OVERVIEW_FIRST_BYTES)  # the overview comes at once
         restores = info.get("restores") or []
         for r in restores[self._restores :]:
             # by wall time; a restore seen after the points that followed it were handed
@@ -198,7 +241,7 @@ class FolderFeed:
                 CheckpointRestored(str(r.get("path", "")), int(r["step"]), 0, when)
             )
         self._restores = len(restores)
-        for tag, cols in self.reader.read(self.chunk_bytes).items():
+        for tag, cols in self.reader.read(budget).items():
             mapped = tag_kind(tag)
             if mapped is None or not len(cols):
                 continue
@@ -208,7 +251,7 @@ class FolderFeed:
         done, total = self.reader.progress()
         batch.progress = (done, total)
         batch.more = done < total and not self.cancelled.is_set()
-        status = run_status(info) if info else ""
+        status = self._run_status(info)
         if status and status != "running" and not batch.more and not self._ended:
             self._ended = True
             batch.ended = RunEnded(
@@ -221,6 +264,36 @@ class FolderFeed:
             )
         batch.notes = self.reader.notes()
         return batch
+
+    def _run_json(self) -> dict[str, Any]:
+        """``run.json``, read again only when its stamp changed (a poll costs a stat)."""
+        stamp = local_stamp(self.path / RUN_JSON)
+        if stamp is None or stamp != self._info_stamp:
+            self._info = read_run_json(self.path)
+            self._info_stamp = stamp
+        return self._info
+
+    def _run_status(self, info: dict[str, Any]) -> str:
+        """The run's status; whether a running run's writer lives is asked every few seconds."""
+        if not info:
+            return ""
+        now = time.monotonic()
+        if info.get("status") != "running" or now - self._status_at >= STATUS_EVERY_S:
+            self._status = run_status(info)
+            self._status_at = now
+        return self._status
+
+    def read_steps(
+        self, first: int, last: int, cancelled: Callable[[], bool] | None = None
+    ) -> dict[str, TagColumns]:
+        """Each per-step line's points with ``first <= step <= last``, by store key, read
+        again from the folder (any thread): the exact points of a zoomed-in range."""
+        out: dict[str, TagColumns] = {}
+        for tag, cols in self.reader.read_steps(first, last, cancelled).items():
+            mapped = tag_kind(tag)
+            if mapped is not None and mapped[1] == STEP and len(cols):
+                out[mapped[0]] = cols
+        return out
 
 
 def load_folder(run_dir: str | Location, store: RunStore | None = None) -> RunStore:
@@ -249,6 +322,7 @@ class FolderLoader:
         self._has_work = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._reading = False
 
     def submit(self, feed: FolderFeed) -> None:
         """Read ``feed`` once more, soon (a feed already waiting is not queued twice)."""
@@ -261,6 +335,11 @@ class FolderLoader:
                 target=self._loop, name="tfstudio-run-reader", daemon=True
             )
             self._thread.start()
+
+    def idle(self) -> bool:
+        """Whether nothing is queued, being read, or waiting to be taken."""
+        with self._lock:
+            return not (self._todo or self._done or self._reading)
 
     def take(self) -> list[tuple[FolderFeed, FeedBatch | Exception]]:
         """The reads finished since the last call (a failed read gives its exception)."""
@@ -284,13 +363,17 @@ class FolderLoader:
                 if feed is None:
                     self._has_work.clear()
                     continue
+                self._reading = True
             if feed.cancelled.is_set():
+                with self._lock:
+                    self._reading = False
                 continue
             try:
                 result: FeedBatch | Exception = feed.read()
             except Exception as exc:  # noqa: BLE001 - an unreadable folder is said, not fatal
                 result = exc
             with self._lock:
+                self._reading = False
                 self._done.append((feed, result))
                 if isinstance(result, FeedBatch) and result.more and feed not in self._todo:
                     self._todo.append(feed)  # read on: the run appears chunk by chunk

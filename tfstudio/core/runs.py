@@ -20,11 +20,13 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from tfstudio.core.eventfile import (
     EventFileReader,
@@ -297,6 +299,43 @@ def event_files(folder: PathLike) -> Iterator[Location]:
     return (p / n for n in names if EVENT_FILE_MARK in n and files.isfile(p / n))  # type: ignore[arg-type]
 
 
+FRESH_S = 0.05  # a file changed this recently may change again within its clock tick
+
+
+def local_stamp(path: Location) -> tuple[int, int, int] | None:
+    """(inode, size, mtime in ns) of a local file or folder: unchanged means not changed.
+
+    None for a URL, a missing file, or one changed so recently that a later change
+    could leave the same stamp (file-system clocks tick in milliseconds).
+    """
+    if not isinstance(path, Path):
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if time.time_ns() - st.st_mtime_ns < FRESH_S * 1e9:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _scan(folder: Path) -> tuple[list[str], list[str]]:
+    """Names of the event files and of the sub-folders of a local folder (sorted; one
+    system call, no stat per entry)."""
+    files: list[str] = []
+    dirs: list[str] = []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir():
+                    dirs.append(entry.name)
+                elif EVENT_FILE_MARK in entry.name and entry.is_file():
+                    files.append(entry.name)
+    except OSError:
+        pass
+    return sorted(files), sorted(dirs)
+
+
 def _event_folders(run_dir: Location) -> Iterator[tuple[Location, str]]:
     """The folder and its sub-folders that hold event files, with their tags' prefixes."""
     yield run_dir, ""
@@ -322,19 +361,54 @@ class RunFolderReader:
         self._kinds: dict[str, dict[str, str]] = {}  # per prefix: tag -> plugin name
         self._histograms: dict[str, list[Histogram]] = {}
         self._cancelled = threading.Event()
+        # The folders' stamps when last listed: while none changes there is no new file
+        # (a followed run costs a stat per folder and file then).
+        self._subfolders: list[str] = []
+        self._names: set[str] = set()  # event files known, as paths within the folder
+        self._stamps: tuple[tuple[int, int, int] | None, ...] | None = None
+        self.listings = 0  # how often the folders were listed (for tests and benchmarks)
+
+    def _folder_stamps(self) -> tuple[tuple[int, int, int] | None, ...] | None:
+        folders = (self.path, *(self.path / d for d in self._subfolders))
+        stamps = tuple(local_stamp(f) for f in folders)
+        return None if None in stamps else stamps
 
     def discover(self, refresh: bool = True) -> list[EventFileReader]:
         """Look for new event files (and with ``refresh`` their sizes); returns their readers."""
-        for folder, prefix in _event_folders(self.path):
-            for path in event_files(folder):
-                if path not in self._files:
-                    kinds = self._kinds.setdefault(prefix, {})
-                    self._files[path] = (EventFileReader(path, kinds), prefix)
+        stamps = self._folder_stamps()
+        if stamps is None or stamps != self._stamps:
+            self.listings += 1
+            if isinstance(self.path, Path):
+                self._discover_local()
+            else:
+                for folder, prefix in _event_folders(self.path):
+                    for path in event_files(folder):
+                        self._add_file(path, prefix)
+            self._stamps = stamps if stamps == self._folder_stamps() else None
         readers = [r for r, _ in self._files.values()]
         for r in readers:
             if refresh and not r.damaged:
                 r.refresh_size()
         return readers
+
+    def _discover_local(self) -> None:
+        files, dirs = _scan(self.path)
+        self._subfolders = dirs
+        known = self._names
+        for name in files:
+            if name not in known:
+                known.add(name)
+                self._add_file(self.path / name, "")
+        for d in dirs:
+            for name in _scan(self.path / d)[0]:
+                if f"{d}/{name}" not in known:
+                    known.add(f"{d}/{name}")
+                    self._add_file(self.path / d / name, d + "/")
+
+    def _add_file(self, path: Location, prefix: str) -> None:
+        if path not in self._files:
+            kinds = self._kinds.setdefault(prefix, {})
+            self._files[path] = (EventFileReader(path, kinds), prefix)
 
     def read(self, max_bytes: int | None = None) -> dict[str, TagColumns]:
         """The scalar points appended since the last call, per tag (about ``max_bytes`` at most)."""
@@ -357,15 +431,34 @@ class RunFolderReader:
         out, self._histograms = self._histograms, {}
         return out
 
-    def read_steps(self, first: int, last: int) -> dict[str, TagColumns]:
+    def sample(self, count: int) -> dict[str, TagColumns]:
+        """An overview of the whole folder: a few points from ``count`` evenly spaced places
+        of each event file, per tag in step order (see :meth:`EventFileReader.sample`)."""
+        out: dict[str, TagColumns] = {}
+        for reader, prefix in list(self._files.values()):
+            if self._cancelled.is_set():
+                break
+            merge_columns(out, reader.sample(count), prefix)
+        for tag, cols in out.items():
+            order = np.argsort(cols.steps, kind="stable")
+            out[tag] = TagColumns(cols.steps[order], cols.values[order], cols.wall[order])
+        return out
+
+    def read_steps(
+        self, first: int, last: int, cancelled: Callable[[], bool] | None = None
+    ) -> dict[str, TagColumns]:
         """Every point read so far with ``first <= step <= last``, read again from the files.
 
         Reads only the pieces of each file that hold such steps: for zooming into a
-        range of a run whose store keeps only a decimated envelope.
+        range of a run whose store keeps only a decimated envelope. Safe beside the
+        thread that reads on (it only reads the pieces already indexed).
+        ``cancelled``: checked between pieces; reading stops when it returns True.
         """
         out: dict[str, TagColumns] = {}
         for reader, prefix in list(self._files.values()):
-            merge_columns(out, reader.read_steps(first, last), prefix)
+            if cancelled is not None and cancelled():
+                break
+            merge_columns(out, reader.read_steps(first, last, cancelled), prefix)
         return out
 
     def progress(self) -> tuple[int, int]:

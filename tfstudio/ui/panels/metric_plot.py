@@ -8,14 +8,31 @@ overlaid in its own colour to compare them.
 from __future__ import annotations
 
 import html
-from collections.abc import Callable, Iterable, Sequence
+import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 
-from tfstudio.core.run_store import EPOCH, RUNNING, SAMPLED, SERIES_CAPACITY, RunStore, Track
+from tfstudio.core.exact_points import (
+    ExactPoints,
+    Overview,
+    exact_points_for,
+    overview_for,
+    splice,
+)
+from tfstudio.core.run_store import (
+    EPOCH,
+    RUNNING,
+    SAMPLED,
+    SERIES_CAPACITY,
+    STEP,
+    RunStore,
+    Track,
+)
+from tfstudio.core.smoothing import ema
 from tfstudio.ui.plotting import (
     FOREGROUND,
     Curve,
@@ -31,6 +48,10 @@ EPOCH_LINE_GAP_PX = 6  # epoch boundaries closer than this are thinned (every 2^
 MAX_NAMED_FITS = 6  # more fits than this: the legend names them by number only
 MAX_LEGEND_FITS = 12  # more than this: no legend (the fit list shows the colours)
 MAX_READOUT_ROWS = 12
+# Zoomed in so far that the view holds fewer raw steps than this many per pixel: a
+# recorded run's line shows its exact points there, read again from its folder.
+EXACT_STEPS_PER_PX = 2
+EXACT_POLL_MS = 30  # how often a plot looks for the exact points it waits for
 
 STEP_ALPHA = 150  # raw per-step line when not smoothed
 SMOOTH_WIDTH = 1.6
@@ -148,6 +169,13 @@ class MetricPlot(PlotView):
         # Items of curves born while the plot is hidden: made when it is first shown.
         self._pending_items: list[tuple[Curve, Callable[[], pg.PlotDataItem]]] = []
         self.layers: list[RunLayer] = []  # other runs, drawn behind the run on show
+        # Zooming in: which curves show exact points now, and what each drew last
+        # (the exact points' revision, the curve's source revision, spliced or not).
+        self._exact_use: dict[int, bool] = {}
+        self._exact_drawn: dict[int, tuple[int, int, np.ndarray, bool]] = {}
+        self._exact_timer = QTimer(self.widget)
+        self._exact_timer.setInterval(EXACT_POLL_MS)
+        self._exact_timer.timeout.connect(self._on_exact_poll)
 
     # -- curves ------------------------------------------------------------
     def bind(self, track: Track) -> Curve:
@@ -598,6 +626,128 @@ class MetricPlot(PlotView):
         item.setDownsampling(auto=True, method="peak")
         return self.add_item(item, z=1)
 
+    # -- zooming in: exact points of a recorded run -----------------------------------
+    def _zoomable(self) -> Iterator[tuple[Curve, Track, ExactPoints | None, Overview | None]]:
+        """Drawn per-step lines of recorded runs (the run on show's and the layers'), with
+        their exact points and overview."""
+        curves = [
+            *self.steps.values(),
+            *(c for layer in self.layers for c in layer.curves.values()),
+        ]
+        for curve in curves:
+            track = curve.source
+            if curve.item is None or not isinstance(track, Track) or track.kind != STEP:
+                continue
+            exact, overview = exact_points_for(track), overview_for(track)
+            if exact is not None or overview is not None:
+                yield curve, track, exact, overview
+
+    def _on_x_range_changed(self, *args: object) -> None:
+        super()._on_x_range_changed(*args)
+        self.zoom_check()
+
+    def zoom_check(self) -> None:
+        """Zoomed in far enough: ask for the exact points of the view (each recorded run's
+        lines); zoomed out: back to the envelope. The reads run off the UI thread."""
+        if not self.shown or not hasattr(self, "_exact_timer"):  # (a range set while built)
+            return
+        (x0, x1), _ = self.vb.viewRange()
+        budget = EXACT_STEPS_PER_PX * max(1.0, float(self.vb.width()))
+        waiting = False
+        for curve, track, exact, _ in self._zoomable():
+            if exact is None:
+                continue
+            use = self.x_mode == GLOBAL and _steps_in_view(curve, track, x0, x1) <= budget
+            self._exact_use[id(curve)] = use
+            if use and not exact.covers(x0, x1):
+                margin = (x1 - x0) / 2  # a small pan stays within what is read
+                exact.want(max(0, math.floor(x0 - margin)), math.ceil(x1 + margin))
+            waiting = waiting or (use and exact.pending())
+        if self._draw_exact():
+            self.refresh_range()
+        if waiting and not self._exact_timer.isActive():
+            self._exact_timer.start()
+
+    def _on_exact_poll(self) -> None:
+        if self._draw_exact():
+            self.refresh_range()
+        if not any(
+            self._exact_use.get(id(c)) and e is not None and e.pending()
+            for c, _, e, _ in self._zoomable()
+        ):
+            self._exact_timer.stop()
+
+    def _draw_exact(self) -> bool:
+        """Splice the exact points read into the curves that show them (or put the envelope
+        back where they no longer do), and draw each run's overview beyond what its store
+        holds so far; True if any curve was redrawn."""
+        changed = False
+        is_global = self.x_mode == GLOBAL
+        for curve, track, exact, overview in self._zoomable():
+            held = None
+            if exact is not None and is_global and self._exact_use.get(id(curve)):
+                held = exact.get(track.key)
+            tail = overview.tail(track.key, track.last_x) if overview and is_global else None
+            revisions = (
+                -1 if exact is None else exact.revision,
+                -1 if overview is None else overview.revision,
+            )
+            spliced = held is not None or tail is not None
+            # What the curve drew last: any redraw of the envelope (new points, a forced
+            # redraw) gives it new arrays, so the splice is redone then.
+            before = self._exact_drawn.get(id(curve))
+            if before is None and not spliced:
+                continue
+            if before is not None and before[2] is curve.x and before[3] == spliced:
+                if before[:2] == revisions or not spliced:
+                    continue
+            if before is not None and not before[3] and not spliced:
+                self._exact_drawn[id(curve)] = (*revisions, curve.x, False)
+                continue
+            curve.update_item(draw=is_global)  # the envelope, as the store holds it
+            if held is not None:
+                curve.x, curve.y = splice(curve.x, curve.y, held)
+            if tail is not None:  # coarse first: the overview beyond what was read so far
+                curve.x = np.concatenate([curve.x, tail[0]])
+                curve.y = np.concatenate([curve.y, tail[1]])
+                self._overview_on_twin(curve, tail)
+            if spliced:
+                x, y = curve.drawn()
+                curve.item.setData(x, y, connect="finite")
+            self._exact_drawn[id(curve)] = (*revisions, curve.x, spliced)
+            changed = True
+        return changed
+
+    def _overview_on_twin(self, curve: Curve, tail: tuple[np.ndarray, np.ndarray]) -> None:
+        """Smoothing on: the smoothed line carries the overview too (smoothed alike), so
+        the coarse part is not only the faint raw line."""
+        twin = curve.smoothed()
+        if twin is None or twin.item is None or not twin.item.isVisible():
+            return
+        twin.x = np.concatenate([twin.x, tail[0]])
+        twin.y = np.concatenate([twin.y, np.asarray(ema(tail[1], self.smoothing))])
+        x, y = twin.drawn()
+        twin.item.setData(x, y, connect="finite")
+
+    def exact_shown(self) -> list[str]:
+        """Labels of the curves drawing exact points read again (zoomed in), for tests."""
+        return [
+            c.label
+            for c, t, e, _ in self._zoomable()
+            if e is not None
+            and self._exact_use.get(id(c))
+            and e.get(t.key) is not None
+            and self._exact_drawn.get(id(c), (0, 0, None, False))[3]
+        ]
+
+    def overview_shown(self) -> list[str]:
+        """Labels of the curves drawing part of their run's overview (still loading)."""
+        return [
+            c.label
+            for c, t, _, o in self._zoomable()
+            if o is not None and o.tail(t.key, t.last_x) is not None and self.x_mode == GLOBAL
+        ]
+
     # -- frame -------------------------------------------------------------
     def refresh(self) -> None:
         """``setData`` every curve that changed since the last frame (none while hidden)."""
@@ -618,6 +768,8 @@ class MetricPlot(PlotView):
             changed = True
         for layer in self.layers:
             changed = self._sync_layer(layer) or changed
+        if changed:
+            self._draw_exact()  # a redrawn envelope gets the exact points of the zoom back
         if self._legend_stale:
             self._relegend()
         if changed:
@@ -726,6 +878,19 @@ class MetricPlot(PlotView):
             label = f"{name}{fit_here}: {key}"
             rows.append(_row(layer.colour, label, hit[1], hit[2], ""))
         return rows
+
+
+def _steps_in_view(curve: Curve, track: Track, x0: float, x1: float) -> float:
+    """About how many raw steps of a decimated line lie in [x0, x1] (inf: not decimated,
+    or none there: nothing to read again)."""
+    series = track.series
+    if series is None or series.width <= 1 or not len(curve.x) or track.last_x is None:
+        return math.inf
+    first, last = float(curve.x[0]), track.last_x
+    overlap = min(x1, last) - max(x0, first)
+    if overlap <= 0 or last <= first:
+        return math.inf
+    return track.count() * overlap / (last - first)
 
 
 def _legend_item(curve: Curve) -> pg.PlotDataItem:

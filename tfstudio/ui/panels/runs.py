@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 )
 
 from tfstudio.core.events import RunEnded, RunStarted, StepEnded
+from tfstudio.core.exact_points import ExactPoints, attach, detach
 from tfstudio.core.locations import fs_for, location
 from tfstudio.core.run_loading import CHUNK_BYTES, FolderFeed, FolderLoader
 from tfstudio.core.run_store import RunStore
@@ -96,6 +97,7 @@ class RunsPanel(QWidget):
         self.extra: list[Location] = []  # folders opened by hand (any TensorBoard log dir)
         self._live_run = False
         self._relist_at: float | None = None  # when to re-list the runs next
+        self._follow_at = 0.0  # when to read the followed runs again (monotonic)
 
         self.logdir_edit = QLineEdit()
         self.logdir_edit.setPlaceholderText("runs directory")
@@ -325,13 +327,13 @@ class RunsPanel(QWidget):
         """Start reading newly picked runs; forget (and cancel) the ones unpicked."""
         paths = self.selected_paths()
         for gone in [p for p in self.feeds if p not in paths]:
-            self.feeds.pop(gone).cancel()
-            self.stores.pop(gone, None)
-            self._pending.discard(gone)
+            self._forget(gone)
         for p in paths:
             if p not in self.feeds:
                 self.feeds[p] = FolderFeed(p, self.feeds_chunk_bytes)
                 self.stores[p] = RunStore(p.name, path=str(p))
+                # zooming in reads the exact points of the view again, from the folder
+                attach(self.stores[p], ExactPoints(self.feeds[p].read_steps))
                 self._pending.add(p)
                 self.loader.submit(self.feeds[p])
         self._show_progress()
@@ -346,6 +348,7 @@ class RunsPanel(QWidget):
             return self.pinned[path][1]
         feed = FolderFeed(path)
         store = RunStore(path.name, path=str(path))
+        attach(store, ExactPoints(feed.read_steps))
         self.pinned[path] = (feed, store)
         self.loader.submit(feed)
         if not self.timer.isActive():
@@ -396,14 +399,21 @@ class RunsPanel(QWidget):
                 self._pending.discard(path)
             if result.notes:  # a damaged file: its good part is shown, and this says so
                 self.show_error("\n".join(f"{path.name}: {n}" for n in result.notes))
+        now = time.monotonic()
         if self.follow_box.isChecked():
-            for path, feed in self.feeds.items():
-                if path not in self._pending:  # a run still loading is read on anyway
-                    self.loader.submit(feed)
+            # Followed runs are read every POLL_MS; what they read is taken as soon as it is
+            # read (the timer ticks fast while reads are out): lag stays under a second.
+            if now >= self._follow_at and self.loader.idle():
+                self._follow_at = now + POLL_MS / 1000
+                for path, feed in self.feeds.items():
+                    if path not in self._pending:  # a run still loading is read on anyway
+                        self.loader.submit(feed)
         elif not self._pending:
             self.timer.stop()
         self._show_progress()
-        self.timer.setInterval(LOADING_POLL_MS if self._pending else POLL_MS)
+        fast = self._pending or not self.loader.idle()
+        wait = max(LOADING_POLL_MS, int(1000 * (self._follow_at - now)))
+        self.timer.setInterval(LOADING_POLL_MS if fast else min(POLL_MS, wait))
         if new:
             self.data_changed.emit()
         return new
@@ -469,7 +479,9 @@ class RunsPanel(QWidget):
         feed = self.feeds.pop(path, None)
         if feed is not None:
             feed.cancel()
-        self.stores.pop(path, None)
+        store = self.stores.pop(path, None)
+        if store is not None:
+            detach(store)
         self._pending.discard(path)
 
     def _on_rename_clicked(self) -> None:
@@ -553,4 +565,6 @@ class RunsPanel(QWidget):
         """Stop following (and reading) when the panel goes away."""
         self.timer.stop()
         self.loader.close()
+        for store in [*self.stores.values(), *(store for _, store in self.pinned.values())]:
+            detach(store)
         super().closeEvent(event)
