@@ -17,6 +17,7 @@ Ends ``soak: worker peak rss above baseline MB = Y at S steps/s over N steps``
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -33,10 +34,15 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 )
 
 from tfstudio.core.channel import Channel  # noqa: E402
-from tfstudio.core.events import ConsoleOutput, RunEnded, StepColumns  # noqa: E402
+from tfstudio.core.events import ConsoleOutput, RunEnded, StepEnded  # noqa: E402
 from tfstudio.core.options import RunOptions  # noqa: E402
 from tfstudio.core.process import ProcessLauncher  # noqa: E402
 from tfstudio.core.run_store import RunStore  # noqa: E402
+
+try:  # absent before steps travelled as columns (bench/step_path.py runs the old code too)
+    from tfstudio.core.events import StepColumns  # noqa: E402
+except ImportError:
+    StepColumns = None  # type: ignore[assignment,misc]
 
 SCRIPT = """\
 import sys
@@ -97,9 +103,11 @@ def run(steps: int) -> dict:
                 pid = pid or launcher.pid()
                 events = channel.drain()
                 for e in events:
-                    if type(e) is StepColumns:
+                    if StepColumns is not None and type(e) is StepColumns:
                         seen["steps"] = int(e.global_step[-1])
                         seen["coalesced"] += bool(e.coalesced)
+                    elif type(e) is StepEnded:
+                        seen["steps"] = e.global_step
                     elif type(e) is ConsoleOutput:
                         seen["console"] += e.text
                     elif type(e) is RunEnded:
@@ -131,11 +139,15 @@ def run(steps: int) -> dict:
 
 
 def main() -> None:
-    """Print the worker-memory ``soak:`` line."""
+    """Print the worker-memory ``soak:`` line (``--json PATH``: also the figures, for step_path)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=10_000_000)
+    p.add_argument("--json", help="write the figures to this file too")
     ns = p.parse_args()
     out = run(ns.steps)
+    if ns.json:
+        keep = ("base", "peak", "rate", "store_steps", "coalesced_blocks", "wall")
+        Path(ns.json).write_text(json.dumps({k: out[k] for k in keep}))
     ended = out["ended"]
     print(
         f"run: {ended.status}, {ended.global_step} steps, {out['wall']:.0f} s wall; "
