@@ -6,6 +6,16 @@
 At ``next_at`` the inspector either arms the gradient recorder for the coming
 step, or samples (weights, gradients, layer outputs) and schedules the next
 sample. Any failure is reported once and that probe is dropped; training goes on.
+
+Under the time budget (the default) everything the inspector spends counts: its
+set-up at the fit's start, every sample, the extra time of each step run by the
+gradients' recording twin, and the one-off traces. The traces cost far more than a
+sample (the twin's is about one trace of Keras's train function: the fit's first
+step), so a fit starts on the paths that need none (weights summarised on the host,
+layer outputs by an eager pass, no gradients) and each trace is paid only once the
+budget's credit covers it (:meth:`Cadence.credit`; estimated by the fit's first
+step), one per sample; after it, the next samples wait until training has paid it
+back. A fixed cadence (``sample_every``) has no budget: everything from the start.
 """
 
 from __future__ import annotations
@@ -63,6 +73,9 @@ class Inspector:
         data: the fit's ``x`` (the probe batch is cut from it).
     """
 
+    # Seconds, for the budget (a benchmark that interleaves twins gives each its own).
+    clock: Any = time.perf_counter
+
     def __init__(self, monitor: RunMonitor, fit_index: int, data: Any = None) -> None:
         self.monitor = monitor
         self.fit_index = fit_index
@@ -78,6 +91,13 @@ class Inspector:
         self._t0 = 0.0
         self._step0 = 0
         self._spe = 1
+        self._budgeted = not options.sample_every
+        self._trace_estimate = 0.0  # what one trace of the model's step costs (s)
+        self._first_end: tuple[float, float, int] | None = None  # (time, probe s, step)
+        self._armed_t: float | None = None  # when the recording twin was armed
+        self._twin_allowed = not self._budgeted
+        self._weights_traced = not self._budgeted
+        self._waiting_noted = False
         self.model: Any = None
         self._tree_pending = False
         self._weights_failed = False
@@ -86,6 +106,8 @@ class Inspector:
     def begin(self, model: Any, steps_per_execution: int = 1) -> None:
         """Announce the model tree; prepare the probes; schedule the first sample."""
         mon = self.monitor
+        started = self.clock()
+        self._t0 = started
         self._spe = max(1, steps_per_execution)
         self.model = model
         self._emit_tree()
@@ -117,8 +139,9 @@ class Inspector:
             )
         else:
             self._activations = ActivationProbe(model, inputs, mon.note)
-        self._t0 = time.perf_counter()
+            self._activations.allow_trace = not self._budgeted
         self._step0 = mon.global_step
+        self.cadence.charge(self.clock() - started)  # the set-up (probe batch, twin) counts
         self._schedule(mon.global_step + 1)
 
     def end(self) -> None:
@@ -133,40 +156,113 @@ class Inspector:
     # -- steps -------------------------------------------------------------
     def at_step(self, step: int) -> None:
         """Called when the global step reached :attr:`next_at`: arm, or sample."""
+        clock = self.clock
         if step < self._sample_at:
-            if self._gradients is not None:
-                self._gradients.arm()
+            self._arm()
             self.next_at = self._sample_at
             return
-        started = time.perf_counter()
+        started = clock()
+        cadence = self.cadence
+        if self._armed_t is not None:
+            # The step just run was the recording twin's (the first one traces it): what
+            # it took beyond a plain step is the inspector's.
+            step_time = self._step_time(started)
+            extra = started - self._armed_t - (step_time or 0.0) * self._spe
+            cadence.charge(extra)
+            self._armed_t = None
         self._sample(step)
-        cost = time.perf_counter() - started
-        gap = self.cadence.next_gap(cost, step - self._step0, started + cost - self._t0)
+        ended = clock()
+        cost = ended - started
+        if self._first_end is None:
+            # The fit's first steps include Keras's trace of its train function: about
+            # what a trace of the recording twin will cost.
+            self._trace_estimate = started - self._t0 - cadence.probe_seconds
+        train = ended - self._t0 - cadence.probe_seconds - cost
+        gap = cadence.gap_after(cost, self._step_time(ended - cost), train)
+        if self._first_end is None:
+            self._first_end = (ended, cadence.probe_seconds, step)
+        self._plan_traces(train)
         self._emit(
             InspectorStatus(
                 self.fit_index,
                 step,
-                self.cadence.mode,
+                cadence.mode,
                 gap,
-                self.cadence.budget,
-                self.cadence.overhead(time.perf_counter() - self._t0),
+                cadence.budget,
+                cadence.overhead(clock() - self._t0),
                 cost * 1000.0,
                 self.largest_message,
             )
         )
         self._schedule(step + gap)
 
+    def _step_time(self, now: float) -> float | None:
+        """Training seconds per step since the end of the first sample (None: unknown yet)."""
+        if self._first_end is None:
+            return None
+        t, probe, step = self._first_end
+        steps = self.monitor.global_step - step
+        if steps <= 0:
+            return None
+        return max(now - t - (self.cadence.probe_seconds - probe), 0.0) / steps
+
+    def _plan_traces(self, train: float) -> None:
+        """Under the budget: allow the next one-off trace once the credit covers it."""
+        if not self._budgeted:
+            return
+        credit = self.cadence.credit(train)
+        grads, acts = self._gradients, self._activations
+        pending = []
+        if grads is not None and not self._twin_allowed:
+            if grads.traced:  # traced in an earlier fit of this model: free now
+                self._twin_allowed = True
+            else:
+                pending.append("twin")
+        if acts is not None and acts.needs_trace and not acts.allow_trace:
+            pending.append("activations")
+        if self._weights is not None and not self._weights_traced:
+            if self._weights.traced:
+                self._weights_traced = True
+            else:
+                pending.append("weights")
+        if not pending:
+            return
+        if credit < self._trace_estimate:
+            if "twin" in pending and not self._waiting_noted:
+                self._waiting_noted = True
+                self.monitor.note(
+                    "Inspector: gradients start once the time budget "
+                    f"({self.cadence.budget:.0%}) has paid for tracing their recording step "
+                    f"(~{self._trace_estimate:.1f} s), after about "
+                    f"{self._trace_estimate / self.cadence.budget:.0f} s of training "
+                    "(set a fixed cadence, e.g. --sample-every, to see them at once)"
+                )
+            return
+        first = pending[0]  # one trace per sample: then the budget pays it back
+        if first == "twin":
+            self._twin_allowed = True
+        elif first == "activations":
+            acts.allow_trace = True
+        else:
+            self._weights_traced = True
+
+    def _arm(self) -> None:
+        """Record the gradients of the coming step (when the budget allows the twin)."""
+        grads = self._gradients
+        if grads is not None and self._twin_allowed and not grads.armed:
+            grads.arm()
+            if grads.armed:
+                self._armed_t = self.clock()
+
     def _schedule(self, sample_at: int) -> None:
         self._sample_at = sample_at
         # Arm the gradient recorder one hook before the sampled step.
         arm_at = sample_at - self._spe
-        grads = self._gradients
-        if grads is not None and arm_at > self.monitor.global_step:
+        if self._gradients is not None and arm_at > self.monitor.global_step:
             self.next_at = arm_at
         else:
             self.next_at = sample_at
-            if grads is not None and not grads.armed:
-                grads.arm()
+            self._arm()
 
     def _emit_tree(self) -> None:
         try:
@@ -192,7 +288,10 @@ class Inspector:
             if probe is None:
                 continue
             try:
-                event = probe.sample(self.fit_index, step)
+                if name == "weights":
+                    event = probe.sample(self.fit_index, step, traced=self._weights_traced)
+                else:
+                    event = probe.sample(self.fit_index, step)
             except Exception as exc:  # noqa: BLE001
                 mon.report_error(f"inspector: {name}", exc)
                 event = None
