@@ -22,10 +22,11 @@ Three measurements on the small MLP of ``bench_model.py``, in one process:
    of the data, then the histograms; Keras's ``TensorBoard(histogram_freq=...)``
    only writes weights, per epoch). Inspector side: ``sample_every=N`` (weights:
    stats and a 30-bin histogram; gradients: norm, min, max and a 30-bin histogram of
-   the step's own gradients; layer outputs as well, which TensorBoard does not get).
-   Costs: TensorBoard's = its step time over bare; the inspector's = the twin with
-   the inspector over the twin without it (both monitored, pump charged). Both sides'
-   traces are made before timing (2N+1 untimed steps).
+   the step's own gradients).
+   Layer outputs are switched off on the inspector side for this comparison
+   (``--with-outputs`` keeps them). Costs: TensorBoard's = its step time over bare;
+   the inspector's = the twin with the inspector over the twin without it (both
+   monitored, pump charged). Both sides' traces are made before timing (2N+1 untimed steps).
 
     python bench/inspector_overhead.py   (= python bench/overhead.py --inspector)
 
@@ -114,7 +115,11 @@ class HistogramWriter:
 def equal_information(args: argparse.Namespace) -> tuple[float, float, float, str]:
     """TensorBoard vs inspector, every N steps: ``(tb cost, inspector cost, control, line)``."""
     from tfstudio.core.options import RunOptions
+    from tfstudio.engine.probes.activations import ActivationProbe
 
+    sample_outputs = ActivationProbe.sample
+    if not args.with_outputs:  # equal information: weights and gradients only
+        ActivationProbe.sample = lambda self, fit_index, step: None  # type: ignore[method-assign]
     with_inspector = WorkerSide(RunOptions(sample_every=args.every))
     without = WorkerSide(RunOptions(inspector=False))
     tb_dir = tempfile.TemporaryDirectory(prefix="tfstudio-bench-tb-")
@@ -139,6 +144,7 @@ def equal_information(args: argparse.Namespace) -> tuple[float, float, float, st
 
     # Both sides' traces are made before timing: 2N+1 untimed steps.
     result = compare_blocks(make, args.blocks, args.rounds, args.alone, warm=2 * args.every + 1)
+    ActivationProbe.sample = sample_outputs  # type: ignore[method-assign]
     with_inspector.close()
     without.close()
     tb_dir.cleanup()
@@ -149,8 +155,10 @@ def equal_information(args: argparse.Namespace) -> tuple[float, float, float, st
 
     tb_cost = statistics.fmean(result.sides["tensorboard"]) / bare - 1
     insp_cost = charged("inspector") / charged("monitored") - 1
+    what = "weights, gradients and layer outputs" if args.with_outputs else "weights, gradients"
     line = (
-        f"every {args.every} steps: TensorBoard histograms cost {tb_cost:+.2%} of a bare step, "
+        f"every {args.every} steps ({what}): TensorBoard histograms cost {tb_cost:+.2%} "
+        "of a bare step, "
         f"the inspector {insp_cost:+.2%} of a monitored step "
         f"(bare {1 / bare:,.0f}, tensorboard "
         f"{1 / statistics.fmean(result.sides['tensorboard']):,.0f}, monitored "
@@ -244,6 +252,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=1500, help="interleaved steps per twin")
     parser.add_argument("--alone", type=int, default=500, help="monitored steps alone (charge)")
     parser.add_argument("--every", type=int, default=50, help="histograms every N steps (3.)")
+    parser.add_argument(
+        "--with-outputs", action="store_true", help="(3.) the inspector also samples layer outputs"
+    )
     parser.add_argument("--share-steps", type=int, default=2000, help="the fit of (2.)")
     args = parser.parse_args(argv)
 

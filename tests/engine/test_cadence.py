@@ -50,3 +50,14 @@ def test_fixed_cadence_ignores_costs():
     cadence = Cadence(0.03, every=7)
     cadence.charge(5.0)
     assert cadence.gap_after(1.0, 0.001, train=0.1) == 7
+
+
+def test_a_due_sample_waits_while_earlier_ones_are_unpaid():
+    cadence = Cadence(0.03)
+    cadence.charge(0.09)  # the set-up
+    cadence.gap_after(0.03, None, train=1.0)  # the first sample, on the provisional gap
+    # 10 steps of 1 ms later: 0.12 s spent (+0.03 expected) needs 5 s of training.
+    wait = cadence.wait_steps(0.001, train=1.01)
+    assert wait == math.ceil(((0.12 + 0.03) / 0.03 - 1.01) / 0.001)
+    assert cadence.wait_steps(0.001, train=6.0) == 0  # paid: sample now
+    assert Cadence(0.03, every=3).wait_steps(0.001, 0.0) == 0

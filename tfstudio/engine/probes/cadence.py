@@ -59,6 +59,18 @@ class Cadence:
             return math.inf
         return self.budget * train - self.probe_seconds
 
+    def wait_steps(self, step_time: float, train: float) -> int:
+        """Steps to wait before a sample fits the budget (0: it fits now).
+
+        A sample is due when ``probe time + its expected cost <= budget x training
+        time``; a fixed cadence never waits.
+        """
+        if self.fixed or step_time <= 0.0:
+            return 0
+        expected = self._cost or self.last_cost
+        owed = (self.probe_seconds + expected) / self.budget - train
+        return max(math.ceil(owed / step_time), 0)
+
     def gap_after(self, cost: float, step_time: float | None, train: float) -> int:
         """The next gap after a sample that cost ``cost`` s, with everything spent counted.
 

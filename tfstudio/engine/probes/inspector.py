@@ -28,12 +28,16 @@ from typing import Any
 from tfstudio.core.events import InspectorStatus, ModelTree
 from tfstudio.engine.monitor import RunMonitor
 from tfstudio.engine.probes.activations import ActivationProbe, probe_batch
-from tfstudio.engine.probes.cadence import Cadence
+from tfstudio.engine.probes.cadence import MAX_GAP, Cadence
 from tfstudio.engine.probes.gradients import GradientProbe
 from tfstudio.engine.probes.model import model_summary_text, model_tree
 from tfstudio.engine.probes.weights import WeightProbe
 
 NEVER = 1 << 62
+# Budget estimates of one-off traces, from what the untraced path costs per sample.
+ACTIVATION_TRACE_FACTOR = 3.0  # tracing the layer-output probe ~ a few eager passes
+WEIGHT_TRACE_FACTOR = 20.0  # tracing the weight function ~ 20 host summaries (small models)
+HOST_WEIGHTS_CHEAP_S = 0.002  # a host summary this cheap is kept: no trace needed
 # One weight probe per model, kept across its fits: its tf.function is traced once.
 _weight_probes: weakref.WeakKeyDictionary[Any, WeightProbe] = weakref.WeakKeyDictionary()
 # One gradient probe per model: its recording train function is traced once.
@@ -98,6 +102,7 @@ class Inspector:
         self._twin_allowed = not self._budgeted
         self._weights_traced = not self._budgeted
         self._waiting_noted = False
+        self._probe_cost: dict[str, float] = {}  # seconds of each probe's last sample
         self.model: Any = None
         self._tree_pending = False
         self._weights_failed = False
@@ -163,6 +168,16 @@ class Inspector:
             return
         started = clock()
         cadence = self.cadence
+        if self._armed_t is None and self._budgeted and self._first_end is not None:
+            # Still paying for earlier samples (the first ones, a trace): wait, now that
+            # the step time is known, instead of sampling on the provisional gap.
+            step_time = self._step_time(started)
+            train = started - self._t0 - cadence.probe_seconds
+            wait = cadence.wait_steps(step_time or 0.0, train)
+            if wait > 0:
+                self._schedule(step + min(wait, MAX_GAP))
+                cadence.charge(clock() - started)
+                return
         if self._armed_t is not None:
             # The step just run was the recording twin's (the first one traces it): what
             # it took beyond a plain step is the inspector's.
@@ -181,6 +196,7 @@ class Inspector:
         gap = cadence.gap_after(cost, self._step_time(ended - cost), train)
         if self._first_end is None:
             self._first_end = (ended, cadence.probe_seconds, step)
+        settled = clock()
         self._plan_traces(train)
         self._emit(
             InspectorStatus(
@@ -195,6 +211,7 @@ class Inspector:
             )
         )
         self._schedule(step + gap)
+        cadence.charge(clock() - settled)  # planning and the status count too
 
     def _step_time(self, now: float) -> float | None:
         """Training seconds per step since the end of the first sample (None: unknown yet)."""
@@ -207,44 +224,51 @@ class Inspector:
         return max(now - t - (self.cadence.probe_seconds - probe), 0.0) / steps
 
     def _plan_traces(self, train: float) -> None:
-        """Under the budget: allow the next one-off trace once the credit covers it."""
+        """Under the budget: allow one pending trace once the credit covers its estimate.
+
+        Estimates: the recording twin, the fit's first step (Keras's own trace of the
+        same step); the layer-output probe, ``ACTIVATION_TRACE_FACTOR`` eager passes;
+        the weight function, ``WEIGHT_TRACE_FACTOR`` host summaries (traced only when
+        the host summary is not already as cheap as a device call).
+        """
         if not self._budgeted:
             return
         credit = self.cadence.credit(train)
-        grads, acts = self._gradients, self._activations
-        pending = []
+        grads, acts, costs = self._gradients, self._activations, self._probe_cost
+        pending: list[tuple[str, float]] = []
+        if acts is not None and acts.needs_trace and not acts.allow_trace:
+            pending.append(("activations", ACTIVATION_TRACE_FACTOR * costs.get("activations", 0)))
+        if self._weights is not None and not self._weights_traced:
+            host = costs.get("weights", 0.0)
+            if self._weights.traced:
+                self._weights_traced = True
+            elif host >= HOST_WEIGHTS_CHEAP_S:
+                pending.append(("weights", WEIGHT_TRACE_FACTOR * host))
         if grads is not None and not self._twin_allowed:
             if grads.traced:  # traced in an earlier fit of this model: free now
                 self._twin_allowed = True
             else:
-                pending.append("twin")
-        if acts is not None and acts.needs_trace and not acts.allow_trace:
-            pending.append("activations")
-        if self._weights is not None and not self._weights_traced:
-            if self._weights.traced:
-                self._weights_traced = True
+                pending.append(("twin", self._trace_estimate))
+        for what, estimate in pending:
+            if estimate > credit:
+                continue
+            # One trace per sample; the samples after it wait until it is paid back.
+            if what == "twin":
+                self._twin_allowed = True
+            elif what == "activations":
+                acts.allow_trace = True
             else:
-                pending.append("weights")
-        if not pending:
+                self._weights_traced = True
             return
-        if credit < self._trace_estimate:
-            if "twin" in pending and not self._waiting_noted:
-                self._waiting_noted = True
-                self.monitor.note(
-                    "Inspector: gradients start once the time budget "
-                    f"({self.cadence.budget:.0%}) has paid for tracing their recording step "
-                    f"(~{self._trace_estimate:.1f} s), after about "
-                    f"{self._trace_estimate / self.cadence.budget:.0f} s of training "
-                    "(set a fixed cadence, e.g. --sample-every, to see them at once)"
-                )
-            return
-        first = pending[0]  # one trace per sample: then the budget pays it back
-        if first == "twin":
-            self._twin_allowed = True
-        elif first == "activations":
-            acts.allow_trace = True
-        else:
-            self._weights_traced = True
+        if any(what == "twin" for what, _ in pending) and not self._waiting_noted:
+            self._waiting_noted = True
+            self.monitor.note(
+                "Inspector: gradients start once the time budget "
+                f"({self.cadence.budget:.0%}) has paid for tracing their recording step "
+                f"(~{self._trace_estimate:.1f} s), after about "
+                f"{self._trace_estimate / self.cadence.budget:.0f} s of training "
+                "(set a fixed cadence, e.g. --sample-every, to see them at once)"
+            )
 
     def _arm(self) -> None:
         """Record the gradients of the coming step (when the budget allows the twin)."""
@@ -266,7 +290,7 @@ class Inspector:
 
     def _emit_tree(self) -> None:
         try:
-            tree = ModelTree(self.fit_index, model_tree(self.model), model_summary_text(self.model))
+            tree = ModelTree(self.fit_index, model_tree(self.model), _summary_text(self.model))
         except Exception as exc:  # noqa: BLE001
             self.monitor.report_error("inspector: model tree", exc)
             return
@@ -287,6 +311,7 @@ class Inspector:
         ):
             if probe is None:
                 continue
+            started = self.clock()
             try:
                 if name == "weights":
                     event = probe.sample(self.fit_index, step, traced=self._weights_traced)
@@ -295,6 +320,7 @@ class Inspector:
             except Exception as exc:  # noqa: BLE001
                 mon.report_error(f"inspector: {name}", exc)
                 event = None
+            self._probe_cost[name] = self.clock() - started
             if event is not None:
                 self._emit(event)
 
@@ -310,6 +336,29 @@ class Inspector:
         except Exception as exc:  # noqa: BLE001
             self.monitor.report_error(where, exc)
             return None
+
+
+def _summary_text(model: Any) -> str:
+    """``model.summary()``'s text, kept per model while its variables stay the same.
+
+    Keras renders it with ``rich`` (~15-60 ms on a loaded 2-core CPU): a later fit of
+    the same model reuses it.
+    """
+    key = tuple(id(v) for v in getattr(model, "weights", ()))
+    cached = _summaries.get(model)
+    if cached is not None and cached[0] == key and key:
+        return cached[1]
+    text = model_summary_text(model)
+    try:
+        _summaries[model] = (key, text)
+    except TypeError:  # not weak-referenceable: no cache
+        pass
+    return text
+
+
+_summaries: weakref.WeakKeyDictionary[Any, tuple[tuple[int, ...], str]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _built(model: Any) -> bool:
