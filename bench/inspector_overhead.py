@@ -261,10 +261,15 @@ def main(argv: list[str] | None = None) -> None:
     from tfstudio.core.options import RunOptions
 
     print("1. R, the inspector at its default budget", flush=True)
+    from tfstudio.engine.probes.inspector import Inspector
+
     worker = WorkerSide(RunOptions())
-    result = compare_blocks(
-        inspector_sides(worker, "inspector"), args.blocks, args.rounds, args.alone
-    )
+    try:
+        result = compare_blocks(
+            inspector_sides(worker, "inspector"), args.blocks, args.rounds, args.alone
+        )
+    finally:
+        Inspector.clock = time.perf_counter  # the twins' own clocks are done
     worker.close()
     r_line = result.line("inspector")
     print("2. the inspector's own share of a first fit", flush=True)
