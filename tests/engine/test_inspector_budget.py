@@ -79,7 +79,9 @@ def test_a_short_budget_fit_samples_cheaply_and_never_traces_the_recording_step(
     assert not of(events, MonitorError), of(events, MonitorError)[0].traceback
     weights = of(events, WeightStats)
     assert weights and weights[0].step == 1  # something to see at once
-    assert of(events, LayerOutputs)[0].step == 1
+    # Layer outputs (an eager pass, several weight summaries' worth) wait for a sample
+    # that training has paid for: never the first.
+    assert all(lo.step > 1 for lo in of(events, LayerOutputs))
     # The twin's trace costs about the fit's first step (Keras's own trace): 200 small
     # steps never earn 3% of that, so no gradients, and the user is told why.
     assert not of(events, GradientStats)
@@ -116,6 +118,9 @@ def test_gradients_come_once_the_budget_has_paid_for_their_trace():
     # after 0.33 s: 34 steps. Samples before that have weights but no gradients.
     assert grads[0].step > 34
     assert of(events, WeightStats)[0].step == 1
+    # Layer outputs from the second sample on: eager passes first, then the trace.
+    outputs = of(events, LayerOutputs)
+    assert outputs and outputs[0].step > 1
 
 
 def test_a_budget_run_is_bit_identical_to_plain_python(tmp_path):
@@ -125,7 +130,7 @@ def test_a_budget_run_is_bit_identical_to_plain_python(tmp_path):
     ended, events = run_in_worker(BIT_EXACT, [str(tmp_path / "studio.npz")], options)
     assert ended.status == "finished", ended
     assert not of(events, MonitorError), of(events, MonitorError)[0].traceback
-    assert of(events, WeightStats) and of(events, LayerOutputs)  # the host and eager paths ran
+    assert of(events, WeightStats)  # the host path ran
     want = np.load(tmp_path / "plain.npz")
     got = np.load(tmp_path / "studio.npz")
     different = [k for k in want.files if want[k].tobytes() != got[k].tobytes()]

@@ -12,10 +12,11 @@ set-up at the fit's start, every sample, the extra time of each step run by the
 gradients' recording twin, and the one-off traces. The traces cost far more than a
 sample (the twin's is about one trace of Keras's train function: the fit's first
 step), so a fit starts on the paths that need none (weights summarised on the host,
-layer outputs by an eager pass, no gradients) and each trace is paid only once the
-budget's credit covers it (:meth:`Cadence.credit`; estimated by the fit's first
-step), one per sample; after it, the next samples wait until training has paid it
-back. A fixed cadence (``sample_every``) has no budget: everything from the start.
+layer outputs by an eager pass from the second sample on, no gradients) and each
+trace is paid only once the budget's credit covers its estimate
+(:meth:`Cadence.credit`), one per sample; after it, the next samples wait until
+training has paid it back. A fixed cadence (``sample_every``) has no budget:
+everything from the start.
 """
 
 from __future__ import annotations
@@ -103,6 +104,7 @@ class Inspector:
         self._weights_traced = not self._budgeted
         self._waiting_noted = False
         self._probe_cost: dict[str, float] = {}  # seconds of each probe's last sample
+        self._activations_made = False
         self.model: Any = None
         self._tree_pending = False
         self._weights_failed = False
@@ -132,6 +134,21 @@ class Inspector:
             except Exception as exc:  # noqa: BLE001
                 mon.report_error("inspector: gradients", exc)
                 self._gradients = None
+        if not self._budgeted:
+            self._make_activations()
+        self._step0 = mon.global_step
+        self.cadence.charge(self.clock() - started)  # the set-up (tree, twin) counts
+        self._schedule(mon.global_step + 1)
+
+    def _make_activations(self) -> None:
+        """Cut the probe batch and make the layer-output probe (once per fit).
+
+        Under the budget this waits for the fit's second sample: the first eager pass
+        through the layers costs several times a weight summary, and the first sample
+        comes before training has paid for anything.
+        """
+        self._activations_made = True
+        mon = self.monitor
         inputs = None
         try:
             inputs = probe_batch(self.data)
@@ -143,11 +160,8 @@ class Inspector:
                 "layer outputs are not sampled."
             )
         else:
-            self._activations = ActivationProbe(model, inputs, mon.note)
+            self._activations = ActivationProbe(self.model, inputs, mon.note)
             self._activations.allow_trace = not self._budgeted
-        self._step0 = mon.global_step
-        self.cadence.charge(self.clock() - started)  # the set-up (probe batch, twin) counts
-        self._schedule(mon.global_step + 1)
 
     def end(self) -> None:
         """Restore the optimizers; stop sampling."""
@@ -301,6 +315,8 @@ class Inspector:
         if self._tree_pending:
             self._tree_pending = False
             self._emit_tree()
+        if not self._activations_made and self.cadence.samples >= 1:
+            self._make_activations()
         if self._weights is None and not self._weights_failed:
             self._weights = self._make("inspector: weights", lambda: weight_probe(self.model))
             self._weights_failed = self._weights is None
