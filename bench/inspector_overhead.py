@@ -1,233 +1,290 @@
-"""What the inspector costs a training run: bare vs monitored ``fit``, side by side.
+"""What the inspector costs a training run: interleaved twins, its own share, and TensorBoard.
 
-In one process, on the same model and data, adjacent fits in rotating order:
+Three measurements on the small MLP of ``bench_model.py``, in one process:
 
-- ``bare``: plain ``model.fit``;
-- ``budget``: tfstudio's monitoring with the inspector at its default budget (3%);
-- ``every10``: the inspector sampling every 10 steps (weights, gradients, layer outputs);
-- ``tensorboard``: Keras's ``TensorBoard(update_freq="batch", histogram_freq=1)``, what
-  users run today to see weights (no tfstudio).
+1. **R with the inspector on** at its default budget (3%): the method of
+   ``bench/overhead.py`` (bare twins A and B and a monitored twin, single steps in
+   random order, the pump's CPU charged, the bare/bare control), the monitored twin
+   now a default run *with* the inspector. Its budget is scheduled on the monitored
+   twin's own clock (``Inspector.clock``), as in a run of its own: interleaved, the
+   wall clock would also run through the bare twins' steps.
+2. **The inspector's own share of a 2,000-step fit**, first sample and traces
+   included: a fresh model's first ``model.fit`` (the real one, through the
+   interceptor, with the worker's pump, advisor, recorder and viewer), timing every
+   call into the inspector on the training thread (set-up, arming, samples, its end)
+   plus the extra time of each step the gradients' recording twin ran (its time
+   minus the median plain step), over the fit's wall time minus that.
+3. **TensorBoard at equal information**: every N steps (``--every``), weights and
+   gradients as histograms, both ways, interleaved step by step with bare twins and
+   a monitored twin with the inspector off. TensorBoard side: a Keras callback that
+   every N steps writes ``tf.summary.histogram`` of every trainable variable and of
+   its gradient (one traced ``tf.function``: a forward/backward pass on a fixed batch
+   of the data, then the histograms; Keras's ``TensorBoard(histogram_freq=...)``
+   only writes weights, per epoch). Inspector side: ``sample_every=N`` (weights:
+   stats and a 30-bin histogram; gradients: norm, min, max and a 30-bin histogram of
+   the step's own gradients).
+   Layer outputs are switched off on the inspector side for this comparison
+   (``--with-outputs`` keeps them). Costs: TensorBoard's = its step time over bare;
+   the inspector's = the twin with the inspector over the twin without it (both
+   monitored, pump charged). Both sides' traces are made before timing (2N+1 untimed steps).
 
-Steps/s are timed from the end of the first batch to the end of the fit (a callback
-placed first), so each variant's one-off ``train_function`` tracing is left out but
-everything the monitoring does after it (the inspector's first sample included) counts.
-The monitored fits go through the real interceptor and callback, with a thread
-draining the channel at 60 Hz as the window does. R is the median of the per-round
-ratios variant/bare. Models: the small MLP of ``bench_model.py`` and the CNN of
-``resources/examples/cnn_shapes.py`` (same layers, random 28x28 images).
+    python bench/inspector_overhead.py   (= python bench/overhead.py --inspector)
 
-    python bench/inspector_overhead.py [--rounds 6]      (or: python bench/overhead.py --inspector)
-
-Ends with one line: ``overhead: monitored/bare = R`` (MLP, default budget).
+Ends: ``overhead: tensorboard cost / inspector cost = X``, the share line, the control
+and ``overhead: monitored/bare = R`` (1).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
-VARIANTS = ("bare", "budget", "every10", "tensorboard")
+from interleave import OwnClock, stepped_fit  # noqa: E402
+from overhead import (  # noqa: E402
+    STEPS_PER_EPOCH,
+    WorkerSide,
+    compare_blocks,
+    finish,
+    machine_line,
+    steps_of,
+    twin,
+)
 
 
-def cnn_and_data(batch: int = 32) -> tuple[Any, Any]:
-    """The CNN of resources/examples/cnn_shapes.py on an endless pipeline of random images."""
-    import keras
-    import numpy as np
-    import tensorflow as tf
+def inspector_sides(worker: WorkerSide, name: str) -> Any:
+    """``make_sides``: one monitored twin on ``worker``, the inspector on its own clock."""
+    from tfstudio.engine.probes.inspector import Inspector
 
-    rng = np.random.default_rng(0)
-    x = rng.random((batch * 20, 28, 28, 1)).astype("float32")
-    y = rng.integers(0, 3, size=len(x)).astype("int32")
-    data = tf.data.Dataset.from_tensor_slices((x, y)).batch(batch).repeat().prefetch(4)
-    model = keras.Sequential(
-        [
-            keras.Input(shape=(28, 28, 1)),
-            keras.layers.Conv2D(8, 3, activation="relu", name="conv1"),
-            keras.layers.MaxPooling2D(name="pool1"),
-            keras.layers.Conv2D(16, 3, activation="relu", name="conv2"),
-            keras.layers.MaxPooling2D(name="pool2"),
-            keras.layers.Flatten(),
-            keras.layers.Dense(32, activation="relu"),
-            keras.layers.Dense(3, activation="softmax"),
-        ],
-        name="shapes_cnn",
-    )
-    model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
-    return model, data
+    def make(block: int, epochs: int) -> dict[str, Any]:
+        clock = OwnClock()
+        Inspector.clock = clock
+        gen = worker.fit(*twin(), epochs=epochs)
+        return {name: (steps_of(gen), clock, worker.pump_cpu, lambda: finish(gen))}
+
+    return make
 
 
-class Bench:
-    """Runs the variants of one model and keeps their steps/s."""
+class HistogramWriter:
+    """A Keras callback writing weight and gradient histograms every ``every`` steps.
 
-    def __init__(self, name: str, model: Any, data: Any, steps: int) -> None:
-        self.name = name
-        self.model = model
-        self.data = data
-        self.epochs = 2
-        self.steps_per_epoch = steps // 2
-        self.rates: dict[str, list[float]] = {v: [] for v in VARIANTS}
-        self.cpu: dict[str, list[float]] = {v: [] for v in VARIANTS}  # CPU s per step
-        self.status: dict[str, Any] = {}
-        self.largest = 0
-        self.tb_dir = tempfile.mkdtemp(prefix="tfstudio-bench-tb-")
+    Gradients come from one forward/backward pass on a fixed batch (the data's first),
+    inside one traced ``tf.function`` that also writes every histogram.
+    """
 
-    def run(self, variant: str) -> float:
-        """One fit of ``variant``; returns its steps/s."""
+    def __init__(self, model: Any, data: Any, every: int, logdir: str) -> None:
         import keras
+        import tensorflow as tf
 
-        from tfstudio.core.channel import Channel
-        from tfstudio.core.events import InspectorStatus
-        from tfstudio.core.options import RunOptions
-        from tfstudio.engine.instrument import FitInterceptor
-        from tfstudio.engine.monitor import RunMonitor
+        x, y = next(iter(data))
+        writer = tf.summary.create_file_writer(logdir)
+        variables = model.trainable_variables
+        loss_fn = model.loss
 
-        stamps: list[float] = []
-        cpu: list[float] = []
+        @tf.function
+        def write(step: Any) -> None:
+            with tf.GradientTape() as tape:
+                loss = loss_fn(y, model(x, training=True))
+            grads = tape.gradient(loss, variables)
+            with writer.as_default(step=step):
+                for v, g in zip(variables, grads, strict=True):
+                    tf.summary.histogram(v.path, v)
+                    tf.summary.histogram(f"{v.path}/gradient", g)
 
-        class Timer(keras.callbacks.Callback):
+        class Callback(keras.callbacks.Callback):
+            def __init__(self) -> None:
+                super().__init__()
+                self.step = 0
+
             def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
-                if not stamps:
-                    stamps.append(time.perf_counter())
-                    cpu.append(time.process_time())
+                self.step += 1
+                if self.step % every == 0:
+                    write(tf.constant(self.step, tf.int64))
 
-            def on_train_end(self, logs: Any = None) -> None:
-                stamps.append(time.perf_counter())
-                cpu.append(time.process_time())
+        self.callback = Callback()
+        self.writer = writer
 
-        callbacks: list[Any] = [Timer()]
-        if variant == "tensorboard":
-            callbacks.append(
-                keras.callbacks.TensorBoard(self.tb_dir, update_freq="batch", histogram_freq=1)
-            )
 
-        def fit() -> None:
-            self.model.fit(
-                self.data,
-                epochs=self.epochs,
-                steps_per_epoch=self.steps_per_epoch,
+def equal_information(args: argparse.Namespace) -> tuple[float, float, float, str]:
+    """TensorBoard vs inspector, every N steps: ``(tb cost, inspector cost, control, line)``."""
+    from tfstudio.core.options import RunOptions
+    from tfstudio.engine.probes.activations import ActivationProbe
+
+    sample_outputs = ActivationProbe.sample
+    if not args.with_outputs:  # equal information: weights and gradients only
+        ActivationProbe.sample = lambda self, fit_index, step: None  # type: ignore[method-assign]
+    with_inspector = WorkerSide(RunOptions(sample_every=args.every))
+    without = WorkerSide(RunOptions(inspector=False))
+    tb_dir = tempfile.TemporaryDirectory(prefix="tfstudio-bench-tb-")
+
+    def make(block: int, epochs: int) -> dict[str, Any]:
+        model, data = twin()
+        writer = HistogramWriter(model, data, args.every, f"{tb_dir.name}/{block}")
+        tb = stepped_fit(
+            model,
+            data,
+            epochs=epochs,
+            steps_per_epoch=STEPS_PER_EPOCH,
+            callbacks=[writer.callback],
+        )
+        insp = with_inspector.fit(*twin(), epochs=epochs)
+        mon = without.fit(*twin(), epochs=epochs)
+        return {
+            "tensorboard": (steps_of(tb), None, None, lambda: finish(tb)),
+            "inspector": (steps_of(insp), None, with_inspector.pump_cpu, lambda: finish(insp)),
+            "monitored": (steps_of(mon), None, without.pump_cpu, lambda: finish(mon)),
+        }
+
+    # Both sides' traces are made before timing: 2N+1 untimed steps.
+    result = compare_blocks(make, args.blocks, args.rounds, args.alone, warm=2 * args.every + 1)
+    ActivationProbe.sample = sample_outputs  # type: ignore[method-assign]
+    with_inspector.close()
+    without.close()
+    tb_dir.cleanup()
+    bare = statistics.fmean(result.bare)
+
+    def charged(side: str) -> float:
+        return statistics.fmean(result.sides[side]) + statistics.fmean(result.charge[side])
+
+    tb_cost = statistics.fmean(result.sides["tensorboard"]) / bare - 1
+    insp_cost = charged("inspector") / charged("monitored") - 1
+    what = "weights, gradients and layer outputs" if args.with_outputs else "weights, gradients"
+    line = (
+        f"every {args.every} steps ({what}): TensorBoard histograms cost {tb_cost:+.2%} "
+        "of a bare step, "
+        f"the inspector {insp_cost:+.2%} of a monitored step "
+        f"(bare {1 / bare:,.0f}, tensorboard "
+        f"{1 / statistics.fmean(result.sides['tensorboard']):,.0f}, monitored "
+        f"{1 / charged('monitored'):,.0f}, inspector {1 / charged('inspector'):,.0f} steps/s)"
+    )
+    return tb_cost, insp_cost, result.control(), line
+
+
+def own_share(steps: int) -> tuple[float, str]:
+    """The inspector's share of a fresh model's first ``steps``-step fit: ``(share, line)``."""
+    import keras
+
+    from tfstudio.core.options import RunOptions
+    from tfstudio.engine.instrument import FitInterceptor
+    from tfstudio.engine.probes.gradients import GradientProbe
+    from tfstudio.engine.probes.inspector import Inspector
+
+    Inspector.clock = time.perf_counter
+    spent = [0.0]
+    twin_calls: list[float] = []
+    saved = {name: getattr(Inspector, name) for name in ("begin", "at_step", "end")}
+
+    def timed(method: Any) -> Any:
+        def call(*a: Any, **k: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return method(*a, **k)
+            finally:
+                spent[0] += time.perf_counter() - t
+
+        return call
+
+    one_shot = GradientProbe._one_shot
+
+    def timed_twin(self: Any, iterator: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return one_shot(self, iterator)
+        finally:
+            twin_calls.append(time.perf_counter() - t)
+
+    step_times: list[float] = []
+    began = [0.0]
+
+    class Before(keras.callbacks.Callback):  # last batch-begin hook before the step
+        def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+            began[0] = time.perf_counter()
+
+    class After(keras.callbacks.Callback):  # first batch-end hook after it
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            step_times.append(time.perf_counter() - began[0])
+
+    worker = WorkerSide(RunOptions())
+    model, data = twin(seed=1)
+    for name, method in saved.items():
+        setattr(Inspector, name, timed(method))
+    GradientProbe._one_shot = timed_twin
+    try:
+        with FitInterceptor(worker.monitor):
+            start = time.perf_counter()
+            model.fit(
+                data,
+                epochs=steps // STEPS_PER_EPOCH,
+                steps_per_epoch=STEPS_PER_EPOCH,
                 verbose=0,
-                callbacks=callbacks,
+                callbacks=[After(), Before()],
             )
-
-        if variant in ("budget", "every10"):
-            options = RunOptions(sample_every=10 if variant == "every10" else 0)
-            channel = Channel()
-            done = threading.Event()
-            last: list[Any] = [None]
-
-            def consume() -> None:  # what the viewer does: drain at frame rate
-                while True:
-                    for event in channel.drain():
-                        if isinstance(event, InspectorStatus):
-                            last[0] = event
-                    if done.is_set():
-                        return
-                    time.sleep(1 / 60)
-
-            consumer = threading.Thread(target=consume, daemon=True)
-            consumer.start()
-            with FitInterceptor(RunMonitor(channel, options=options)):
-                fit()
-            done.set()
-            consumer.join()
-            if last[0] is not None:
-                self.status[variant] = last[0]
-                self.largest = max(self.largest, last[0].largest_message)
-        else:
-            fit()
-        steps = self.epochs * self.steps_per_epoch - 1
-        self.cpu[variant].append((cpu[-1] - cpu[0]) / steps)
-        return steps / (stamps[-1] - stamps[0])
-
-    def round(self, r: int) -> None:
-        """One round: every variant once, order rotated by round."""
-        order = VARIANTS[r % len(VARIANTS) :] + VARIANTS[: r % len(VARIANTS)]
-        n = len(self.cpu["bare"])
-        got = {v: self.run(v) for v in order}
-        for v in VARIANTS:  # keep only this round's CPU samples in step with the rates
-            del self.cpu[v][n:-1]
-        for v in VARIANTS:
-            self.rates[v].append(got[v])
-        print(
-            f"{self.name} round {r + 1:2d}: "
-            + "  ".join(f"{v} {got[v]:7.1f}" for v in VARIANTS)
-            + " steps/s",
-            flush=True,
-        )
-
-    def cpu_ratio(self, variant: str) -> float:
-        """Median over rounds of bare/variant process CPU time per step (all threads)."""
-        return statistics.median(
-            b / m for m, b in zip(self.cpu[variant], self.cpu["bare"], strict=True)
-        )
-
-    def ratio(self, variant: str) -> float:
-        """Median over rounds of variant/bare."""
-        return statistics.median(
-            m / b for m, b in zip(self.rates[variant], self.rates["bare"], strict=True)
-        )
+            wall = time.perf_counter() - start
+    finally:
+        for name, method in saved.items():
+            setattr(Inspector, name, method)
+        GradientProbe._one_shot = one_shot
+    worker.close()
+    plain = statistics.median(step_times)
+    twin_extra = sum(max(t - plain, 0.0) for t in twin_calls)
+    inspector = spent[0] + twin_extra
+    share = inspector / (wall - inspector)
+    line = (
+        f"inspector's own share of a {steps}-step first fit (first sample included): "
+        f"{share:.2%} (inspector calls {spent[0] * 1e3:.0f} ms + recording steps' extra "
+        f"{twin_extra * 1e3:.0f} ms over {len(twin_calls)} steps, of a {wall:.2f} s fit; "
+        f"median plain step {plain * 1e3:.2f} ms; first step {step_times[0]:.2f} s)"
+    )
+    return share, line
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run the benchmark and print the table and the final overhead line."""
+    """Run the three measurements and print their lines, the overhead line last."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=6)
-    parser.add_argument("--mlp-steps", type=int, default=1000)
-    parser.add_argument("--cnn-steps", type=int, default=300)
+    parser.add_argument("--blocks", type=int, default=2, help="fresh sets of twins")
+    parser.add_argument("--rounds", type=int, default=1500, help="interleaved steps per twin")
+    parser.add_argument("--alone", type=int, default=500, help="monitored steps alone (charge)")
+    parser.add_argument("--every", type=int, default=50, help="histograms every N steps (3.)")
+    parser.add_argument(
+        "--with-outputs", action="store_true", help="(3.) the inspector also samples layer outputs"
+    )
+    parser.add_argument("--share-steps", type=int, default=2000, help="the fit of (2.)")
     args = parser.parse_args(argv)
 
-    import keras
-    import tensorflow as tf
-    from bench_model import mlp_and_data
+    from tfstudio.core.options import RunOptions
 
-    benches = [
-        Bench("mlp", *mlp_and_data(64), steps=args.mlp_steps),
-        Bench("cnn", *cnn_and_data(32), steps=args.cnn_steps),
-    ]
-    for bench in benches:
-        for v in VARIANTS:  # warm-up: tracing, allocators, TensorBoard writer
-            bench.run(v)
-        for samples in bench.cpu.values():
-            samples.clear()
-        for r in range(args.rounds):
-            bench.round(r)
-    print(
-        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus "
-        f"(shared with other jobs); TF {tf.__version__}, Keras {keras.__version__}"
-    )
-    print("steps/s ratios variant/bare (median of rounds); in brackets: the same from CPU time")
-    print("| model | bare steps/s | budget 3% / bare | every 10 / bare | TensorBoard / bare |")
-    print("| --- | --- | --- | --- | --- |")
-    for b in benches:
-        cells = " | ".join(
-            f"{b.ratio(v):.4f} ({b.cpu_ratio(v):.4f})" for v in ("budget", "every10", "tensorboard")
+    print("1. R, the inspector at its default budget", flush=True)
+    from tfstudio.engine.probes.inspector import Inspector
+
+    worker = WorkerSide(RunOptions())
+    try:
+        result = compare_blocks(
+            inspector_sides(worker, "inspector"), args.blocks, args.rounds, args.alone
         )
-        print(f"| {b.name} | {statistics.median(b.rates['bare']):.1f} | {cells} |")
-    for b in benches:
-        s = b.status.get("budget")
-        if s is not None:
-            print(
-                f"{b.name}: default budget ended sampling every {s.every} steps, inspector's "
-                f"own measured overhead {s.overhead:.2%}, last sample {s.probe_ms:.1f} ms"
-            )
-        cost_tb = 1 - b.ratio("tensorboard")
-        cost_in = 1 - b.ratio("budget")
-        if cost_in > 0:
-            print(f"{b.name}: TensorBoard's cost / inspector's cost = {cost_tb / cost_in:.1f}x")
-    print(f"largest inspector message: {max(b.largest for b in benches) / 1024:.1f} kB")
-    print(f"overhead: monitored/bare = {benches[0].ratio('budget'):.4f}")
+    finally:
+        Inspector.clock = time.perf_counter  # the twins' own clocks are done
+    worker.close()
+    r_line = result.line("inspector")
+    print("2. the inspector's own share of a first fit", flush=True)
+    share, share_line = own_share(args.share_steps)
+    print(f"3. TensorBoard at equal information, every {args.every} steps", flush=True)
+    tb_cost, insp_cost, tb_control, tb_line = equal_information(args)
+    print(machine_line())
+    print(tb_line)
+    print(f"control (3.): bare/bare = {tb_control:.4f}")
+    ratio = tb_cost / insp_cost if insp_cost > 0 else float("inf")
+    print(f"overhead: tensorboard cost / inspector cost = {ratio:.1f}")
+    print(share_line)
+    print(r_line)
+    print(f"control: bare/bare = {result.control():.4f}")
+    print(f"overhead: monitored/bare = {result.ratio('inspector'):.4f}")
 
 
 if __name__ == "__main__":

@@ -46,7 +46,10 @@ def probe_batch(data: Any, samples: int = PROBE_SAMPLES) -> Any:
     if data is None:
         return None
     if isinstance(data, tf.data.Dataset):
-        element = next(iter(data.take(1)))
+        try:  # one graph op, no iterator resource: about half the cost of next(iter(...))
+            element = data.take(1).get_single_element()
+        except Exception:  # noqa: BLE001 - e.g. a distributed dataset: iterate instead
+            element = next(iter(data.take(1)))
         if isinstance(element, tuple | list) and len(element) in (1, 2, 3):
             element = element[0]  # (x, y[, sample_weight])
         return _head(element, samples)
@@ -89,22 +92,30 @@ class ActivationProbe:
         self._meta: list[tuple[Any, str, int]] = []
         self._unprobeable: set[int] = set()
         self._written: list[Any] = []  # variables the traced probe writes: put back each time
+        # Tracing the probe costs more than an eager pass: under a time budget the
+        # inspector runs eager passes until the budget has room for the trace.
+        self.allow_trace = True
+
+    @property
+    def needs_trace(self) -> bool:
+        """True until the probe is traced (or found not traceable, or disabled)."""
+        return self._fn is None and not self.disabled
 
     def sample(self, fit_index: int, step: int) -> LayerOutputs | None:
         """Every layer's output on the probe batch now (None if the model cannot be probed)."""
         if self.disabled or self.inputs is None:
             return None
-        if self._fn is None:
+        if self._fn is None and self.allow_trace:
             self._build()
             if self.disabled:
                 return None
-        if self._fn is not False:
+        if self._fn is not None and self._fn is not False:
             with variables_restored(self._written):
                 outputs = [t.numpy() for t in self._fn(self.inputs)]
             for i in self._unprobeable:
                 outputs[i] = None
             records = [(*meta, out) for meta, out in zip(self._meta, outputs, strict=True)]
-        else:  # not traceable: the eager pass, wrappers in place each time
+        else:  # not traced (yet, or not traceable): the eager pass, wrappers in place
             records = self._eager_records()
             if records is None:
                 return None

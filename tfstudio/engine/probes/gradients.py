@@ -97,6 +97,7 @@ class GradientProbe:
         self._seen: Any = None
         self._wrapped: list[Any] = []
         self.armed = False
+        self.traced = False  # whether the recording twin has run (been traced) yet
 
     def _ensure_buffers(self) -> None:
         """Index the trainable variables and make the buffers, once they exist.
@@ -151,6 +152,7 @@ class GradientProbe:
             self._recorder = model.train_function
             model.train_function = plain
             self._plain = plain
+            self.traced = False
         return len(self._wrapped)
 
     def remove(self) -> None:
@@ -213,6 +215,7 @@ class GradientProbe:
             return self._recorder(iterator)
         finally:
             self._recording = False
+            self.traced = True
             self.model.train_function = self._plain
 
     # -- sampling ----------------------------------------------------------

@@ -6,6 +6,17 @@
 At ``next_at`` the inspector either arms the gradient recorder for the coming
 step, or samples (weights, gradients, layer outputs) and schedules the next
 sample. Any failure is reported once and that probe is dropped; training goes on.
+
+Under the time budget (the default) everything the inspector spends counts: its
+set-up at the fit's start, every sample, the extra time of each step run by the
+gradients' recording twin, and the one-off traces. The traces cost far more than a
+sample (the twin's is about one trace of Keras's train function: the fit's first
+step), so a fit starts on the paths that need none (weights summarised on the host,
+layer outputs by an eager pass from the second sample on, no gradients) and each
+trace is paid only once the budget's credit covers its estimate
+(:meth:`Cadence.credit`), one per sample; after it, the next samples wait until
+training has paid it back. A fixed cadence (``sample_every``) has no budget:
+everything from the start.
 """
 
 from __future__ import annotations
@@ -18,12 +29,16 @@ from typing import Any
 from tfstudio.core.events import InspectorStatus, ModelTree
 from tfstudio.engine.monitor import RunMonitor
 from tfstudio.engine.probes.activations import ActivationProbe, probe_batch
-from tfstudio.engine.probes.cadence import Cadence
+from tfstudio.engine.probes.cadence import MAX_GAP, Cadence
 from tfstudio.engine.probes.gradients import GradientProbe
 from tfstudio.engine.probes.model import model_summary_text, model_tree
 from tfstudio.engine.probes.weights import WeightProbe
 
 NEVER = 1 << 62
+# Budget estimates of one-off traces, from what the untraced path costs per sample.
+ACTIVATION_TRACE_FACTOR = 3.0  # tracing the layer-output probe ~ a few eager passes
+WEIGHT_TRACE_FACTOR = 20.0  # tracing the weight function ~ 20 host summaries (small models)
+HOST_WEIGHTS_CHEAP_S = 0.002  # a host summary this cheap is kept: no trace needed
 # One weight probe per model, kept across its fits: its tf.function is traced once.
 _weight_probes: weakref.WeakKeyDictionary[Any, WeightProbe] = weakref.WeakKeyDictionary()
 # One gradient probe per model: its recording train function is traced once.
@@ -63,6 +78,9 @@ class Inspector:
         data: the fit's ``x`` (the probe batch is cut from it).
     """
 
+    # Seconds, for the budget (a benchmark that interleaves twins gives each its own).
+    clock: Any = time.perf_counter
+
     def __init__(self, monitor: RunMonitor, fit_index: int, data: Any = None) -> None:
         self.monitor = monitor
         self.fit_index = fit_index
@@ -78,6 +96,15 @@ class Inspector:
         self._t0 = 0.0
         self._step0 = 0
         self._spe = 1
+        self._budgeted = not options.sample_every
+        self._trace_estimate = 0.0  # what one trace of the model's step costs (s)
+        self._first_end: tuple[float, float, int] | None = None  # (time, probe s, step)
+        self._armed_t: float | None = None  # when the recording twin was armed
+        self._twin_allowed = not self._budgeted
+        self._weights_traced = not self._budgeted
+        self._waiting_noted = False
+        self._probe_cost: dict[str, float] = {}  # seconds of each probe's last sample
+        self._activations_made = False
         self.model: Any = None
         self._tree_pending = False
         self._weights_failed = False
@@ -86,6 +113,8 @@ class Inspector:
     def begin(self, model: Any, steps_per_execution: int = 1) -> None:
         """Announce the model tree; prepare the probes; schedule the first sample."""
         mon = self.monitor
+        started = self.clock()
+        self._t0 = started
         self._spe = max(1, steps_per_execution)
         self.model = model
         self._emit_tree()
@@ -105,6 +134,21 @@ class Inspector:
             except Exception as exc:  # noqa: BLE001
                 mon.report_error("inspector: gradients", exc)
                 self._gradients = None
+        if not self._budgeted:
+            self._make_activations()
+        self._step0 = mon.global_step
+        self.cadence.charge(self.clock() - started)  # the set-up (tree, twin) counts
+        self._schedule(mon.global_step + 1)
+
+    def _make_activations(self) -> None:
+        """Cut the probe batch and make the layer-output probe (once per fit).
+
+        Under the budget this waits for the fit's second sample: the first eager pass
+        through the layers costs several times a weight summary, and the first sample
+        comes before training has paid for anything.
+        """
+        self._activations_made = True
+        mon = self.monitor
         inputs = None
         try:
             inputs = probe_batch(self.data)
@@ -116,10 +160,8 @@ class Inspector:
                 "layer outputs are not sampled."
             )
         else:
-            self._activations = ActivationProbe(model, inputs, mon.note)
-        self._t0 = time.perf_counter()
-        self._step0 = mon.global_step
-        self._schedule(mon.global_step + 1)
+            self._activations = ActivationProbe(self.model, inputs, mon.note)
+            self._activations.allow_trace = not self._budgeted
 
     def end(self) -> None:
         """Restore the optimizers; stop sampling."""
@@ -133,44 +175,136 @@ class Inspector:
     # -- steps -------------------------------------------------------------
     def at_step(self, step: int) -> None:
         """Called when the global step reached :attr:`next_at`: arm, or sample."""
+        clock = self.clock
         if step < self._sample_at:
-            if self._gradients is not None:
-                self._gradients.arm()
+            self._arm()
             self.next_at = self._sample_at
             return
-        started = time.perf_counter()
+        started = clock()
+        cadence = self.cadence
+        if self._armed_t is None and self._budgeted and self._first_end is not None:
+            # Still paying for earlier samples (the first ones, a trace): wait, now that
+            # the step time is known, instead of sampling on the provisional gap.
+            step_time = self._step_time(started)
+            train = started - self._t0 - cadence.probe_seconds
+            wait = cadence.wait_steps(step_time or 0.0, train)
+            if wait > 0:
+                self._schedule(step + min(wait, MAX_GAP))
+                cadence.charge(clock() - started)
+                return
+        if self._armed_t is not None:
+            # The step just run was the recording twin's (the first one traces it): what
+            # it took beyond a plain step is the inspector's.
+            step_time = self._step_time(started)
+            extra = started - self._armed_t - (step_time or 0.0) * self._spe
+            cadence.charge(extra)
+            self._armed_t = None
         self._sample(step)
-        cost = time.perf_counter() - started
-        gap = self.cadence.next_gap(cost, step - self._step0, started + cost - self._t0)
+        ended = clock()
+        cost = ended - started
+        if self._first_end is None:
+            # The fit's first steps include Keras's trace of its train function: about
+            # what a trace of the recording twin will cost.
+            self._trace_estimate = started - self._t0 - cadence.probe_seconds
+        train = ended - self._t0 - cadence.probe_seconds - cost
+        gap = cadence.gap_after(cost, self._step_time(ended - cost), train)
+        if self._first_end is None:
+            self._first_end = (ended, cadence.probe_seconds, step)
+        settled = clock()
+        self._plan_traces(train)
         self._emit(
             InspectorStatus(
                 self.fit_index,
                 step,
-                self.cadence.mode,
+                cadence.mode,
                 gap,
-                self.cadence.budget,
-                self.cadence.overhead(time.perf_counter() - self._t0),
+                cadence.budget,
+                cadence.overhead(clock() - self._t0),
                 cost * 1000.0,
                 self.largest_message,
             )
         )
         self._schedule(step + gap)
+        cadence.charge(clock() - settled)  # planning and the status count too
+
+    def _step_time(self, now: float) -> float | None:
+        """Training seconds per step since the end of the first sample (None: unknown yet)."""
+        if self._first_end is None:
+            return None
+        t, probe, step = self._first_end
+        steps = self.monitor.global_step - step
+        if steps <= 0:
+            return None
+        return max(now - t - (self.cadence.probe_seconds - probe), 0.0) / steps
+
+    def _plan_traces(self, train: float) -> None:
+        """Under the budget: allow one pending trace once the credit covers its estimate.
+
+        Estimates: the recording twin, the fit's first step (Keras's own trace of the
+        same step); the layer-output probe, ``ACTIVATION_TRACE_FACTOR`` eager passes;
+        the weight function, ``WEIGHT_TRACE_FACTOR`` host summaries (traced only when
+        the host summary is not already as cheap as a device call).
+        """
+        if not self._budgeted:
+            return
+        credit = self.cadence.credit(train)
+        grads, acts, costs = self._gradients, self._activations, self._probe_cost
+        pending: list[tuple[str, float]] = []
+        if acts is not None and acts.needs_trace and not acts.allow_trace:
+            pending.append(("activations", ACTIVATION_TRACE_FACTOR * costs.get("activations", 0)))
+        if self._weights is not None and not self._weights_traced:
+            host = costs.get("weights", 0.0)
+            if self._weights.traced:
+                self._weights_traced = True
+            elif host >= HOST_WEIGHTS_CHEAP_S:
+                pending.append(("weights", WEIGHT_TRACE_FACTOR * host))
+        if grads is not None and not self._twin_allowed:
+            if grads.traced:  # traced in an earlier fit of this model: free now
+                self._twin_allowed = True
+            else:
+                pending.append(("twin", self._trace_estimate))
+        for what, estimate in pending:
+            if estimate > credit:
+                continue
+            # One trace per sample; the samples after it wait until it is paid back.
+            if what == "twin":
+                self._twin_allowed = True
+            elif what == "activations":
+                acts.allow_trace = True
+            else:
+                self._weights_traced = True
+            return
+        if any(what == "twin" for what, _ in pending) and not self._waiting_noted:
+            self._waiting_noted = True
+            self.monitor.note(
+                "Inspector: gradients start once the time budget "
+                f"({self.cadence.budget:.0%}) has paid for tracing their recording step "
+                f"(~{self._trace_estimate:.1f} s), after about "
+                f"{self._trace_estimate / self.cadence.budget:.0f} s of training "
+                "(set a fixed cadence, e.g. --sample-every, to see them at once)"
+            )
+
+    def _arm(self) -> None:
+        """Record the gradients of the coming step (when the budget allows the twin)."""
+        grads = self._gradients
+        if grads is not None and self._twin_allowed and not grads.armed:
+            grads.arm()
+            if grads.armed:
+                self._armed_t = self.clock()
 
     def _schedule(self, sample_at: int) -> None:
         self._sample_at = sample_at
         # Arm the gradient recorder one hook before the sampled step.
         arm_at = sample_at - self._spe
-        grads = self._gradients
-        if grads is not None and arm_at > self.monitor.global_step:
+        if self._gradients is not None and arm_at > self.monitor.global_step:
             self.next_at = arm_at
         else:
             self.next_at = sample_at
-            if grads is not None and not grads.armed:
-                grads.arm()
+            self._arm()
 
     def _emit_tree(self) -> None:
         try:
-            tree = ModelTree(self.fit_index, model_tree(self.model), model_summary_text(self.model))
+            tree = ModelTree(self.fit_index, model_tree(self.model), _summary_text(self.model))
         except Exception as exc:  # noqa: BLE001
             self.monitor.report_error("inspector: model tree", exc)
             return
@@ -181,6 +315,8 @@ class Inspector:
         if self._tree_pending:
             self._tree_pending = False
             self._emit_tree()
+        if not self._activations_made and self.cadence.samples >= 1:
+            self._make_activations()
         if self._weights is None and not self._weights_failed:
             self._weights = self._make("inspector: weights", lambda: weight_probe(self.model))
             self._weights_failed = self._weights is None
@@ -191,11 +327,16 @@ class Inspector:
         ):
             if probe is None:
                 continue
+            started = self.clock()
             try:
-                event = probe.sample(self.fit_index, step)
+                if name == "weights":
+                    event = probe.sample(self.fit_index, step, traced=self._weights_traced)
+                else:
+                    event = probe.sample(self.fit_index, step)
             except Exception as exc:  # noqa: BLE001
                 mon.report_error(f"inspector: {name}", exc)
                 event = None
+            self._probe_cost[name] = self.clock() - started
             if event is not None:
                 self._emit(event)
 
@@ -211,6 +352,29 @@ class Inspector:
         except Exception as exc:  # noqa: BLE001
             self.monitor.report_error(where, exc)
             return None
+
+
+def _summary_text(model: Any) -> str:
+    """``model.summary()``'s text, kept per model while its variables stay the same.
+
+    Keras renders it with ``rich`` (~15-60 ms on a loaded 2-core CPU): a later fit of
+    the same model reuses it.
+    """
+    key = tuple(id(v) for v in getattr(model, "weights", ()))
+    cached = _summaries.get(model)
+    if cached is not None and cached[0] == key and key:
+        return cached[1]
+    text = model_summary_text(model)
+    try:
+        _summaries[model] = (key, text)
+    except TypeError:  # not weak-referenceable: no cache
+        pass
+    return text
+
+
+_summaries: weakref.WeakKeyDictionary[Any, tuple[tuple[int, ...], str]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _built(model: Any) -> bool:

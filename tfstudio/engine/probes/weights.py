@@ -3,6 +3,11 @@
 One ``tf.function`` reduces all variables at once to a ``(V, 7)`` stats array and
 a ``(V, BINS)`` histogram array; only those (a few kB) leave the device. Small
 variables (at most ``SMALL`` values) also send their values.
+
+Tracing that function costs far more than a sample (~0.1-0.2 s on a 2-core CPU),
+so under a time budget the inspector first summarises on the host (the values
+copied out, the same figures computed with numpy: :func:`summarize_host`) and
+traces only once the budget has room for it (``sample(..., traced=False)``).
 """
 
 from __future__ import annotations
@@ -40,6 +45,26 @@ def summarize(x: tf.Tensor, bins: int = BINS) -> tuple[tf.Tensor, tf.Tensor]:
     return stats, hist
 
 
+def summarize_host(x: np.ndarray, bins: int = BINS) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`summarize` computed with numpy on the host (float32, the same bins)."""
+    x = np.asarray(x, dtype=np.float32).reshape(-1)
+    size = np.float32(x.size)
+    safe = max(size, np.float32(1.0))
+    lo = x.min() if x.size else np.float32(0.0)
+    hi = x.max() if x.size else np.float32(0.0)
+    mean = x.sum(dtype=np.float32) / safe
+    std = np.sqrt(max(np.square(x - mean).sum(dtype=np.float32) / safe, np.float32(0.0)))
+    norm = np.sqrt(np.square(x).sum(dtype=np.float32))
+    zeros = np.float32(np.count_nonzero(x == 0.0)) / safe
+    width = max(hi - lo, np.float32(1e-12))
+    with np.errstate(invalid="ignore", over="ignore"):
+        scaled = np.floor((x - lo) / width * np.float32(bins))
+        idx = np.clip(np.nan_to_num(scaled, nan=0.0), 0, bins - 1).astype(np.int64)
+    hist = np.bincount(idx, minlength=bins)[:bins].astype(np.int32)
+    stats = np.array([mean, std, lo, hi, norm, zeros, size], dtype=np.float32)
+    return stats, hist
+
+
 class WeightProbe:
     """Summarises a model's trainable variables with one device call.
 
@@ -68,12 +93,30 @@ class WeightProbe:
             return tf.stack(stats), tf.stack(hists), flat
 
         self._compute = compute
+        self.traced = False  # whether the device function has been traced (used once)
 
-    def sample(self, fit_index: int, step: int) -> WeightStats | None:
-        """Stats of every trainable variable now, or None when the model has none."""
+    def _on_host(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """What the device function returns, computed with numpy from copies of the values."""
+        values = [np.asarray(v.numpy(), dtype=np.float32) for v in self.variables]
+        pairs = [summarize_host(x, self.bins) for x in values]
+        small = [values[i].reshape(-1) for i in self._small]
+        flat = np.concatenate(small) if small else np.zeros([0], np.float32)
+        return np.stack([p[0] for p in pairs]), np.stack([p[1] for p in pairs]), flat
+
+    def sample(self, fit_index: int, step: int, traced: bool = True) -> WeightStats | None:
+        """Stats of every trainable variable now, or None when the model has none.
+
+        Args:
+            traced: on the device through the traced function (traced at its first
+                use), or on the host with numpy (no trace; copies the values out).
+        """
         if not self.variables:
             return None
-        stats, hists, flat = (t.numpy() for t in self._compute())
+        if traced:
+            stats, hists, flat = (t.numpy() for t in self._compute())
+            self.traced = True
+        else:
+            stats, hists, flat = self._on_host()
         values: dict[int, tuple[float, ...]] = {}
         offset = 0
         for i in self._small:

@@ -1,0 +1,138 @@
+"""The inspector within its time budget: cheap paths first, traces only when paid for.
+
+Under the default budget a fit starts with weights summarised on the host and layer
+outputs from an eager pass (no trace), and no gradients: their recording twin costs
+about one trace of the train step, and it runs only once the budget's credit covers
+that. These tests count samples and events; none of them times anything.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.e2e.test_monitor_changes_nothing import BIT_EXACT, plain_python
+from tests.e2e.workers import of, run_in_worker
+from tfstudio.core.channel import Channel
+from tfstudio.core.events import (
+    ConsoleOutput,
+    GradientStats,
+    InspectorStatus,
+    LayerOutputs,
+    MonitorError,
+    WeightStats,
+)
+from tfstudio.core.options import RunOptions
+from tfstudio.engine.probes.cadence import FIRST_GAP
+
+pytestmark = pytest.mark.tf
+
+
+def _model_and_data():
+    import keras
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(0)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 4)).astype("float32")
+    y = rng.normal(size=(64, 2)).astype("float32")
+    data = tf.data.Dataset.from_tensor_slices((x, y)).batch(8).repeat()
+    model = keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(2)]
+    )
+    model.compile("sgd", "mse")
+    return model, data
+
+
+def _fit(model, data, steps, options, callbacks=()):
+    from tfstudio.engine.instrument import FitInterceptor
+    from tfstudio.engine.monitor import RunMonitor
+
+    channel = Channel()
+    monitor = RunMonitor(channel, options=options)
+    with FitInterceptor(monitor):
+        model.fit(data, epochs=1, steps_per_epoch=steps, verbose=0, callbacks=list(callbacks))
+    return channel.drain()
+
+
+def test_host_weight_summary_matches_the_device_one():
+    import tensorflow as tf
+
+    from tfstudio.engine.probes.weights import summarize, summarize_host
+
+    rng = np.random.default_rng(1)
+    for x in (
+        rng.normal(size=(37, 5)).astype("float32"),
+        np.zeros((3, 3), "float32"),
+        np.full((4,), 2.5, "float32"),
+        np.array([0.0, 1.0, -1.0, 0.5], "float32"),
+    ):
+        stats, hist = (t.numpy() for t in summarize(tf.constant(x)))
+        host_stats, host_hist = summarize_host(x)
+        np.testing.assert_allclose(host_stats, stats, rtol=1e-5, atol=1e-6)
+        assert host_hist.tolist() == hist.tolist()
+
+
+def test_a_short_budget_fit_samples_cheaply_and_never_traces_the_recording_step():
+    model, data = _model_and_data()
+    events = _fit(model, data, 200, RunOptions())
+    assert not of(events, MonitorError), of(events, MonitorError)[0].traceback
+    weights = of(events, WeightStats)
+    assert weights and weights[0].step == 1  # something to see at once
+    # Layer outputs (an eager pass, several weight summaries' worth) wait for a sample
+    # that training has paid for: never the first.
+    assert all(lo.step > 1 for lo in of(events, LayerOutputs))
+    # The twin's trace costs about the fit's first step (Keras's own trace): 200 small
+    # steps never earn 3% of that, so no gradients, and the user is told why.
+    assert not of(events, GradientStats)
+    notes = [e.text for e in of(events, ConsoleOutput) if "gradients start" in e.text]
+    assert len(notes) == 1
+    status = of(events, InspectorStatus)
+    assert len(status) == len(weights) < 200 // FIRST_GAP
+    assert all(s.mode == "budget" for s in status)
+
+
+def test_gradients_come_once_the_budget_has_paid_for_their_trace():
+    """A clock that runs 10 ms per training step and not at all in the inspector."""
+    import keras
+
+    from tfstudio.engine.probes.inspector import Inspector
+
+    now = [0.0]
+
+    class SlowSteps(keras.callbacks.Callback):  # runs before the StudioCallback's hook
+        def on_train_batch_end(self, batch, logs=None):
+            now[0] += 0.010
+
+    model, data = _model_and_data()
+    saved = Inspector.clock
+    Inspector.clock = staticmethod(lambda: now[0])
+    try:
+        events = _fit(model, data, 120, RunOptions(), callbacks=[SlowSteps()])
+    finally:
+        Inspector.clock = saved
+    assert not of(events, MonitorError), of(events, MonitorError)[0].traceback
+    grads = of(events, GradientStats)
+    assert grads, "the budget never paid for the recording step"
+    # The trace is estimated as the fit's first step (10 ms); 3% of training covers it
+    # after 0.33 s: 34 steps. Samples before that have weights but no gradients.
+    assert grads[0].step > 34
+    assert of(events, WeightStats)[0].step == 1
+    # Layer outputs from the second sample on: eager passes first, then the trace.
+    outputs = of(events, LayerOutputs)
+    assert outputs and outputs[0].step > 1
+
+
+def test_a_budget_run_is_bit_identical_to_plain_python(tmp_path):
+    plain = plain_python(BIT_EXACT, [str(tmp_path / "plain.npz")], tmp_path)
+    assert plain.returncode == 0, plain.stderr
+    options = RunOptions(logdir=str(tmp_path / "runs"), on_nan="stop")  # default budget
+    ended, events = run_in_worker(BIT_EXACT, [str(tmp_path / "studio.npz")], options)
+    assert ended.status == "finished", ended
+    assert not of(events, MonitorError), of(events, MonitorError)[0].traceback
+    assert of(events, WeightStats)  # the host path ran
+    want = np.load(tmp_path / "plain.npz")
+    got = np.load(tmp_path / "studio.npz")
+    different = [k for k in want.files if want[k].tobytes() != got[k].tobytes()]
+    assert different == []
+    assert float(got["counter"]) == 5.0  # one write per training step, none per probe
