@@ -97,7 +97,18 @@ def main(out_path: str) -> None:
         for xb, yb in dataset:
             step(xb, yb)
 
+    # A fit on a dataset that reshuffles every epoch (its seed from the global seed): a
+    # probe batch read from it would shift every later epoch's order.
+    shuffled_model = keras.Sequential(
+        [keras.Input((6,)), keras.layers.Dense(4, activation="relu"), keras.layers.Dense(1)]
+    )
+    shuffled_model.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse")
+    shuffled = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(160).batch(32)
+    shuffled_model.fit(shuffled, epochs=3, verbose=0)
+
     arrays = {}
+    for i, v in enumerate(shuffled_model.variables):
+        arrays[f"shuffled/{i}/{v.path}"] = np.asarray(v.numpy())
     for i, v in enumerate(model.variables):
         arrays[f"fit/{i}/{v.path}"] = np.asarray(v.numpy())
     for i, v in enumerate(loop_model.variables):

@@ -40,12 +40,15 @@ def probe_batch(data: Any, samples: int = PROBE_SAMPLES) -> Any:
     """The inputs of the first batch of ``fit``'s ``x`` (first ``samples`` rows), or None.
 
     Arrays and tensors are sliced; a ``tf.data.Dataset`` gives its first element
-    (one more pass over one batch of the pipeline). Generators and
-    ``PyDataset``s are not touched (reading would consume them): None.
+    (one more pass over one batch of the pipeline), unless it reshuffles every
+    pass (:func:`reshuffles`). Generators and ``PyDataset``s are not touched
+    (reading would consume them): None.
     """
     if data is None:
         return None
     if isinstance(data, tf.data.Dataset):
+        if reshuffles(data):
+            return None  # see reshuffles(): reading a batch would change the script's order
         try:  # one graph op, no iterator resource: about half the cost of next(iter(...))
             element = data.take(1).get_single_element()
         except Exception:  # noqa: BLE001 - e.g. a distributed dataset: iterate instead
@@ -56,6 +59,35 @@ def probe_batch(data: Any, samples: int = PROBE_SAMPLES) -> Any:
     if isinstance(data, np.ndarray | tf.Tensor) or _is_structure_of_arrays(data):
         return _head(data, samples)
     return None
+
+
+def reshuffles(data: Any) -> bool:
+    """True when ``data`` is a ``tf.data.Dataset`` with a shuffle that reshuffles every pass.
+
+    Each new pass over such a dataset draws the next seed from the shuffle's seed
+    generator, which every copy of the pipeline shares: reading one probe batch
+    would shift the order of every later epoch of the script, and the script
+    would no longer compute what it computes without tfstudio.
+    """
+    seen: set[int] = set()
+    todo = [data]
+    while todo:
+        node = todo.pop()
+        if id(node) in seen or not isinstance(node, tf.data.Dataset):
+            continue
+        seen.add(id(node))
+        flag = getattr(node, "_reshuffle_each_iteration", None)
+        if flag is not None:
+            try:
+                if bool(flag):
+                    return True
+            except Exception:  # noqa: BLE001 - a symbolic flag: assume it reshuffles
+                return True
+        try:
+            todo.extend(node._inputs())
+        except Exception:  # noqa: BLE001 - a dataset that does not say its inputs
+            continue
+    return False
 
 
 def _is_structure_of_arrays(data: Any) -> bool:

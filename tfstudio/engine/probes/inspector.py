@@ -28,7 +28,7 @@ from typing import Any
 
 from tfstudio.core.events import InspectorStatus, ModelTree
 from tfstudio.engine.monitor import RunMonitor
-from tfstudio.engine.probes.activations import ActivationProbe, probe_batch
+from tfstudio.engine.probes.activations import ActivationProbe, probe_batch, reshuffles
 from tfstudio.engine.probes.cadence import MAX_GAP, Cadence
 from tfstudio.engine.probes.gradients import GradientProbe
 from tfstudio.engine.probes.model import model_summary_text, model_tree
@@ -154,7 +154,14 @@ class Inspector:
             inputs = probe_batch(self.data)
         except Exception as exc:  # noqa: BLE001
             mon.report_error("inspector: probe batch", exc)
-        if inputs is None:
+        if inputs is None and reshuffles(self.data):
+            mon.note(
+                "Inspector: layer outputs are not sampled in this fit: its dataset reshuffles "
+                "every epoch, and reading a probe batch from it would change the order your "
+                "script sees (pass arrays, or shuffle with reshuffle_each_iteration=False, "
+                "to see them)."
+            )
+        elif inputs is None:
             mon.note(
                 "Inspector: no probe batch (fit's x is not an array, tensor or tf.data.Dataset): "
                 "layer outputs are not sampled."
