@@ -155,3 +155,14 @@ def _sample(cpu_count: int = 4, machine_cpu: float = 50.0) -> SystemSample:
         machine_memory_total=16_000_000_000,
         cpu_count=cpu_count,
     )
+
+
+def test_the_grid_follows_the_axis_major_ticks_from_inside_the_data_area(window, run):
+    run.started().fit(epochs=1, steps_per_epoch=1000).steps(40).frame()
+    plot = window.metrics.plots["loss"]
+    axis = plot.plot.getAxis("left")
+    assert axis.grid is False  # the axis no longer spans the data area
+    lo, hi = plot.vb.viewRange()[1]
+    major = [v for v in axis.tickValues(lo, hi, plot.vb.height())[0][1] if lo <= v <= hi]
+    assert plot.grid.values == pytest.approx(major) and len(major) >= 2
+    assert plot.grid.getViewBox() is plot.vb

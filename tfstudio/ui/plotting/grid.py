@@ -30,7 +30,15 @@ class HorizontalGrid(pg.GraphicsObject):
         self._rect = QRectF()
 
     def viewRangeChanged(self) -> None:  # noqa: N802 (pyqtgraph API)
-        """Follow the view: the lines sit where the axis puts its major ticks."""
+        """The view's range moved: the lines follow the axis's major ticks."""
+        self._follow_view()
+
+    def viewTransformChanged(self) -> None:  # noqa: N802 (pyqtgraph API)
+        """The view was resized (same range, more or fewer ticks): follow it too."""
+        super().viewTransformChanged()  # drops pyqtgraph's cached view rectangle
+        self._follow_view()
+
+    def _follow_view(self) -> None:
         view = self.getViewBox()
         if view is None:
             return
