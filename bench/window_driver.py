@@ -4,13 +4,20 @@ Used by ``window_overhead.py`` (as a process) and ``latency.py``:
 
     python bench/window_driver.py SCRIPT OUT.json [script args...]
 
-writes ``{"redraws": N, "run_s": T, "redraws_per_s": R, "exit": code}``: the
-bridge's redraws from the start of the script's last ``fit`` (its warm-up and
-TensorFlow's import are not counted) to the end of the run, and that time.
+writes ``{"redraws": N, "run_s": T, "redraws_per_s": R, "window_cpu_s": C,
+"cpu_per_redraw_ms": M, "exit": code}``: the bridge's redraws from the start of
+the script's last ``fit`` (its warm-up and TensorFlow's import are not counted)
+to the end of the run, that time, and the window process's CPU time over it
+(all its threads: draining the pipe, ingesting, painting).
+
+With ``TFSTUDIO_WINDOW_PROFILE=PATH`` set, the window's UI thread runs under
+cProfile from the last ``fit``'s start to the run's end, and its statistics are
+written to PATH (read them with ``python -m pstats PATH``).
 """
 
 from __future__ import annotations
 
+import cProfile
 import json
 import os
 import sys
@@ -60,15 +67,24 @@ def run_window(
     window.show()
     bridge = window.bridge
     marks: dict[str, float] = {}
+    profile_path = os.environ.get("TFSTUDIO_WINDOW_PROFILE")
+    profiler = cProfile.Profile() if profile_path else None
     if on_redraw is not None:
         bridge.add_panel(_RedrawSpy(lambda: on_redraw(window)))  # refreshed after the others
 
     def started(_event: object) -> None:  # each fit: the last one is what counts
         marks["t0"] = time.perf_counter()
+        marks["c0"] = time.process_time()
         marks["r0"] = bridge.redraws
+        if profiler is not None:
+            profiler.disable()
+            profiler.enable()  # from the last fit's start: earlier fits are left out
 
     def ended(status: str, code: int) -> None:
+        if profiler is not None:
+            profiler.disable()
         marks["t1"] = time.perf_counter()
+        marks["c1"] = time.process_time()
         marks["r1"] = bridge.redraws
         marks["exit"] = code
         QTimer.singleShot(0, app.quit)
@@ -80,12 +96,17 @@ def run_window(
     app.exec()
     launcher.shutdown()
     bridge.stop()
+    if profiler is not None and profile_path:
+        profiler.dump_stats(profile_path)
     run_s = marks["t1"] - marks["t0"]
     redraws = marks["r1"] - marks["r0"]
+    cpu_s = marks["c1"] - marks["c0"]
     return {
         "redraws": redraws,
         "run_s": run_s,
         "redraws_per_s": redraws / run_s,
+        "window_cpu_s": cpu_s,
+        "cpu_per_redraw_ms": 1000 * cpu_s / max(1, redraws),
         "exit": marks["exit"],
     }
 

@@ -2,10 +2,13 @@
 
 Runs ``bench/mlp_steps.py`` (a small MLP, 2,000 timed steps) through tfstudio as
 separate processes, interleaved round by round: ``tfstudio run`` (headless) and
-the window offscreen with live plots redrawing at its full rate. Both train in a
-worker process; the script measures its own CPU time per step (all its threads),
-which the window's painting, now in another process, should not touch. The window
-run also reports how often the window redrew during the run.
+the window offscreen with live plots, redrawing at the rate the bridge chooses
+for this machine (see ``choose_redraw_hz`` in ui/bridge.py: fewer redraws when
+the run leaves no core to spare). Both train in a worker process; the script
+measures its own CPU time per step (all its threads), which the window's
+painting, in another process, should not touch. The window run also reports
+how often the window redrew during the run, and the window process's own CPU
+(its share of one core, and per redraw).
 
     python bench/window_overhead.py [--rounds 6]
 
@@ -51,6 +54,8 @@ def main() -> None:
     cpu: dict[str, list[float]] = {"headless": [], "window": []}
     rate: dict[str, list[float]] = {"headless": [], "window": []}
     redraws: list[float] = []
+    window_cpu: list[float] = []  # the window process's CPU seconds per second of the run
+    per_redraw: list[float] = []
     for r in range(args.rounds):
         for mode in ("headless", "window") if r % 2 == 0 else ("window", "headless"):
             result, window = measure(mode)
@@ -58,12 +63,14 @@ def main() -> None:
             rate[mode].append(result["rate"])
             if window is not None:
                 redraws.append(window["redraws_per_s"])
+                window_cpu.append(window["window_cpu_s"] / window["run_s"])
+                per_redraw.append(window["cpu_per_redraw_ms"])
         print(
             f"round {r + 1}: "
             + "  ".join(
                 f"{m} {rate[m][-1]:6.1f} steps/s, {cpu[m][-1] * 1e6:5.0f} us CPU/step" for m in cpu
             )
-            + f"  window redraws {redraws[-1]:.1f}/s",
+            + f"  window redraws {redraws[-1]:.1f}/s, window CPU {window_cpu[-1]:.0%} of a core",
             flush=True,
         )
     ratio = statistics.median(w / h for w, h in zip(cpu["window"], cpu["headless"], strict=True))
@@ -72,6 +79,11 @@ def main() -> None:
         f"medians: headless {statistics.median(rate['headless']):.1f} steps/s, "
         f"window {statistics.median(rate['window']):.1f} steps/s (ratio {speed:.3f}); "
         f"window redraws {statistics.median(redraws):.1f}/s during the run"
+    )
+    print(
+        f"window process: {statistics.median(window_cpu):.0%} of a core during the run, "
+        f"{statistics.median(per_redraw):.1f} ms CPU per redraw (everything it does, shared "
+        f"out); machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
     )
     print(
         f"window: worker cpu per step window/headless = {ratio:.3f} "

@@ -141,6 +141,7 @@ def test_live_redraws_are_budgeted_but_no_event_waits(qtbot, monkeypatch):
     monkeypatch.setattr(bridge_module.time, "perf_counter", lambda: clock[0])
     channel = Channel()
     bridge = Bridge(channel)
+    bridge.redraw_hz = bridge_module.FULL_REDRAW_HZ  # a machine with cores to spare
     log = []
     panel = SlowPaintPanel(log)
     bridge.add_panel(panel)
@@ -226,3 +227,31 @@ def test_every_window_panel_subscribes_to_each_kind_its_ingest_event_names():
             declared = {t.__name__ for t in cls.EVENTS}
             assert named <= declared, f"{cls.__name__} handles {named - declared} unsubscribed"
             assert set(cls.EVENTS) <= set(EVENT_TYPES)
+
+
+def test_a_busy_machine_gets_the_low_redraw_rate_and_no_event_waits(qtbot, monkeypatch):
+    import tfstudio.ui.bridge as bridge_module
+
+    clock = [1000.0]
+    monkeypatch.setattr(bridge_module.time, "perf_counter", lambda: clock[0])
+    channel = Channel()
+    bridge = Bridge(channel)
+    log = []
+    bridge.add_panel(SpyPanel(log))
+    bridge.set_redraw_hz(bridge_module.LOW_REDRAW_HZ)  # training leaves no core for painting
+    assert bridge.interval_ms() == round(1000 / 30)  # no run yet: every frame
+    channel.emit(RunStarted("/tmp/t.py", ("t.py",), "/tmp", 0.0))
+    bridge.tick()
+    low = round(1000 / bridge_module.LOW_REDRAW_HZ)
+    assert bridge.interval_ms() == low  # live: a tick per redraw, none in between
+    for g in range(1, 13):
+        clock[0] += low / 1000
+        channel.emit(step(g))
+        bridge.tick()
+    assert log.count(("refresh",)) == 13  # every tick draws (the first one included)
+    assert [s for kind, *rest in log if kind == "steps" for s in rest[0]] == list(range(1, 13))
+    bridge.set_redraw_hz(bridge_module.FULL_REDRAW_HZ)  # the machine has a core to spare again
+    assert bridge.interval_ms() == round(1000 / 30)
+    channel.emit(RunEnded("finished", 0, 1, 12, 1.0))
+    bridge.tick()
+    assert bridge.interval_ms() == round(1000 / 30)

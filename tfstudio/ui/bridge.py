@@ -7,16 +7,22 @@ events as one list), and panels redraw at most once per frame. So a run at
 100k steps/s costs the UI thread a few list appends per step and one
 ``setData`` per curve per redraw, never one Qt signal per step.
 
-Training runs in a worker process, so painting here no longer takes time from
-it: during a run the bridge redraws at up to ``1 / MIN_REDRAW_S`` a second. Only
-paint cost itself is budgeted: after each redraw the bridge waits ``cost /
-REDRAW_BUDGET`` (at least ``MIN_REDRAW_S``, at most ``MAX_REDRAW_S``), so a window
-with heavy plots still answers the user. Nothing is dropped: events are drained
-and ingested every frame; only drawing waits. Between runs every frame redraws.
+Training runs in a worker process, so painting here takes no GIL from it, but
+it does take CPU: on a machine with few cores the window's painting competes
+with TensorFlow's threads. So during a run the bridge redraws at up to
+``redraw_hz`` a second, chosen by :func:`choose_redraw_hz` from the machine's
+cores and how busy they are (``note_machine_cpu``, fed once a second by the
+system panel's sampler): the full rate while a core is spare for painting, a
+lower one when training and everything else leave less. Paint cost is budgeted
+too: after each redraw the bridge waits ``cost / REDRAW_BUDGET`` (at least
+``1 / redraw_hz``, at most ``MAX_REDRAW_S``), so a window with heavy plots still
+answers the user. Nothing is dropped: events are drained and ingested every
+frame; only drawing waits. Between runs every frame redraws.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -38,9 +44,39 @@ from tfstudio.core.events import (
 
 DEFAULT_FPS = 30
 REDRAW_BUDGET = 0.5  # share of the UI thread's time redraws may take while a run is live
-MIN_REDRAW_S = 1 / 30  # at most 30 redraws a second during a run
+FULL_REDRAW_HZ = 30.0  # redraws a second during a run while a core is spare for painting
+LOW_REDRAW_HZ = 12.0  # ... and when the run and everything else leave less than that
+MIN_REDRAW_S = 1 / FULL_REDRAW_HZ  # at most this often, whatever the machine
 MAX_REDRAW_S = 0.5  # at least two a second, however slow painting is
+FEW_CORES = 2  # until the first measurement: this many cores or fewer count as busy
+SPARE_FOR_FULL = 1.5  # cores left idle by everything but the window: enough for full rate
+SPARE_HYSTERESIS = 0.5  # more spare needed to climb back to the full rate than to stay
+MIN_LOAD_INTERVAL_S = 0.5  # shorter load measurements are too coarse to act on
 FRAME_HISTORY = 100_000  # frame times kept for statistics (~28 min at 60 Hz)
+
+
+def choose_redraw_hz(
+    cpu_count: int, busy_cores: float | None, current_hz: float | None = None
+) -> float:
+    """Redraws a second for a live run, from how much CPU the machine has to spare.
+
+    Args:
+        cpu_count: the machine's logical CPUs.
+        busy_cores: cores in use by everything except the window (the training
+            worker, other programs); None before the first measurement, when the
+            core count alone decides (:data:`FEW_CORES` or fewer: the low rate).
+        current_hz: the rate in use; going back up from :data:`LOW_REDRAW_HZ` needs
+            :data:`SPARE_HYSTERESIS` more spare cores, so a load near the threshold
+            does not flip the rate every second.
+
+    Returns:
+        :data:`FULL_REDRAW_HZ` while at least :data:`SPARE_FOR_FULL` cores are idle,
+        else :data:`LOW_REDRAW_HZ`: painting then takes CPU the training would use.
+    """
+    if busy_cores is None:
+        return LOW_REDRAW_HZ if cpu_count <= FEW_CORES else FULL_REDRAW_HZ
+    need = SPARE_FOR_FULL + (SPARE_HYSTERESIS if current_hz == LOW_REDRAW_HZ else 0.0)
+    return FULL_REDRAW_HZ if cpu_count - busy_cores >= need else LOW_REDRAW_HZ
 
 
 class Panel(Protocol):
@@ -90,6 +126,7 @@ class Bridge(QObject):
         self._panels: list[Panel] = []
         self._routes: dict[type, list[Panel]] = {}  # event kind -> panels that take it
         self._step_panels: list[Panel] = []
+        self.fps = fps
         self._timer = QTimer(self)
         self._timer.setTimerType(Qt.TimerType.PreciseTimer)
         self._timer.setInterval(max(1, round(1000 / fps)))
@@ -101,6 +138,8 @@ class Bridge(QObject):
         self.frames = 0
         self.redraws = 0
         self.live = False  # a run is in progress: redraws are budgeted
+        self.redraw_hz = choose_redraw_hz(os.cpu_count() or 1, None)  # see note_machine_cpu
+        self._load_mark: tuple[float, float] | None = None  # (monotonic, own CPU s) at last note
         self._next_redraw = 0.0
         self._dirty = False
         self._last_redraw: tuple[float, float, float] | None = None  # (python s, paint, start)
@@ -138,6 +177,35 @@ class Bridge(QObject):
         """Milliseconds between frames."""
         return self._timer.interval()
 
+    def note_machine_cpu(self, cpu_count: int, machine_cpu_percent: float) -> None:
+        """Take a measurement of the machine's CPU (100 % = every core busy) and choose
+        the live redraw rate from it (see :func:`choose_redraw_hz`).
+
+        The window's own CPU since the previous note is taken out: the rate is about
+        what the rest of the machine leaves for painting. The first note after a run
+        starts only sets the mark the next one is measured from.
+        """
+        now, own = time.monotonic(), time.process_time()
+        mark, self._load_mark = self._load_mark, (now, own)
+        if mark is None or now - mark[0] < MIN_LOAD_INTERVAL_S:
+            return
+        own_cores = (own - mark[1]) / (now - mark[0])
+        busy = max(0.0, machine_cpu_percent / 100.0 * cpu_count - own_cores)
+        self.set_redraw_hz(choose_redraw_hz(cpu_count, busy, self.redraw_hz))
+
+    def set_redraw_hz(self, hz: float) -> None:
+        """Redraw a live run at most ``hz`` times a second (the frame timer follows)."""
+        self.redraw_hz = float(hz)
+        self._retime()
+
+    def _retime(self) -> None:
+        """Tick at the frame rate, or while a run is live no faster than it redraws: a
+        tick between two redraws would only drain, and its wake-up costs CPU too."""
+        seconds = 1.0 / self.fps
+        if self.live:
+            seconds = max(seconds, self.min_redraw_s())
+        self._timer.setInterval(max(1, round(1000 * seconds)))
+
     def reset_stats(self) -> None:
         """Forget frame times and counters (benchmarks call this between phases)."""
         self.frame_times.clear()
@@ -157,7 +225,7 @@ class Bridge(QObject):
         self._account_last_redraw()
         events = self.channel.drain()
         if not events:
-            if self._dirty and t0 >= self._next_redraw:
+            if self._dirty and self._due(t0):
                 self._redraw(t0)
             return 0
         run: list[StepEnded] = []
@@ -177,11 +245,14 @@ class Bridge(QObject):
                 panel.ingest_event(event)
             if isinstance(event, RunEnded):
                 self.live = False
+                self._retime()
                 # Everything before the end must be on screen when listeners hear of it.
                 self._redraw(time.perf_counter())
                 self.run_ended.emit(event)
             elif isinstance(event, RunStarted):
                 self.live = True
+                self._load_mark = None  # the sampler starts afresh with the run
+                self._retime()
                 self.run_started.emit(event)
             elif isinstance(event, EngineStatus):
                 self.engine_status.emit(event)
@@ -193,7 +264,7 @@ class Bridge(QObject):
                 self.monitor_error.emit(event)
         if run:
             self._hand_steps(run)
-        if self._dirty and (not self.live or t0 >= self._next_redraw):
+        if self._dirty and (not self.live or self._due(t0)):
             self._redraw(t0)
         self.events_consumed += len(events)
         self.frames += 1
@@ -214,7 +285,7 @@ class Bridge(QObject):
         # The paint itself happens later in the event loop; it is added to this
         # redraw's cost at the next tick (see _account_last_redraw).
         self._last_redraw = (time.perf_counter() - t0, self._paint_seconds(), started)
-        self._next_redraw = started + MIN_REDRAW_S
+        self._next_redraw = started + self.min_redraw_s()
 
     def _account_last_redraw(self) -> None:
         if self._last_redraw is None:
@@ -224,8 +295,16 @@ class Bridge(QObject):
         cost = python_s + (self._paint_seconds() - paint_before)
         self.redraw_times.append(cost)
         if self.live:
-            wait = min(MAX_REDRAW_S, max(MIN_REDRAW_S, cost / REDRAW_BUDGET))
+            wait = min(MAX_REDRAW_S, max(self.min_redraw_s(), cost / REDRAW_BUDGET))
             self._next_redraw = started + wait
+
+    def _due(self, now: float) -> bool:
+        """A redraw is due: within half a tick of its time (the next tick would be late)."""
+        return now >= self._next_redraw - self._timer.interval() / 2000
+
+    def min_redraw_s(self) -> float:
+        """The shortest wait between two redraws of a live run (``1 / redraw_hz``)."""
+        return max(MIN_REDRAW_S, 1.0 / self.redraw_hz)
 
     def _paint_seconds(self) -> float:
         return sum(getattr(p, "paint_clock", (0.0,))[0] for p in self._panels)

@@ -11,7 +11,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtCore import QEvent, QSettings, Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -159,6 +159,10 @@ class MainWindow(QMainWindow):
         self.bridge.run_ended.connect(self._on_run_ended)
         self.bridge.engine_status.connect(self._on_engine_status)
         self.bridge.monitor_error.connect(self._on_monitor_error)
+        self.system.machine_sampled.connect(self.bridge.note_machine_cpu)  # redraw rate
+        # Panels out of sight skip their redraws; a dock brought to the front catches up.
+        for dock in (self._console_dock, self._system_dock):
+            dock.visibilityChanged.connect(self._on_dock_shown)
 
         self.setAcceptDrops(True)
         self.resize(1200, 800)
@@ -570,6 +574,20 @@ class MainWindow(QMainWindow):
             self._say(f"Drop one Python script (.py file) at a time; got {len(paths)} files.")
             return
         self.open_script(paths[0])
+
+    # -- redraws of panels that were out of sight ------------------------------
+    def _on_dock_shown(self, shown: bool) -> None:
+        if shown:
+            self.console.catch_up()
+            self.system.catch_up()
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt API)
+        """Back from minimised: the panels draw what arrived meanwhile."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.WindowStateChange and not self.isMinimized():
+            self.metrics.refresh()
+            self.console.catch_up()
+            self.system.catch_up()
 
     # -- closing -------------------------------------------------------------
     def closeEvent(self, event: QCloseEvent) -> None:

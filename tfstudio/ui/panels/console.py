@@ -23,6 +23,7 @@ from PySide6.QtGui import (
     QFont,
     QFontDatabase,
     QMouseEvent,
+    QShowEvent,
     QTextBlock,
     QTextCharFormat,
     QTextCursor,
@@ -41,6 +42,7 @@ from tfstudio.core.events import (
 )
 from tfstudio.core.terminal import plain_text
 from tfstudio.core.tf_startup import StartupFold, describe_startup
+from tfstudio.ui.panels.visibility import out_of_sight
 
 MAX_LINES = 20_000
 STREAM_COLOURS = {
@@ -257,7 +259,25 @@ class ConsolePanel(QWidget):
             self.note(f"Checkpoint {event.action} refused: {event.reason}", flush=False)
 
     def refresh(self) -> None:
-        """Write everything queued since the last frame in one edit."""
+        """Write everything queued since the last frame in one edit.
+
+        Out of sight (its dock closed or behind another tab) the text waits in the
+        buffer, which keeps the newest ``max_lines``, and is written when shown.
+        """
+        if not out_of_sight(self):
+            self._write_pending()
+
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 (Qt API)
+        """Shown again: write what arrived while out of sight."""
+        super().showEvent(event)
+        self._write_pending()
+
+    def catch_up(self) -> None:
+        """Write what arrived while out of sight, now that the dock is in front."""
+        if not out_of_sight(self):
+            self._write_pending()
+
+    def _write_pending(self) -> None:
         if self._buffer:
             self._write_buffer()
         for fold_id in list(self._fold_dirty):
@@ -410,7 +430,8 @@ class ConsolePanel(QWidget):
         self._buffer.add(stream, text + "\n")
 
     def text(self) -> str:
-        """The console's plain text (for tests and copying)."""
+        """The console's plain text (for tests and copying), text not yet shown included."""
+        self._write_pending()
         return self.view.toPlainText()
 
     def clear(self) -> None:

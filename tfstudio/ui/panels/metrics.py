@@ -18,6 +18,7 @@ import math
 from collections.abc import Sequence
 
 from PySide6.QtCore import QSettings, Qt
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -60,6 +61,7 @@ from tfstudio.ui.panels.metric_plot import (
     RunLayer,
 )
 from tfstudio.ui.panels.metrics_sidebar import SIDEBAR_WIDTH, MetricsSidebar
+from tfstudio.ui.panels.visibility import out_of_sight
 from tfstudio.ui.plotting import BACKGROUND, Segment, XLinkGroup, segment_colour
 from tfstudio.ui.plotting.smoothing import DEFAULT_WEIGHT, SmoothingSlider
 
@@ -191,6 +193,7 @@ class MetricsPanel(QWidget):
         self.paint_clock = [0.0]  # seconds spent painting plots, ever (read by the bridge)
         self.xgroup = XLinkGroup()
         self.compared: list[RunLayer] = []  # other runs drawn behind the run on show
+        self._behind = False  # data arrived while out of sight: drawn when shown
         self._reset_data()
 
     def _reset_data(self) -> None:
@@ -260,7 +263,15 @@ class MetricsPanel(QWidget):
         return [(m.step, m.text) for m in self.store.marks]
 
     def refresh(self) -> None:
-        """Bring the plots up to the stores and redraw changed curves once."""
+        """Bring the plots up to the stores and redraw changed curves once.
+
+        Out of sight (another tab in front, the window minimised) nothing is drawn:
+        the stores keep the data and the plots catch up when shown (``showEvent``).
+        """
+        if out_of_sight(self):
+            self._behind = True
+            return
+        self._behind = False
         revision = sum(s.revision for s in self.stores())
         if revision != self._drawn_revision:
             self._drawn_revision = revision
@@ -277,6 +288,12 @@ class MetricsPanel(QWidget):
                 group.finish()
             self._update_fit_rows()
         self._run_ended = False
+
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 (Qt API)
+        """Shown again: draw what arrived while out of sight."""
+        super().showEvent(event)
+        if self._behind:
+            self.refresh()
 
     def _sync(self) -> None:
         """Plots for new families, curves for new lines, and the run's decorations."""

@@ -40,6 +40,7 @@ from tfstudio.core.events import (
 from tfstudio.core.gpu import GpuReader, GpuSample, IdleGpuWatch
 from tfstudio.core.series import Series
 from tfstudio.core.system import ProcessSampler, SystemSample, format_bytes
+from tfstudio.ui.panels.visibility import out_of_sight
 
 SAMPLE_MS = 1000
 STEP_SERIES_CAPACITY = 20_000
@@ -80,6 +81,7 @@ class SystemPanel(QWidget):
     """
 
     notice_shown = Signal(str)  # the input-pipeline notice, once per run
+    machine_sampled = Signal(int, float)  # cpu_count, machine CPU % (each sample of a run)
 
     EVENTS = (
         StepEnded,
@@ -356,8 +358,11 @@ class SystemPanel(QWidget):
             self._prev_step = None
 
     def refresh(self) -> None:
-        """Redraw what changed; while a run is live the curves wait for the 1 s sample tick."""
-        if self._dirty:
+        """Redraw what changed; while a run is live the curves wait for the 1 s sample tick.
+
+        Out of sight (the dock closed or behind another) nothing is drawn until shown.
+        """
+        if self._dirty and not out_of_sight(self):
             self._render(curves=not self.live)
 
     # -- sampling ----------------------------------------------------------
@@ -411,8 +416,10 @@ class SystemPanel(QWidget):
         self.sample_times.append(t)
         self.gpu_samples.append(gpus)
         self._watch_idle(t, gpus)
+        self.machine_sampled.emit(sample.cpu_count, sample.machine_cpu)
         self._dirty = True
-        self._render()
+        if not out_of_sight(self):  # else drawn when shown (showEvent)
+            self._render()
 
     def _watch_idle(self, t: float, gpus: tuple[GpuSample, ...]) -> None:
         if not gpus:
@@ -437,7 +444,7 @@ class SystemPanel(QWidget):
         _set_text(self.notice, self.notice_text)
         note = (self.gpu_reader.note if self.gpu_reader else None) or ""
         _set_text(self.note, note)
-        if curves and self.isVisible():  # a hidden dock keeps sampling, draws when shown
+        if curves and not out_of_sight(self):  # a hidden dock keeps sampling, draws when shown
             self._draw_curves()
 
     def _draw_curves(self) -> None:
@@ -600,10 +607,22 @@ class SystemPanel(QWidget):
     def showEvent(self, event: QShowEvent) -> None:
         """Draw what was sampled while the dock was hidden."""
         super().showEvent(event)
+        if self._dirty:
+            self._render(curves=False)
+        self._draw_curves()
+
+    def catch_up(self) -> None:
+        """Draw what was sampled while out of sight, now that the dock is in front."""
+        if out_of_sight(self):
+            return
+        if self._dirty:
+            self._render(curves=False)
         self._draw_curves()
 
     def summary(self) -> str:
-        """The figures as plain text (tests, logs)."""
+        """The figures as plain text (tests, logs), as of the latest sample."""
+        if self._dirty:
+            self._render(curves=False)
         doc = self.figures.text().replace("</tr>", "\n").replace("<br>", " ")
         lines = html.unescape(re.sub(r"<[^>]+>", " ", doc)).splitlines()
         return "\n".join(" ".join(line.split()) for line in lines if line.strip())

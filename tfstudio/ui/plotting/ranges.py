@@ -8,6 +8,8 @@ PERCENTILES = (1.0, 99.0)  # the bulk of the data
 FENCE = 1.0  # a point further than this many bulk spans beyond the bulk is an outlier
 MARGIN = 0.06  # share of the span added above and below
 MIN_POINTS = 20  # fewer points than this: show them all
+SETTLE_SLACK = 0.2  # the range shown may be this much wider than wanted before it shrinks
+SETTLE_ROOM = 0.05  # share of the span added each side when the range moves
 
 
 def robust_range(
@@ -35,6 +37,28 @@ def robust_range(
             lo, hi = float(inliers.min()), float(inliers.max())
     span = hi - lo
     pad = span * margin if span > 0 else (abs(hi) * 0.1 or 1.0)
+    return lo - pad, hi + pad
+
+
+def settled_range(
+    shown: tuple[float, float] | None,
+    wanted: tuple[float, float],
+    slack: float = SETTLE_SLACK,
+    room: float = SETTLE_ROOM,
+) -> tuple[float, float]:
+    """The y range to show: ``shown`` while it holds ``wanted`` and is at most ``slack``
+    wider, else ``wanted`` with ``room`` added each side.
+
+    A range that followed the data exactly would move every frame of a live run, and
+    each move re-ticks and repaints the axis; this one moves only when the data leaves
+    it or fills too little of it, and the room keeps the next small drift inside.
+    """
+    lo, hi = wanted
+    if shown is not None:
+        shown_lo, shown_hi = shown
+        if shown_lo <= lo and hi <= shown_hi and (shown_hi - shown_lo) * (1 - slack) <= hi - lo:
+            return shown
+    pad = (hi - lo) * room
     return lo - pad, hi + pad
 
 

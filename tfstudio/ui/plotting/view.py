@@ -11,7 +11,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import QToolButton
 
-from tfstudio.ui.plotting.ranges import nice_ceiling, robust_range
+from tfstudio.ui.plotting.grid import HorizontalGrid, grid_pen
+from tfstudio.ui.plotting.ranges import nice_ceiling, robust_range, settled_range
 from tfstudio.ui.plotting.style import BACKGROUND, FOREGROUND, OUTLIER
 
 PLOT_MIN_HEIGHT = 210
@@ -19,6 +20,7 @@ LEFT_AXIS_WIDTH = 62  # px: room for ticks like "-1.2e+03" and the axis label
 MAX_OUTLIER_MARKS = 200
 BUTTON_W = 34
 BUTTON_H = 18
+TICK_LENGTH = 4  # px, outwards: inward ticks overlap the data area, so every update repainted them
 
 
 class TimedPlotWidget(pg.PlotWidget):
@@ -170,9 +172,13 @@ class PlotView:
         self.plot: pg.PlotItem = self.widget.getPlotItem()
         self.vb: pg.ViewBox = self.plot.getViewBox()
         # Horizontal grid at major ticks only: minor grid lines (and a vertical grid) cost
-        # more paint time than all the curves.
-        self.plot.showGrid(x=False, y=True, alpha=0.15)
+        # more paint time than all the curves. It is an item of the view box, not part of
+        # the axis, and the ticks point outwards: a curve's update then repaints the view
+        # box alone, never the axes' tick labels (see grid.py).
         self.plot.getAxis("left").setStyle(maxTickLevel=0)
+        self.grid = HorizontalGrid(self.plot.getAxis("left"), grid_pen(FOREGROUND))
+        self.grid.setZValue(-20)
+        self.vb.addItem(self.grid, ignoreBounds=True)
         # The same left axis width on every plot, so stacked plots line up in x.
         self.plot.getAxis("left").setWidth(LEFT_AXIS_WIDTH)
         for name in ("left", "bottom"):
@@ -180,6 +186,7 @@ class PlotView:
             axis.setPen(pg.mkPen(FOREGROUND))
             axis.setTextPen(pg.mkPen(FOREGROUND))
             axis.enableAutoSIPrefix(False)
+            axis.setStyle(tickLength=TICK_LENGTH)
         self.plot.hideButtons()  # pyqtgraph's "A": our double-click and buttons replace it
         self.set_x_label(x_label)
         self.plot.setLabel("left", y_label, color=FOREGROUND)
@@ -209,6 +216,7 @@ class PlotView:
         self.show_all = False
         self.log = False
         self.shown = True
+        self.y_range: tuple[float, float] | None = None  # set by refresh_range
         self.outliers_above = pg.ScatterPlotItem(
             symbol="t1", size=9, pen=pg.mkPen("w", width=0.5), brush=pg.mkBrush(OUTLIER)
         )
@@ -217,6 +225,7 @@ class PlotView:
         )
         for marks in (self.outliers_above, self.outliers_below):
             marks.setZValue(50)
+            marks.setVisible(False)  # until there are points to mark
             self.vb.addItem(marks, ignoreBounds=True)
         self.outlier_xs = np.empty(0)  # x of every point left out of the y range
         self.all_button = self._button(
@@ -376,8 +385,10 @@ class PlotView:
             self.outliers_below.clear()
             self.outlier_xs = np.empty(0)
             return
-        lo, hi = bounds
-        self.vb.setYRange(lo, hi, padding=0)
+        lo, hi = settled_range(self.y_range, bounds)
+        if (lo, hi) != self.y_range:  # a still range leaves the axis as it is: no repaint
+            self.y_range = (lo, hi)
+            self.vb.setYRange(lo, hi, padding=0)
         above, below = y > hi, y < lo
         self.outlier_xs = np.sort(x[above | below])
         inset = (hi - lo) * 0.035
@@ -386,19 +397,26 @@ class PlotView:
 
     def _mark(self, marks: pg.ScatterPlotItem, xs: np.ndarray, y: float) -> None:
         if not len(xs):
-            marks.clear()
+            if len(marks.data):
+                marks.clear()
+                marks.setVisible(False)  # an empty scatter item still paints
             return
         (x0, x1), _ = self.vb.viewRange()
         px = max(1.0, (x1 - x0) / max(1.0, self.vb.width()) * 6)  # one mark per 6 px
         xs = np.unique(np.round(xs / px)) * px
         xs = xs[:MAX_OUTLIER_MARKS]
+        old_x, old_y = marks.getData()
+        if len(old_x) == len(xs) and np.array_equal(old_x, xs) and (not len(xs) or old_y[0] == y):
+            return  # the same marks: setData would repaint them for nothing
         marks.setData(xs, np.full(len(xs), y))
+        marks.setVisible(True)
 
     def set_show_all(self, show_all: bool) -> None:
         """Show every point (True) or the bulk with outliers marked (False)."""
         self.show_all = bool(show_all)
         if self.all_button.isChecked() != self.show_all:
             self.all_button.setChecked(self.show_all)
+        self.y_range = None  # the user asked: fit the data again, with no slack
         self.refresh_range()
 
     def set_log(self, log: bool) -> None:
@@ -415,6 +433,7 @@ class PlotView:
         for item in (*self.items, *self.unranged):
             item.setLogMode(False, log)
         self.vb.setXRange(*x_range, padding=0)
+        self.y_range = None  # the old range is in the other scale
         self.refresh_range()
 
     def _on_menu_log_toggled(self, on: bool) -> None:
@@ -449,6 +468,7 @@ class PlotView:
         """Back to the default view: follow the data in x, y from the data."""
         if self.group is not None:
             self.group.reset()
+        self.y_range = None
         self.refresh_range()
 
     def _on_mouse_moved(self, pos: QPointF) -> None:

@@ -1,0 +1,168 @@
+"""What the window paints during a run: only what is in sight, only what changed, and
+less often when the machine has no core to spare (issue 21: the window's cost to training)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+import tfstudio.ui.bridge as bridge_module
+from tfstudio.core.system import SystemSample
+from tfstudio.ui.bridge import FULL_REDRAW_HZ, LOW_REDRAW_HZ, choose_redraw_hz
+from tfstudio.ui.panels.visibility import out_of_sight
+from tfstudio.ui.plotting.ranges import settled_range
+
+
+def _newest_drawn(curve) -> float:
+    return float(np.nanmax(curve.x)) if len(curve.x) else 0.0
+
+
+# -- hidden panels ------------------------------------------------------------------------
+def test_metrics_behind_another_tab_do_not_redraw_and_catch_up_when_shown(window, run):
+    run.started().fit(epochs=1, steps_per_epoch=1000).steps(20).frame()
+    plot = window.metrics.plots["loss"]
+    curve = plot.steps["loss"]
+    assert _newest_drawn(curve) == 20
+    redraws = plot.redraws
+
+    window.show_view("weights")  # the metrics tab goes behind
+    assert out_of_sight(window.metrics)
+    run.steps(30, start=20).frame()
+    run.frame()
+    assert plot.redraws == redraws  # data arrived, nothing was drawn
+    assert _newest_drawn(curve) == 20
+    assert window.metrics.store.tracks("loss")  # ... but the store has it all
+
+    window.show_view("metrics")
+    assert plot.redraws > redraws
+    assert _newest_drawn(curve) == 50  # everything that arrived meanwhile
+
+
+def test_new_families_behind_another_tab_get_their_plots_when_shown(window, run):
+    window.show_view("gradients")
+    run.started().fit(epochs=1, steps_per_epoch=1000).steps(10).frame()
+    assert window.metrics.plots == {}  # not even made while out of sight
+    window.show_view("metrics")
+    assert set(window.metrics.plots) == {"loss", "accuracy"}
+    assert _newest_drawn(window.metrics.plots["accuracy"].steps["accuracy"]) == 10
+
+
+def test_console_behind_another_dock_waits_and_writes_when_raised(window, run):
+    console = window.console
+    run.started().frame()
+    window.runs_dock.raise_()  # the console's dock is tabbed behind the runs dock now
+    assert out_of_sight(console)  # moved out of the window, still isVisible()
+    inserts = console.inserts
+    run.console("stdout", "written while hidden\n").frame()
+    assert console.inserts == inserts
+    assert "written while hidden" not in console.view.toPlainText()
+
+    window._console_dock.raise_()
+    assert not out_of_sight(console)
+    assert console.inserts == inserts + 1  # one edit for all that waited
+    assert "written while hidden" in console.view.toPlainText()
+
+
+def test_console_text_includes_what_waits_behind_another_dock(window, run):
+    run.started().frame()
+    window.notices_dock.raise_()
+    assert out_of_sight(window.console)
+    run.console("stdout", "still to be shown\n").frame()
+    assert "still to be shown" in window.console.text()  # what tests and copying read
+
+
+def test_system_figures_wait_while_the_dock_is_hidden(window, run):
+    panel = window.system
+    run.started().frame()
+    window.inspector.model_dock.raise_()  # the model tree in front of the system view
+    assert out_of_sight(panel)
+    before = panel.figures.text()
+    panel.add_sample(1.0, _sample(machine_cpu=42.0), ())
+    assert panel.figures.text() == before  # not rendered behind the model tree
+    window._system_dock.raise_()
+    assert not out_of_sight(panel)
+    assert panel.figures.text() != before
+    assert "42" in panel.summary()
+
+
+# -- the y range moves only when it must ------------------------------------------------------
+def test_settled_range_keeps_a_range_that_still_fits():
+    shown = settled_range(None, (0.0, 1.0))
+    assert shown[0] < 0.0 and shown[1] > 1.0  # room each side when it moves
+    assert settled_range(shown, (0.01, 0.99)) == shown  # a small drift: unchanged
+    assert settled_range(shown, (0.0, 1.2))[1] >= 1.2  # the data left it: it grows
+    narrow = settled_range(shown, (0.4, 0.5))  # the data fills too little of it
+    assert narrow[0] >= 0.35 and narrow[1] <= 0.55
+
+
+def test_a_live_plot_keeps_its_y_range_while_the_data_stays_inside(window, run):
+    values = lambda g: {"loss": 1.0 + 0.01 * np.sin(g)}  # noqa: E731
+    run.started().fit(epochs=1, steps_per_epoch=1000).steps(40, values=values).frame()
+    plot = window.metrics.plots["loss"]
+    y_range = plot.vb.viewRange()[1]
+    run.steps(40, values=values, start=40).frame()
+    assert _newest_drawn(plot.steps["loss"]) == 80  # redrawn ...
+    assert plot.vb.viewRange()[1] == y_range  # ... on the same axis
+    run.steps(10, values=lambda g: {"loss": 1.5}, start=80).frame()
+    assert plot.vb.viewRange()[1][1] > 1.5  # the data left the range: it moved
+
+
+# -- the redraw rate adapts to the machine's idle CPU ----------------------------------------
+@pytest.mark.parametrize(
+    ("cpu_count", "busy", "current", "expected"),
+    [
+        (2, 1.0, None, LOW_REDRAW_HZ),  # two cores, training uses one: paint less
+        (2, 0.1, None, FULL_REDRAW_HZ),  # two idle cores
+        (16, 4.0, None, FULL_REDRAW_HZ),  # cores to spare
+        (16, 15.5, None, LOW_REDRAW_HZ),  # a big machine, every core training
+        (2, None, None, LOW_REDRAW_HZ),  # not measured yet: few cores count as busy
+        (8, None, None, FULL_REDRAW_HZ),
+        (4, 2.3, LOW_REDRAW_HZ, LOW_REDRAW_HZ),  # 1.7 spare: not enough to climb back
+        (4, 2.3, FULL_REDRAW_HZ, FULL_REDRAW_HZ),  # ... but enough to stay
+    ],
+)
+def test_choose_redraw_hz(cpu_count, busy, current, expected):
+    assert choose_redraw_hz(cpu_count, busy, current) == expected
+
+
+def test_the_system_sampler_sets_the_live_redraw_rate(window, run, monkeypatch):
+    monkeypatch.setattr(bridge_module, "MIN_LOAD_INTERVAL_S", 0.01)
+    bridge = window.bridge
+    run.started().frame()
+    panel = window.system
+    panel.add_sample(1.0, _sample(cpu_count=2, machine_cpu=95.0), ())  # sets the mark only
+    time.sleep(0.05)
+    panel.add_sample(2.0, _sample(cpu_count=2, machine_cpu=95.0), ())
+    assert bridge.redraw_hz == LOW_REDRAW_HZ
+    assert bridge.min_redraw_s() == pytest.approx(1 / LOW_REDRAW_HZ)
+    time.sleep(0.05)
+    panel.add_sample(3.0, _sample(cpu_count=32, machine_cpu=5.0), ())
+    assert bridge.redraw_hz == FULL_REDRAW_HZ
+    assert bridge.min_redraw_s() == pytest.approx(1 / FULL_REDRAW_HZ)
+
+
+def _sample(cpu_count: int = 4, machine_cpu: float = 50.0) -> SystemSample:
+    return SystemSample(
+        wall_time=time.time(),
+        pid=0,
+        alive=True,
+        process_cpu=90.0,
+        process_rss=100_000_000,
+        machine_cpu=machine_cpu,
+        machine_memory_used=4_000_000_000,
+        machine_memory_total=16_000_000_000,
+        cpu_count=cpu_count,
+    )
+
+
+def test_the_grid_follows_the_axis_major_ticks_from_inside_the_data_area(window, run):
+    run.started().fit(epochs=1, steps_per_epoch=1000).steps(40).frame()
+    plot = window.metrics.plots["loss"]
+    axis = plot.plot.getAxis("left")
+    assert axis.grid is False  # the axis no longer spans the data area
+    lo, hi = plot.vb.viewRange()[1]
+    major = [v for v in axis.tickValues(lo, hi, plot.vb.height())[0][1] if lo <= v <= hi]
+    assert plot.grid.values == pytest.approx(major) and len(major) >= 2
+    assert plot.grid.getViewBox() is plot.vb
