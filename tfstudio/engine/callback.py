@@ -60,6 +60,8 @@ class StudioCallback(keras.callbacks.Callback):
             monitor.control = TrainingController(monitor)
         self.control: TrainingController = monitor.control
         self.fit_data: Any = None  # fit's x, set by the interceptor (the inspector's probe batch)
+        # fit's validation_data: the probe batch when x cannot give one
+        self.fit_validation: Any = None
         self._inspector: Inspector | None = None
         self._inspect_at = NEVER  # global step at which the inspector next wants the hook
 
@@ -95,7 +97,9 @@ class StudioCallback(keras.callbacks.Callback):
             self._monitor.report_error("controls (on_train_begin)", exc)
         if self._monitor.options.inspector:
             try:
-                self._inspector = Inspector(self._monitor, self.fit_index, self.fit_data)
+                self._inspector = Inspector(
+                    self._monitor, self.fit_index, self.fit_data, self.fit_validation
+                )
                 self._inspector.begin(self.model, _steps_per_execution(self.model))
                 self._inspect_at = self._inspector.next_at
             except Exception as exc:  # noqa: BLE001

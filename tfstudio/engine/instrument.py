@@ -179,6 +179,7 @@ class FitInterceptor:
                 initial_epoch=int(bound.arguments.get("initial_epoch", 0)),
             )
             callback.fit_data = bound.arguments.get("x")
+            callback.fit_validation = bound.arguments.get("validation_data")
             user_callbacks = bound.arguments.get("callbacks")
             if isinstance(user_callbacks, keras.callbacks.CallbackList):
                 user_callbacks.append(callback)

@@ -81,10 +81,13 @@ class Inspector:
     # Seconds, for the budget (a benchmark that interleaves twins gives each its own).
     clock: Any = time.perf_counter
 
-    def __init__(self, monitor: RunMonitor, fit_index: int, data: Any = None) -> None:
+    def __init__(
+        self, monitor: RunMonitor, fit_index: int, data: Any = None, validation: Any = None
+    ) -> None:
         self.monitor = monitor
         self.fit_index = fit_index
         self.data = data
+        self.validation = validation  # fit's validation_data: the probe batch's second source
         options = monitor.options
         self.cadence = Cadence(options.inspector_budget, options.sample_every)
         self.next_at = NEVER
@@ -150,16 +153,31 @@ class Inspector:
         self._activations_made = True
         mon = self.monitor
         inputs = None
+        reshuffled = False
         try:
             inputs = probe_batch(self.data)
+            reshuffled = inputs is None and reshuffles(self.data)
+            if reshuffled and self.validation is not None:
+                # a training batch cannot be read without changing the script's order: the
+                # first validation batch shows the layers just as well
+                val = self.validation
+                if isinstance(val, tuple | list) and val:
+                    val = val[0]  # (x_val, y_val[, sample_weight])
+                inputs = probe_batch(val)
+                if inputs is not None:
+                    mon.note(
+                        "Inspector: layer outputs are shown for a validation batch: the "
+                        "training dataset reshuffles every epoch, and reading a batch from it "
+                        "would change the order your script trains on."
+                    )
         except Exception as exc:  # noqa: BLE001
             mon.report_error("inspector: probe batch", exc)
-        if inputs is None and reshuffles(self.data):
+        if inputs is None and reshuffled:
             mon.note(
                 "Inspector: layer outputs are not sampled in this fit: its dataset reshuffles "
                 "every epoch, and reading a probe batch from it would change the order your "
-                "script sees (pass arrays, or shuffle with reshuffle_each_iteration=False, "
-                "to see them)."
+                "script trains on (pass validation_data or arrays, or shuffle with "
+                "reshuffle_each_iteration=False, to see them)."
             )
         elif inputs is None:
             mon.note(
