@@ -4,8 +4,9 @@
 optimizer's ``apply`` (``apply_gradients`` calls it), ``assign_sub`` /
 ``assign_add`` of TensorFlow's resource variables and of Keras variables (an
 update completes a step), and ``tf.function``'s ``__call__`` (a call of a
-function whose graph holds a step is a step boundary; some calls run the
-inspector's recording twin). Every replaced attribute is put back on exit.
+function whose graph holds a step is a step boundary; some calls run a twin
+of it, which measures the gradient norm or records for the inspector). Every
+replaced attribute is put back on exit.
 
 The wrappers only route: the interceptor's hooks report their own failures, so a
 wrapper never adds a ``try`` of its own to the script's call.
@@ -145,8 +146,8 @@ def _function_call(original: Callable[..., Any], it: LoopInterceptor) -> Callabl
         if sampler.probing or monitor.in_fit or not it.eager():
             return original(function, *args, **kwargs)  # probes, fit, nested calls
         fid = id(function)
-        if sampler.calls + 1 >= sampler.sample_call and fid in sampler.step_fns:
-            result = sampler.sampled_call(function, original, args, kwargs)
+        if sampler.calls + 1 >= sampler.special_call and fid in sampler.step_fns:
+            result = sampler.special(function, original, args, kwargs)  # a twin's call
         else:
             sampler.tracing = fid  # a trace that finds a step marks this function
             result = original(function, *args, **kwargs)
