@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -158,6 +161,28 @@ def test_inspector_off_means_no_inspector_events(tmp_path: Path) -> None:
     steps = of(events, StepEnded)
     _close([s.values["loss"] for s in steps], own["losses"])  # every step's loss
     assert _norm_steps(steps, NORM, own["norms"]) == [10, 20]
+
+
+def test_a_step_with_a_stateful_random_op_keeps_its_draws_and_measures_every_norm(
+    tmp_path: Path,
+) -> None:
+    # A norm twin would have its own copy of tf.random.normal, starting its draws over:
+    # the function's own graph measures the norm instead, at every step.
+    plain = tmp_path / "plain.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TFSTUDIO")}
+    done = subprocess.run(
+        [sys.executable, str(LOOPS / "random_step.py"), str(plain)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    _, events, own = _run("random_step.py", tmp_path, inspector=False)
+    assert own == json.loads(plain.read_text())  # bit for bit: losses, weights, next draw
+    steps = of(events, StepEnded)
+    assert [s.values["loss"] for s in steps] == own["losses"]
+    assert _norm_steps(steps, "gradient norm", own["norms"]) == list(range(1, 26))
 
 
 def test_graph_steps_read_in_batches_get_times_spread_between_reads(tmp_path: Path) -> None:
