@@ -10,7 +10,9 @@ before monitoring starts) and several monitored traces (made under
 gradient norm) are called in a fresh random order every round, one step each, and
 every call is timed. A bare call goes through the unpatched ``Function.__call__`` (what
 an unmonitored script runs); a monitored call goes the monitored way (the wrapper, the
-recording ops). A shared VM's speed jumps between regimes for seconds at a time; steps
+recording ops: each step's loss, and on every tenth call of each trace its norm twin
+measures the gradient norm too). A shared VM's speed jumps between regimes for seconds
+at a time; steps
 a millisecond apart see the same regime, so the comparison resolves a few percent where
 rounds of hundreds of steps could not. The monitored side is also charged, on top of
 its own step times, the CPU time of the threads that work for it (the reader of the
@@ -25,6 +27,8 @@ global while a loop is monitored, so a bare eager step runs with the run's ``in_
 flag set and the wrappers pass straight through (as inside a ``fit``; ~1 us a step).
 
 Every monitored step must reach the channel as a ``StepEnded`` (``steps lost 0``).
+The first round of norm twins traces each monitored trace's twin (once per run,
+~0.3 s each for this MLP): it runs untimed before the timing starts.
 
     python bench/overhead.py --loop [--steps 2500] [--traces 4] [--eager-steps 300] [--inspector]
 
@@ -134,6 +138,16 @@ def _cpu(thread: threading.Thread | None) -> float:
     return time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
 
 
+def _helper_clock(*threads: threading.Thread | None) -> Any:
+    """A function giving the CPU seconds the live ``threads`` have used, together."""
+    clocks = [
+        time.pthread_getcpuclockid(t.ident)
+        for t in threads
+        if t is not None and t.ident is not None and t.is_alive()
+    ]
+    return lambda: sum(time.clock_gettime(c) for c in clocks)
+
+
 def graph_interleaved(args: argparse.Namespace) -> tuple[float, str]:
     """The ``tf.function`` loop, step by step in random order: ``(R, summary line)``."""
     import tensorflow as tf
@@ -142,6 +156,7 @@ def graph_interleaved(args: argparse.Namespace) -> tuple[float, str]:
     from tfstudio.core.channel import Channel
     from tfstudio.core.options import RunOptions
     from tfstudio.engine.loops import LoopInterceptor
+    from tfstudio.engine.loops.ring import NORM_EVERY
     from tfstudio.engine.monitor import RunMonitor
 
     x, y, step = mlp_step()
@@ -152,9 +167,10 @@ def graph_interleaved(args: argparse.Namespace) -> tuple[float, str]:
     channel = Channel()
     monitor = RunMonitor(channel, options=RunOptions(inspector=args.inspector))
     drain = _Drain(channel)
-    # The inspector's two first samples trace a recording twin of every monitored trace
-    # (they are step functions of one loop, as a GAN's two are): run them untimed.
-    warm = 13 * args.traces if args.inspector else 0
+    # The first round of norm twins (and the inspector's two first samples) trace a twin
+    # of every monitored trace (they are step functions of one loop, as a GAN's two
+    # are): paid once per run, run untimed.
+    warm = (13 if args.inspector else NORM_EVERY + 1) * args.traces
     with LoopInterceptor(monitor) as interceptor:
         mons = [tf.function(step) for _ in range(args.traces)]
         for fn in mons:
@@ -164,11 +180,14 @@ def graph_interleaved(args: argparse.Namespace) -> tuple[float, str]:
         calls = [(i, True, fn) for i, fn in enumerate(mons)]
         calls += [(i, False, fn) for i, fn in enumerate(bare)]
         times: dict[tuple[int, bool], list[float]] = {(i, m): [] for i, m, _ in calls}
+        cpus: dict[tuple[int, bool], list[float]] = {(i, m): [] for i, m, _ in calls}
         order = random.Random(0)
-        clock = time.perf_counter
+        clock, process = time.perf_counter, time.process_time
+        helpers = _helper_clock(interceptor.reader.thread, drain.thread)
         for _ in range(args.steps):
             order.shuffle(calls)
             for i, monitored, fn in calls:
+                p, h = process(), helpers()
                 if monitored:
                     t = clock()
                     fn(x, y)
@@ -177,6 +196,8 @@ def graph_interleaved(args: argparse.Namespace) -> tuple[float, str]:
                     t = clock()
                     original(fn, x, y)
                     times[i, False].append(clock() - t)
+                # the training's own CPU (TensorFlow's pools included, the helpers not)
+                cpus[i, monitored].append(process() - p - (helpers() - h))
         # What the reader and the pump cost per step of a run that is all monitored: a
         # stretch of monitored steps alone, their threads' CPU time over its steps.
         reader, alone = interceptor.reader.thread, args.steps
@@ -191,18 +212,24 @@ def graph_interleaved(args: argparse.Namespace) -> tuple[float, str]:
     made = args.traces * (args.steps + 1) + warm + alone + 1
     pool = [t for (_, m), ts in times.items() if m for t in ts]
     bare_pool = [t for (_, m), ts in times.items() if not m for t in ts]
+    half = args.traces // 2
     mean_b, mean_m = statistics.fmean(bare_pool), statistics.fmean(pool) + charge
     med_b, med_m = statistics.median(bare_pool), statistics.median(pool) + charge
-    half = args.traces // 2
     a = [t for i in range(half) for t in times[i, False]]
     b = [t for i in range(half, args.traces) for t in times[i, False]]
     control = statistics.fmean(b) / statistics.fmean(a)
     ratio = mean_b / mean_m
+    cpu_b = statistics.fmean([t for (_, m), ts in cpus.items() if not m for t in ts])
+    cpu_m = statistics.fmean([t for (_, m), ts in cpus.items() if m for t in ts]) + charge
+    cpu_a = [t for i in range(half) for t in cpus[i, False]]
+    cpu_control = statistics.fmean([t for i in range(half, args.traces) for t in cpus[i, False]])
+    cpu_control /= statistics.fmean(cpu_a)
     line = (
         f"tf.function: bare {1 / mean_b:,.0f} steps/s, monitored {1 / mean_m:,.0f} steps/s, "
         f"ratio {ratio:.3f} (median steps {med_b / med_m:.3f}; uncharged "
         f"{mean_b / (mean_m - charge):.3f}; charged: reader {read_cost * 1e6:.1f} + pump "
-        f"{pump_cost * 1e6:.1f} us/step), control bare/bare {control:.3f}, "
+        f"{pump_cost * 1e6:.1f} us/step), control bare/bare {control:.3f}; CPU per step "
+        f"{cpu_b / cpu_m:.3f} (control {cpu_control:.3f}), "
         f"steps lost {made - seen}, {args.traces}+{args.traces} traces x {args.steps} "
         "steps interleaved"
     )

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +50,20 @@ def _close(a: list[float], b: list[float]) -> None:
         assert math.isclose(x, y, rel_tol=1e-5, abs_tol=1e-6), (x, y)
 
 
+NORM = "gradient norm (every 10th step)"  # a graph loop's norm: the norm twin's steps
+
+
+def _norm_steps(steps: list[StepEnded], key: str, norms: list[float]) -> list[int]:
+    """The steps that report ``key``; each value must equal the loop's own norm of its step."""
+    found = []
+    for s in steps:
+        if key in s.values:
+            value, own = s.values[key], norms[s.global_step - 1]
+            assert math.isclose(value, own, rel_tol=1e-5, abs_tol=1e-6), (s.global_step, key)
+            found.append(s.global_step)
+    return found
+
+
 def _run(script: str, tmp_path: Path, *args: str, **options) -> tuple[object, list, dict]:
     out = tmp_path / "own.json"
     ended, events = run_script(
@@ -61,7 +78,8 @@ def test_graph_loop_reports_gradient_norms_and_the_inspector_views(tmp_path: Pat
     steps = of(events, StepEnded)
     assert len(steps) == 12
     _close([s.values["loss"] for s in steps], own["losses"])
-    _close([s.values["gradient norm"] for s in steps], own["norms"])
+    # the norm: every 10th step (the norm twin) and every sampled step (the recording twin)
+    assert _norm_steps(steps, NORM, own["norms"]) == [2, 5, 8, 10, 11]
     # the model tree of the Keras model the loop trains (the Model dock shows it)
     (tree,) = of(events, ModelTree)
     assert tree.root.name == "regressor"
@@ -87,8 +105,21 @@ def test_gan_loop_reports_both_gradient_norms_and_one_sample_per_step(tmp_path, 
     _, events, own = _run("gan_norms.py", tmp_path, mode, sample_every=5)
     steps = of(events, StepEnded)
     assert len(steps) == 15
-    _close([s.values["gradient norm (discriminator)"] for s in steps], own["d"])
-    _close([s.values["gradient norm (generator)"] for s in steps], own["g"])
+    if mode == "eager":  # an eager loop measures every step's norm
+        d_key, g_key = "gradient norm (discriminator)", "gradient norm (generator)"
+    else:
+        d_key = "gradient norm (discriminator, every 10th step)"
+        g_key = "gradient norm (generator, every 10th step)"
+    d_steps = _norm_steps(steps, d_key, own["d"])
+    g_steps = _norm_steps(steps, g_key, own["g"])
+    if mode == "eager":
+        assert d_steps == g_steps == list(range(1, 16))
+    elif mode == "graph":  # one tf.function, both updates: its twins measure both
+        assert d_steps == g_steps == [2, 7, 10, 12]
+    else:  # two tf.functions: a round of norm twins runs each once, every 10 loop steps
+        for found in (d_steps, g_steps):
+            assert {2, 7, 12} <= set(found)  # the inspector's samples
+            assert set(found) - {2, 7, 12}, found  # and a norm twin's
     (tree,) = of(events, ModelTree)
     assert [c.name for c in tree.root.children] == ["discriminator", "generator"]
     grads = of(events, GradientStats)
@@ -125,9 +156,33 @@ def test_eager_loop_samples_weights_and_gradients(tmp_path: Path) -> None:
 
 
 def test_inspector_off_means_no_inspector_events(tmp_path: Path) -> None:
-    _, events, own = _run("graph_norms.py", tmp_path, inspector=False)
+    _, events, own = _run("graph_norms.py", tmp_path, "25", inspector=False)
     assert not of(events, GradientStats) and not of(events, WeightStats)
-    _close([s.values["gradient norm"] for s in of(events, StepEnded)], own["norms"])
+    steps = of(events, StepEnded)
+    _close([s.values["loss"] for s in steps], own["losses"])  # every step's loss
+    assert _norm_steps(steps, NORM, own["norms"]) == [10, 20]
+
+
+def test_a_step_with_a_stateful_random_op_keeps_its_draws_and_measures_every_norm(
+    tmp_path: Path,
+) -> None:
+    # A norm twin would have its own copy of tf.random.normal, starting its draws over:
+    # the function's own graph measures the norm instead, at every step.
+    plain = tmp_path / "plain.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TFSTUDIO")}
+    done = subprocess.run(
+        [sys.executable, str(LOOPS / "random_step.py"), str(plain)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    _, events, own = _run("random_step.py", tmp_path, inspector=False)
+    assert own == json.loads(plain.read_text())  # bit for bit: losses, weights, next draw
+    steps = of(events, StepEnded)
+    assert [s.values["loss"] for s in steps] == own["losses"]
+    assert _norm_steps(steps, "gradient norm", own["norms"]) == list(range(1, 26))
 
 
 def test_graph_steps_read_in_batches_get_times_spread_between_reads(tmp_path: Path) -> None:
@@ -146,10 +201,11 @@ def test_more_gradients_than_columns_are_added_in_groups(tmp_path: Path, monkeyp
 
     # 4 gradients into 3 columns: two are added on the device, the norm is unchanged
     monkeypatch.setattr(ring, "MAX_PARTS", 3)
-    _, events, own = _run("graph_norms.py", tmp_path, inspector=False)
+    _, events, own = _run("graph_norms.py", tmp_path, sample_every=1)
     steps = of(events, StepEnded)
     _close([s.values["loss"] for s in steps], own["losses"])
-    _close([s.values["gradient norm"] for s in steps], own["norms"])
+    # sampled at every step: every step runs the recording twin, which writes the norm
+    assert _norm_steps(steps, NORM, own["norms"]) == list(range(2, 13))
 
 
 # -- checkpoints and learning rate ---------------------------------------------
@@ -256,14 +312,15 @@ def test_checkpoint_every_and_restore_at_start_in_a_graph_loop(tmp_path: Path) -
 def test_ring_buffer_wraps_and_names_overwritten_steps(tmp_path: Path, monkeypatch) -> None:
     import tfstudio.engine.loops.ring as ring
 
-    # Read after the first call (the controls begin there) and at the end: of steps 2-12,
-    # a ring of 8 keeps the last 8, so steps 2-4 were overwritten before they were read.
+    # Read after the first call (the controls begin there) and at the end: of steps 2-20,
+    # a ring of 8 keeps the last 8, so steps 2-12 were overwritten before they were read.
     monkeypatch.setattr(ring, "RING", 8)
     monkeypatch.setattr(ring, "READ_EVERY", 1000.0)
-    _, events, own = _run("graph_norms.py", tmp_path, inspector=False)
+    _, events, own = _run("graph_norms.py", tmp_path, "20", inspector=False)
     steps = of(events, StepEnded)
-    assert [s.global_step for s in steps] == list(range(1, 13))  # no step is lost from the count
+    assert [s.global_step for s in steps] == list(range(1, 21))  # no step is lost from the count
     assert math.isclose(steps[0].values["loss"], own["losses"][0], rel_tol=1e-5)
-    assert all(math.isnan(s.values["loss"]) for s in steps[1:4])
-    _close([s.values["loss"] for s in steps[4:]], own["losses"][4:])
-    _close([s.values["gradient norm"] for s in steps[4:]], own["norms"][4:])
+    assert all(math.isnan(s.values["loss"]) for s in steps[1:12])
+    _close([s.values["loss"] for s in steps[12:]], own["losses"][12:])
+    # step 18 writes the ring row that holds step 10's norm: not reported as step 18's
+    assert _norm_steps(steps, NORM, own["norms"]) == [20]

@@ -41,7 +41,7 @@ class LoopEmitter:
         multi = len(loop.series) > 1
         for s in loop.series:
             s.loss_key = f"loss ({s.name})" if multi else "loss"
-            s.norm_key = f"gradient norm ({s.name})" if multi else "gradient norm"
+            s.norm_key = s.norm_name(f"gradient norm ({s.name})" if multi else "gradient norm")
         name = " + ".join(s.name for s in loop.series)
         params = sum(size(v) for s in loop.series for v in s.variables)
         # a loop is announced once its second step exists (a GAN's second series may join

@@ -156,10 +156,12 @@ class LoopInterceptor:
         else:  # tracing a tf.function: record the loss on the device at run time
             tf = self.tf
             ring = series.graph_ring()
-            row = ring.row(tf, found.target, found.pairs)
+            norm = self.sampler.measures_norm(tf.compat.v1.get_default_graph())
+            if norm and not (self.sampler.recording or self.sampler.norming):
+                series.norm_every = 1  # its own graph writes the norm: every step has it
             if self.sampler.recording and self.inspector is not None:
                 self.inspector.record_graph(series, found.pairs)
-            ring.write(tf, row)
+            ring.write(tf, found.target, found.pairs, norm)
             self.sampler.traced_step()
             self.graph_active = True
             self.reader.start()

@@ -1,10 +1,14 @@
 """The graph ring buffer: a ``tf.function`` step's loss and gradient norm, kept on the device.
 
-Inside a ``tf.function`` a step's values exist only when the graph runs. At
-trace time the step gets a write of the row ``(loss, l2_loss of each gradient)``
-into a device-side ring buffer (one ``tf.Variable[RING, 1 + parts]`` per series,
-made with ``tf.init_scope`` so a retrace reuses it) and a counter. A background
-thread (:class:`RingReader`) reads the buffers every :data:`READ_EVERY` seconds.
+Inside a ``tf.function`` a step's values exist only when the graph runs. At trace
+time the step gets a write of its loss into a device-side ring buffer (a
+``tf.Variable[RING]`` per series, made with ``tf.init_scope`` so a retrace reuses
+it) at a step counter, and the counter's increment. Steps that measure the
+gradient norm (the norm twin's, every :data:`NORM_EVERY` calls; see
+``sampling.py``) also write one ``l2_loss`` per gradient into a second ring, and
+the step's number into a third, so a reader tells a norm of this step from one a
+lap of the ring ago. A background thread (:class:`RingReader`) reads the buffers
+every :data:`READ_EVERY` seconds.
 """
 
 from __future__ import annotations
@@ -18,91 +22,113 @@ import numpy as np
 
 RING = 16384  # steps a graph series' buffer holds between two reads (80,000 steps/s)
 # Seconds between reads of the graph buffers: 5 plot updates a second. Each read costs
-# a thread wake and two eager reads (~0.5 ms of CPU on a busy 2-core VM): every 50 ms
+# a thread wake and a few eager reads (~0.5 ms of CPU on a busy 2-core VM): every 50 ms
 # that was ~1% of a 1 ms step's time.
 READ_EVERY = 0.2
 MAX_PARTS = 16  # columns of gradient norms per row (more gradients are added in groups)
+# A graph loop measures its gradient norm every NORM_EVERY calls of its step function:
+# one l2_loss per gradient cost ~1.5% of a ~1 ms step when written every step
+# (bench/loop_write_cost.py: `columns` against `loss`).
+NORM_EVERY = 10
 
 
 class GraphRing:
-    """One series' device buffer of step rows and its step counter."""
+    """One series' device buffers of step losses and sampled gradient norms, and its counter."""
 
     def __init__(self) -> None:
-        # tf.Variable[RING, 1 + parts] per step: the loss, then l2_loss of each gradient
-        # (or of groups of them, at most MAX_PARTS); the reader sums them
-        self.buffer: Any = None
+        self.losses: Any = None  # tf.Variable[RING] float32: each step's loss
+        # tf.Variable[RING, parts]: l2_loss of each gradient (or of groups of them, at
+        # most MAX_PARTS) of the steps that measured it; the reader sums them
+        self.parts: Any = None
+        self.norm_steps: Any = None  # tf.Variable[RING] int64: the step each parts row is of
         self.counter: Any = None  # tf.Variable int64: steps written
         self._tf: Any = None
 
-    def row(self, tf: Any, target: Any, pairs: list[tuple[Any, Any]]) -> list[Any]:
-        """At trace time: the step's row (loss, gradient parts); makes the buffer at the first."""
+    def write(self, tf: Any, target: Any, pairs: list[tuple[Any, Any]], norm: bool) -> None:
+        """At trace time: add the ops that write the step's loss (and gradient norm), then count it.
+
+        Args:
+            target: the loss the gradient was taken of.
+            pairs: ``(variable, gradient)`` for each variable that got a gradient.
+            norm: whether this trace measures the gradient norm (else the loss only).
+        """
         if target is not None and target.dtype == tf.float32 and target.shape.rank == 0:
             value = target  # the usual scalar float32 loss: no op needed
         elif target is not None:
             value = tf.reduce_mean(tf.cast(target, tf.float32))
         else:
             value = tf.constant(math.nan, tf.float32)
-        grads = [g.values if isinstance(g, tf.IndexedSlices) else g for _, g in pairs]
-        # l2_loss(g) = sum(g**2) / 2 per gradient, one op each, each in its own column:
-        # the reader sums them (bench/loop_write_cost.py: an add_n here cost 0.4-2% of
-        # a 1 ms step more than the columns, within that bench's resolution)
-        parts = [tf.nn.l2_loss(tf.cast(g, tf.float32)) for g in grads]
-        self._make(tf, min(len(parts), MAX_PARTS) or 1)
-        return [value, *_columns(tf, parts, int(self.buffer.shape[1]) - 1)]
-
-    def write(self, tf: Any, row: list[Any]) -> None:
-        """At trace time: add the ops that write ``row`` at the counter, then count it."""
+        parts = None
+        if norm:
+            grads = [g.values if isinstance(g, tf.IndexedSlices) else g for _, g in pairs]
+            # l2_loss(g) = sum(g**2) / 2 per gradient, one op each, each in its own column:
+            # the reader sums them (bench/loop_write_cost.py: an add_n here cost 0.4-2% of
+            # a 1 ms step more than the columns, within that bench's resolution)
+            parts = [tf.nn.l2_loss(tf.cast(g, tf.float32)) for g in grads]
+        self._make(tf, min(len(pairs), MAX_PARTS) or 1)
         # Values first, then the count: a reader that sees the count sees the values.
         # (a raw read: read_value() adds an Identity op to every step)
         index = tf.raw_ops.ReadVariableOp(resource=self.counter.handle, dtype=tf.int64)
-        # One row at a scalar index (no reshapes): buffer[index % RING] = (loss, parts).
-        written = tf.raw_ops.ResourceScatterUpdate(
-            resource=self.buffer.handle, indices=index % RING, updates=tf.stack(row)
-        )
-        with tf.control_dependencies([written]):
+        slot = index % RING
+        scatter = tf.raw_ops.ResourceScatterUpdate
+        written = [scatter(resource=self.losses.handle, indices=slot, updates=value)]
+        if parts is not None:
+            row = tf.stack(_columns(tf, parts, int(self.parts.shape[1])))
+            written.append(scatter(resource=self.parts.handle, indices=slot, updates=row))
+            written.append(scatter(resource=self.norm_steps.handle, indices=slot, updates=index))
+        with tf.control_dependencies(written):
             self.counter.assign_add(1, read_value=False)
 
     def read(self, known: int) -> tuple[int, list[float], list[float]]:
         """Steps written so far, and the losses and global norms of steps ``known..count-1``.
 
-        Steps overwritten before this read are NaN. Called by the reader thread
-        (eagerly) or while a trace asks how far its loop is (in ``init_scope``).
+        Steps overwritten before this read are NaN, and so is the norm of a step that
+        did not measure it. Called by the reader thread (eagerly) or while a trace asks
+        how far its loop is (in ``init_scope``).
         """
         tf = self._tf
         if tf.executing_eagerly():  # the reader thread: raw reads (~20 us, .numpy() ~110 us)
             count = int(_read(self.counter.handle, tf.int64))
             if count <= known:
                 return count, [], []
-            data = _read(self.buffer.handle, tf.float32)
+            losses = _read(self.losses.handle, tf.float32)
+            steps = _read(self.norm_steps.handle, tf.int64)
+            parts = _read(self.parts.handle, tf.float32)
         else:  # while tracing (a new series asks how far the loop is)
             with tf.init_scope():
                 count = int(self.counter.numpy())
                 if count <= known:
                     return count, [], []
-                data = self.buffer.numpy()
+                losses = self.losses.numpy()
+                steps = self.norm_steps.numpy()
+                parts = self.parts.numpy()
         lost = max(0, count - known - RING)  # overwritten before this read
-        losses = [math.nan] * lost
-        norms = [math.nan] * lost
         first = known + lost
+        out_losses = [math.nan] * lost
+        out_norms = [math.nan] * lost
         if first < count:
-            lo, hi = first % RING, count % RING or RING
-            rows = data[lo:hi] if lo < hi else np.concatenate((data[lo:], data[:hi]))
-            losses.extend(rows[:, 0].tolist())
-            # columns 1.. hold l2_loss(g) = sum(g**2) / 2: the global norm is sqrt(2 sum)
-            squares = rows[:, 1:].astype(np.float64).sum(axis=1)
-            norms.extend(np.sqrt(2.0 * squares).tolist())
-        return count, losses, norms
+            slots = np.arange(first, count) % RING
+            out_losses.extend(losses[slots].tolist())
+            # parts hold l2_loss(g) = sum(g**2) / 2: the global norm is sqrt(2 sum), for
+            # the rows written at this very step (not a lap of the ring ago)
+            norms = np.sqrt(2.0 * parts[slots].astype(np.float64).sum(axis=1))
+            norms[steps[slots] != np.arange(first, count)] = math.nan
+            out_norms.extend(norms.tolist())
+        return count, out_losses, out_norms
 
     def _make(self, tf: Any, parts: int) -> None:
-        """Create the buffer and counter (outside any traced function), once.
+        """Create the buffers and counter (outside any traced function), once.
 
         Args:
-            parts: the columns after the loss (kept by a retrace that has other gradients).
+            parts: the gradient columns (kept by a retrace that has other gradients).
         """
         self._tf = tf
-        if self.buffer is None:
+        if self.losses is None:
             with tf.init_scope():
-                self.buffer = tf.Variable(tf.zeros([RING, 1 + parts], tf.float32), trainable=False)
+                self.losses = tf.Variable(tf.zeros([RING], tf.float32), trainable=False)
+                self.parts = tf.Variable(tf.zeros([RING, parts], tf.float32), trainable=False)
+                none = tf.fill([RING], tf.constant(-1, tf.int64))  # no row measured yet
+                self.norm_steps = tf.Variable(none, trainable=False)
                 self.counter = tf.Variable(0, dtype=tf.int64, trainable=False)
 
 

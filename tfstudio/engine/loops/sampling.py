@@ -1,9 +1,14 @@
-"""Which ``tf.function`` calls are steps, and the inspector's samples of them (recording twins).
+"""Which ``tf.function`` calls are steps, and the calls that run a twin of the step function.
 
 A ``tf.function`` whose trace found a step is a *step function*; each call of
-one is a step boundary. On the inspector's cadence a call runs the function's
-recording twin instead (``engine/loop_inspect.py``): the same Python function,
-traced again with the gradients' summaries written on the device.
+one is a step boundary. A step function's own graph writes only each step's loss.
+Every :data:`~tfstudio.engine.loops.ring.NORM_EVERY` calls a call runs its *norm
+twin* instead: the same Python function traced again, whose graph also writes the
+gradient norm. On the inspector's cadence a call runs the function's *recording
+twin* (``engine/loop_inspect.py``), which writes the norm and the gradients'
+summaries. A step function whose graph draws from a stateful random op (whose
+state lives in the op, so a twin would replay its draws) gets no norm twin: its own
+graph writes the norm at every step.
 """
 
 from __future__ import annotations
@@ -16,10 +21,32 @@ from typing import Any
 
 from tfstudio.engine.loop_inspect import FIRST_SAMPLE, LoopInspector
 from tfstudio.engine.loops.emission import LoopEmitter
+from tfstudio.engine.loops.ring import NORM_EVERY
 from tfstudio.engine.loops.series import LoopBook
 from tfstudio.engine.monitor import RunMonitor
 
 NEVER = 1 << 62
+# Ops that keep their random state in the kernel, one state per graph: a twin's copy of
+# the op would start its draws over (tf.random.Generator and the stateless ops keep
+# theirs in a variable or take a seed: a twin shares them).
+STATEFUL_RANDOM = frozenset(
+    {
+        "RandomUniform",
+        "RandomUniformInt",
+        "RandomStandardNormal",
+        "TruncatedNormal",
+        "ParameterizedTruncatedNormal",
+        "RandomShuffle",
+        "RandomGamma",
+        "RandomPoisson",
+        "RandomPoissonV2",
+        "RandomCrop",
+        "Multinomial",
+        "SampleDistortedBoundingBox",
+        "SampleDistortedBoundingBoxV2",
+        "NonDeterministicInts",
+    }
+)
 
 
 class TwinSampler:
@@ -50,9 +77,19 @@ class TwinSampler:
         self.tracing: int | None = None  # id of the tf.function being called (traced)
         self.step_fns: set[int] = set()  # ids of tf.functions whose graph holds a step
         self.recording = False  # the twin is being traced: add the gradient summaries
+        self.norming = False  # a norm twin is being traced: write the gradient norm
         self.calls = 0  # calls of step functions
         self.sample_call = FIRST_SAMPLE  # the call that runs the twin
+        self.norm_call = NORM_EVERY  # the call that opens the next round of norm twins
+        # the first call that is not a plain call of a step function's own graph (the
+        # wrapper's one comparison per call)
+        self.special_call = min(FIRST_SAMPLE, NORM_EVERY)
+        self.every_step: set[int] = set()  # step functions whose graph writes every norm
         self._twins: dict[int, Any] = {}  # the step functions' recording twins
+        self._norm_twins: dict[int, Any] = {}  # their norm twins (None: cannot have one)
+        self._norm_due: set[int] = set()  # step functions yet to run their norm twin
+        self._norm_done: set[int] = set()  # those that ran it, this round
+        self._norm_opened: int | None = None  # the call that opened the round (None: no round)
         self._round: set[int] = set()  # step functions whose twin ran for this sample
         self._round_cost = 0.0
         self._twin_failed = False
@@ -70,6 +107,85 @@ class TwinSampler:
         """A trace found a step: the function being called is a step function."""
         if self.tracing is not None:
             self.step_fns.add(self.tracing)
+
+    def measures_norm(self, graph: Any) -> bool:
+        """At trace time of a step: whether this trace writes the step's gradient norm.
+
+        Twins do; a step function's own graph does only when it draws from a stateful
+        random op (then it gets no norm twin: see the module's docstring).
+        """
+        if self.recording or self.norming:
+            return True
+        if draws_stateful_random(graph):
+            if self.tracing is not None:
+                self.every_step.add(self.tracing)
+            return True
+        return False
+
+    def special(self, function: Any, original: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+        """A call of a step function at or after :attr:`special_call`: a twin may run it.
+
+        From :attr:`norm_call` on, a round of norm twins: every step function runs its
+        norm twin once (a GAN may train its two models in two ``tf.function``s); the
+        round also ends when a function of the round is called again. The next round
+        comes :data:`NORM_EVERY` loop steps after this one began. The inspector's sample
+        comes first (its recording twin writes the norm too).
+        """
+        fid = id(function)
+        call = self.calls + 1
+        if call >= self.norm_call and self._norm_opened is None:
+            self._norm_due = self.step_fns - self.every_step
+            self._norm_done = set()
+            self._norm_opened = call
+        measured = True
+        if call >= self.sample_call:
+            result = self.sampled_call(function, original, args, kwargs)
+        elif fid in self._norm_due:
+            result = self._norm_twin_call(function, original, args, kwargs)
+        else:
+            measured = False
+            if fid in self._norm_done:
+                self._norm_due = set()  # called again: the round is over
+            self.tracing = fid
+            result = original(function, *args, **kwargs)
+        if self._norm_opened is not None:
+            if measured:
+                self._norm_due.discard(fid)
+                self._norm_done.add(fid)
+            if not self._norm_due:
+                calls_per_step = max(1, len(self._norm_done))
+                self.norm_call = self._norm_opened + NORM_EVERY * calls_per_step
+                self._norm_opened = None
+        later = call + 1 if self._norm_opened is not None else self.norm_call
+        self.special_call = min(self.sample_call, later)
+        return result
+
+    def _norm_twin_call(
+        self, function: Any, original: Callable[..., Any], args: Any, kwargs: Any
+    ) -> Any:
+        """Run this step with the function's norm twin (made at its first use)."""
+        fid = id(function)
+        self.tracing = fid
+        if fid not in self._norm_twins:
+            twin = None
+            try:
+                # A stateful random op found once the whole graph exists (after the step,
+                # or in an enclosing function): no twin, no norm, the same draws.
+                if not any(
+                    draws_stateful_random(c.graph) for c in function._list_all_concrete_functions()
+                ):
+                    twin = function._clone(None)  # same Python function, traced again
+            except Exception as exc:  # noqa: BLE001
+                self.monitor.report_error("gradient norm (tf.function twin)", exc)
+            self._norm_twins[fid] = twin
+        twin = self._norm_twins[fid]
+        if twin is None:
+            return original(function, *args, **kwargs)
+        self.norming = True
+        try:
+            return original(twin, *args, **kwargs)
+        finally:
+            self.norming = False
 
     def sampled_call(
         self, function: Any, original: Callable[..., Any], args: Any, kwargs: Any
@@ -116,6 +232,7 @@ class TwinSampler:
     def clear(self) -> None:
         """Drop the twins (the run is over)."""
         self._twins.clear()
+        self._norm_twins.clear()
 
     def _finish_sample(self) -> None:
         """Read what the round's twins recorded, emit it, schedule the next sample."""
@@ -139,3 +256,39 @@ class TwinSampler:
         except Exception as exc:  # noqa: BLE001
             self.sample_call = NEVER
             self.monitor.report_error("inspector: custom loop sample", exc)
+
+
+def draws_stateful_random(graph: Any) -> bool:
+    """Whether ``graph``, a function it calls or a graph it is traced in has a stateful random op.
+
+    Args:
+        graph: a ``FuncGraph`` (while tracing: the ops made so far).
+    """
+    seen: set[str] = set()
+    while graph is not None:
+        for op in graph.get_operations():
+            if op.type in STATEFUL_RANDOM or _calls_random(graph, op.node_def, seen):
+                return True
+        graph = getattr(graph, "outer_graph", None)
+    return False
+
+
+def _calls_random(graph: Any, node: Any, seen: set[str]) -> bool:
+    """Whether a node's function attributes (a call, a loop's body...) name a random function.
+
+    A function that cannot be looked up counts as random: no twin is the safe side.
+    """
+    for attr in node.attr.values():
+        names = [attr.func.name] if attr.HasField("func") else [f.name for f in attr.list.func]
+        for name in names:
+            if not name or name in seen:
+                continue
+            seen.add(name)
+            found = graph._get_function(name)
+            if found is None:
+                return True
+            definition = found.definition
+            for inner in definition.node_def:
+                if inner.op in STATEFUL_RANDOM or _calls_random(graph, inner, seen):
+                    return True
+    return False

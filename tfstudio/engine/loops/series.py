@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from tfstudio.engine.loop_inspect import FIRST_SAMPLE
-from tfstudio.engine.loops.ring import GraphRing
+from tfstudio.engine.loops.ring import NORM_EVERY, GraphRing
 
 
 class Series:
@@ -40,6 +40,8 @@ class Series:
         self.norm_key = "gradient norm"
         self.ring: GraphRing | None = None  # graph: the device buffer of its steps
         self.graph = False
+        # steps measure the gradient norm every norm_every steps (graph: the norm twin's)
+        self.norm_every = 1
         self.grads: Any = None  # graph: the inspector's device buffers (loop_inspect)
         self.tree: Any = None  # the inspector's (ModelNode, summary text) of the owner
         self._count = 0  # steps seen so far
@@ -53,7 +55,16 @@ class Series:
         if self.ring is None:
             self.ring = GraphRing()
             self.graph = True
+            self.norm_every = NORM_EVERY
         return self.ring
+
+    def norm_name(self, name: str) -> str:
+        """The metric name of its gradient norm: ``name``, saying so when steps sample it."""
+        if self.norm_every == 1:
+            return name
+        every = f"every {_ordinal(self.norm_every)} step"
+        # "gradient norm (generator)" -> "gradient norm (generator, every 10th step)"
+        return f"{name[:-1]}, {every})" if name.endswith(")") else f"{name} ({every})"
 
     def add(self, loss: float, norm: float, small: tuple[float, ...] | None) -> None:
         """An eager step's loss, global gradient norm (and tiny variables' values)."""
@@ -108,6 +119,12 @@ class Series:
         if 0 <= i < len(self._extra):
             return dict(zip(self.small_labels, self._extra[i], strict=False))
         return {}
+
+
+def _ordinal(n: int) -> str:
+    """``10`` -> ``10th``, ``2`` -> ``2nd``."""
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 class Loop:
