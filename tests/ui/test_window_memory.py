@@ -60,6 +60,7 @@ def test_each_run_draws_its_previous_run_and_earlier_ones_are_let_go(window, run
     # the live store and the previous run's: no store of an earlier run is kept
     assert live_run_stores() <= stores_after_first
     assert len(window.runs.pinned) == 1
+    assert len(window.runs._progress) <= 1  # reading progress of the runs still read
 
 
 def test_the_console_keeps_only_the_start_up_folds_it_can_still_show(qtbot):

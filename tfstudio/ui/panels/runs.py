@@ -357,6 +357,8 @@ class RunsPanel(QWidget):
         pinned = self.pinned.pop(path, None)
         if pinned is not None:
             pinned[0].cancel()
+            if path not in self.feeds:
+                self._progress.pop(path, None)
 
     def previous_run(self, script: str, before: float) -> Location | None:
         """The newest run of ``script`` in the runs directory started before ``before``."""
