@@ -196,6 +196,7 @@ def test_a_save_that_never_completed_is_never_offered_and_goes_when_the_folder_o
     assert (folder / "ckpt-3_temp" / "part-00000-of-00001.index").exists()
     orphan = folder / "ckpt-3.data-00000-of-00001"
     shutil.copy(second.path + ".data-00000-of-00001", orphan)
+    (folder / "ckpt-notes_temperature.txt").write_text("the user's own file")  # stays
 
     with pytest.raises(FileNotFoundError, match="never completed"):
         resolve(str(shard))  # never restorable, even named outright
@@ -205,6 +206,7 @@ def test_a_save_that_never_completed_is_never_offered_and_goes_when_the_folder_o
     reopened = CheckpointStore(folder, fresh, fresh.optimizer)  # a new run saving here
     assert sorted(reopened.removed_partials) == [str(orphan), str(folder / "ckpt-3_temp")]
     assert not (folder / "ckpt-3_temp").exists() and not orphan.exists()
+    assert (folder / "ckpt-notes_temperature.txt").exists()
     assert [e.step for e in reopened.entries()] == [1, 2]
     assert reopened.restore(str(folder)).step == 2
     third = reopened.save(3, loss=0.25)  # the same number saves cleanly

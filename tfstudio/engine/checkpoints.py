@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,8 @@ from tfstudio.core.locations import UrlPath, fs_for, location
 INDEX_FILE = "tfstudio-checkpoints.json"
 PREFIX = "ckpt"
 TEMP_MARK = "_temp"  # TensorFlow saves into ``<prefix>_temp/part-...``, then merges and renames
+_UNFINISHED = re.compile(rf"{PREFIX}-\d+{TEMP_MARK}")  # ckpt-3_temp, ckpt-3_temp_<hex>
+_NUMBERED = re.compile(rf"{PREFIX}-\d+")
 
 
 class CheckpointMismatch(ValueError):
@@ -303,7 +306,7 @@ class CheckpointStore:
 def _in_partial_save(path: str) -> bool:
     """Whether ``path`` lies in (or is) a ``ckpt-N_temp`` folder of an unfinished save."""
     parts = path.replace("\\", "/").rstrip("/").split("/")
-    return any(p.startswith(f"{PREFIX}-") and TEMP_MARK in p for p in parts)
+    return any(_UNFINISHED.match(p) for p in parts)
 
 
 def remove_partial_saves(
@@ -339,11 +342,14 @@ def remove_partial_saves(
     present = set(names)
     removed: list[str] = []
     for name in sorted(names):
-        if not name.startswith(f"{PREFIX}-"):
-            continue
         stem = name.split(".")[0]
-        unfinished = TEMP_MARK in name
-        orphan_data = ".data-" in name and f"{stem}.index" not in present and stem not in keep
+        unfinished = bool(_UNFINISHED.match(name))
+        orphan_data = (
+            bool(_NUMBERED.fullmatch(stem))
+            and ".data-" in name
+            and f"{stem}.index" not in present
+            and stem not in keep
+        )
         if not (unfinished or orphan_data):
             continue
         path = f"{folder}/{name}"
