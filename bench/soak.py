@@ -10,16 +10,21 @@
    custom ``train_step`` and a custom GradientTape loop) under plain Python and
    in a worker with everything on (inspector every step, recording, NaN guard,
    a checkpoint every 2 steps): every saved array compared byte for byte.
+3. Window runs: the real window (offscreen, ``bench/window_runs.py`` in a process
+   of its own) runs a 2-step fit ``--window-runs`` times, recording each run; its
+   resident memory after each run, and the slope of a least-squares line through
+   the runs after the first 10 (the first ones fill caches and pools).
 
-    python bench/soak.py [--rounds 50]
+    python bench/soak.py [--rounds 50] [--window-runs 100] [--no-bit-exact]
 
-Prints four ``soak:`` lines; the window and worker memory lines are measured
-elsewhere (not yet: they say so).
+Prints four ``soak:`` lines (the worker memory line is measured by another
+bench: it says so). ``--rounds 0`` or ``--window-runs 0`` skips that part.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import subprocess
@@ -48,6 +53,32 @@ from tfstudio.core.options import RunOptions  # noqa: E402
 from tfstudio.core.process import ProcessLauncher  # noqa: E402
 
 BIT_EXACT = ROOT / "tests" / "scripts" / "bit_exact.py"
+WINDOW_RUNS = ROOT / "bench" / "window_runs.py"
+WARM_RUNS = 10  # runs left out of the slope: caches, pools and the runs list settle
+
+
+def window_runs(runs: int, work: Path) -> dict:
+    """Run the window ``runs`` times in a process of its own; its RSS after each run."""
+    out = work / "window-runs.json"
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    subprocess.run(
+        [sys.executable, str(WINDOW_RUNS), str(runs), str(out), "--logdir", str(work / "w")],
+        cwd=work,
+        env=env,
+        check=True,
+    )
+    return json.loads(out.read_text())
+
+
+def growth_per_run(rss_mb: list[float], skip: int = WARM_RUNS) -> float:
+    """Least-squares slope (MB a run) of RSS over the runs after the first ``skip``."""
+    import numpy as np
+
+    ys = np.asarray(rss_mb[skip:], dtype=float)
+    if len(ys) < 2:
+        return float("nan")
+    xs = np.arange(skip + 1, skip + 1 + len(ys), dtype=float)
+    return float(np.polyfit(xs, ys, 1)[0])
 
 
 def checkpoint_kill_rounds(rounds: int, work: Path, seed: int) -> tuple[int, int, float]:
@@ -128,17 +159,44 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=50, help="checkpoint kill rounds (default 50)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--window-runs", type=int, default=100, help="runs in one window (default 100; 0: skip)"
+    )
+    p.add_argument("--no-bit-exact", action="store_true", help="skip the bit-exact comparison")
     ns = p.parse_args()
+    lines = []
     with tempfile.TemporaryDirectory(prefix="tfstudio-soak-") as tmp:
         work = Path(tmp)
-        same, detail = bit_exact(work)
-        print(f"bit-exact: {detail}", flush=True)
-        restorable, inside, seconds = checkpoint_kill_rounds(ns.rounds, work, ns.seed)
-    print(f"checkpoint kill rounds: {inside}/{ns.rounds} killed inside a save, {seconds:.0f} s")
-    print("soak: window rss growth per run MB = not measured yet")
-    print("soak: worker peak rss above baseline MB = not measured yet")
-    print(f"soak: checkpoint kill rounds restorable = {restorable}/{ns.rounds}")
-    print(f"soak: bit-exact with everything on = {'yes' if same else 'no'}")
+        if ns.window_runs > 0:
+            window = window_runs(ns.window_runs, work)
+            rss = window["rss_mb"]
+            slope = growth_per_run(rss)
+            failed = sum(code != 0 for code in window["exits"])
+            at = min(WARM_RUNS, len(rss))
+            print(
+                f"window runs: {len(rss)} in {window['seconds']:.0f} s "
+                f"({window['seconds'] / max(len(rss), 1):.1f} s a run, {failed} not exit 0); "
+                f"rss at run {at} {rss[at - 1]:.1f} MB, at run {len(rss)} {rss[-1]:.1f} MB; "
+                f"alive at the end: {window['live']}",
+                flush=True,
+            )
+            lines.append(f"soak: window rss growth per run MB = {slope:.3f} over {len(rss)} runs")
+        else:
+            lines.append("soak: window rss growth per run MB = not measured (--window-runs 0)")
+        lines.append("soak: worker peak rss above baseline MB = not measured yet")
+        if ns.rounds > 0:
+            restorable, inside, seconds = checkpoint_kill_rounds(ns.rounds, work, ns.seed)
+            print(
+                f"checkpoint kill rounds: {inside}/{ns.rounds} killed inside a save, "
+                f"{seconds:.0f} s"
+            )
+            lines.append(f"soak: checkpoint kill rounds restorable = {restorable}/{ns.rounds}")
+        if not ns.no_bit_exact:
+            same, detail = bit_exact(work)
+            print(f"bit-exact: {detail}", flush=True)
+            lines.append(f"soak: bit-exact with everything on = {'yes' if same else 'no'}")
+    for line in lines:
+        print(line)
 
 
 if __name__ == "__main__":

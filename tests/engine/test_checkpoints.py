@@ -92,6 +92,8 @@ def test_sigkill_during_a_save_leaves_the_previous_checkpoint_restorable(tmp_pat
         sys.path.remove(str(tmp_path))
     model = saver.build()
     store = CheckpointStore(folder, model, model.optimizer, max_to_keep=3)
+    # whatever the kill left of its save (a ckpt-N_temp folder...) went when the folder opened
+    assert not [n for n in os.listdir(folder) if "_temp" in n]
     restored = store.restore(str(folder))
     assert restored.step == last_done
     kernel = model.get_layer("big").kernel.numpy()
@@ -167,3 +169,76 @@ def test_restore_at_start_from_a_corrupt_checkpoint_says_which_file(write_script
     refusals = [e for e in events if isinstance(e, CheckpointRefused)]
     assert refusals and str(data) in refusals[0].reason
     assert ended.status != "finished"
+
+
+def test_a_save_that_never_completed_is_never_offered_and_goes_when_the_folder_opens(tmp_path):
+    import shutil
+
+    import keras
+    import tensorflow as tf
+
+    def build():
+        m = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4)])
+        m.compile(keras.optimizers.Adam(), "mse")
+        return m
+
+    model = build()
+    folder = tmp_path / "ck"
+    store = CheckpointStore(folder, model, model.optimizer)
+    store.build_optimizer()
+    store.save(1, loss=1.0)
+    second = store.save(2, loss=0.5)
+    # What a kill inside the save of checkpoint 3 leaves: TensorFlow's temporary folder of
+    # shards (written by TensorFlow itself, with a readable index of its shard) and a data
+    # file whose checkpoint index was never written.
+    shard = folder / "ckpt-3_temp" / "part-00000-of-00001"
+    tf.train.Checkpoint(model=model).write(str(shard))
+    assert (folder / "ckpt-3_temp" / "part-00000-of-00001.index").exists()
+    orphan = folder / "ckpt-3.data-00000-of-00001"
+    shutil.copy(second.path + ".data-00000-of-00001", orphan)
+    (folder / "ckpt-notes_temperature.txt").write_text("the user's own file")  # stays
+
+    with pytest.raises(FileNotFoundError, match="never completed"):
+        resolve(str(shard))  # never restorable, even named outright
+    assert resolve(folder).endswith("ckpt-2")
+
+    fresh = build()
+    reopened = CheckpointStore(folder, fresh, fresh.optimizer)  # a new run saving here
+    assert sorted(reopened.removed_partials) == [str(orphan), str(folder / "ckpt-3_temp")]
+    assert not (folder / "ckpt-3_temp").exists() and not orphan.exists()
+    assert (folder / "ckpt-notes_temperature.txt").exists()
+    assert [e.step for e in reopened.entries()] == [1, 2]
+    assert reopened.restore(str(folder)).step == 2
+    third = reopened.save(3, loss=0.25)  # the same number saves cleanly
+    assert [e.step for e in reopened.entries()] == [1, 2, 3]
+    assert resolve(folder) == third.path
+    assert CheckpointStore(folder, build()).removed_partials == []  # complete ones stay
+
+
+def test_a_run_opening_the_folder_says_it_removed_a_partial_save(write_script, tmp_path):
+    from tests.engine.helpers import run_script
+    from tfstudio.core.events import CheckpointList, ConsoleOutput
+    from tfstudio.core.options import RunOptions
+
+    path = write_script(
+        """
+        import numpy as np, keras
+        m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+        m.compile("adam", "mse")
+        m.fit(np.zeros((32, 4)), np.zeros((32, 2)), batch_size=8, epochs=1, verbose=0)
+        """
+    )
+    folder = tmp_path / "ck"
+    options = RunOptions(checkpoint_every=2, checkpoint_dir=str(folder))
+    ended, _ = run_script(path, cwd=tmp_path, options=options)
+    assert ended.status == "finished"
+    partial = folder / "ckpt-6_temp"
+    partial.mkdir()
+    (partial / "part-00000-of-00001.data-00000-of-00001").write_bytes(b"half a shard")
+    ended, events = run_script(path, cwd=tmp_path, options=options)
+    assert ended.status == "finished"
+    assert not partial.exists()
+    notes = "".join(e.text for e in events if isinstance(e, ConsoleOutput))
+    assert "ckpt-6_temp" in notes and "never completed" in notes
+    for listing in (e for e in events if isinstance(e, CheckpointList)):
+        assert not any("_temp" in c.path for c in listing.entries)

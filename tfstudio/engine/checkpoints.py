@@ -12,6 +12,9 @@ atomic rename; our own index (``tfstudio-checkpoints.json``) is written the same
 way (temp file + atomic replace) and only after the checkpoint is complete. A
 process killed in the middle of a save leaves the previous checkpoint as the
 latest, readable one (tested with SIGKILL in tests/engine/test_checkpoints.py).
+What such a kill leaves behind (TensorFlow's ``ckpt-N_temp`` folder, data files
+whose ``.index`` was never written) is removed when a store next opens the
+folder, and a prefix inside a ``_temp`` folder is never resolved for a restore.
 
 Restore validates first: every variable the live objects would read must be in
 the checkpoint with the same shape and dtype, or nothing is assigned and the
@@ -28,6 +31,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +42,9 @@ from tfstudio.core.locations import UrlPath, fs_for, location
 
 INDEX_FILE = "tfstudio-checkpoints.json"
 PREFIX = "ckpt"
+TEMP_MARK = "_temp"  # TensorFlow saves into ``<prefix>_temp/part-...``, then merges and renames
+_UNFINISHED = re.compile(rf"{PREFIX}-\d+{TEMP_MARK}")  # ckpt-3_temp, ckpt-3_temp_<hex>
+_NUMBERED = re.compile(rf"{PREFIX}-\d+")
 
 
 class CheckpointMismatch(ValueError):
@@ -69,6 +76,11 @@ def resolve(path: str | os.PathLike[str]) -> str:
     import tensorflow as tf
 
     text = str(path)
+    if _in_partial_save(text):
+        raise FileNotFoundError(
+            f"no checkpoint at {text}: it is part of a save that never completed (TensorFlow's "
+            f"temporary '{TEMP_MARK}' folder, left by a run killed while saving)"
+        )
     if tf.io.gfile.isdir(text):
         latest = tf.train.latest_checkpoint(text)
         if latest is None:
@@ -123,6 +135,7 @@ class CheckpointStore:
             checkpoint_name=PREFIX,
         )
         self._index: dict[str, CheckpointSaved] = {}
+        self.removed_partials = remove_partial_saves(self.directory, self.manager.checkpoints)
         self._load_index()
 
     # -- saving --------------------------------------------------------
@@ -288,6 +301,69 @@ class CheckpointStore:
         data = json.dumps({"checkpoints": records}, indent=1).encode()
         # locally a temp file and an atomic replace; a bucket replaces the whole object
         self._fs.write_bytes(self.directory / INDEX_FILE, data)  # type: ignore[arg-type]
+
+
+def _in_partial_save(path: str) -> bool:
+    """Whether ``path`` lies in (or is) a ``ckpt-N_temp`` folder of an unfinished save."""
+    parts = path.replace("\\", "/").rstrip("/").split("/")
+    return any(_UNFINISHED.match(p) for p in parts)
+
+
+def remove_partial_saves(
+    directory: str | os.PathLike[str] | UrlPath,
+    listed: list[str] | None = None,
+    before: float | None = None,
+) -> list[str]:
+    """Remove what saves that never completed left in ``directory``; returns what was removed.
+
+    A run killed while saving leaves TensorFlow's ``ckpt-N_temp`` folder (its shards, even
+    a readable index of them), or ``ckpt-N.data-*`` files without ``ckpt-N.index``. None of
+    them is a checkpoint: they are never listed nor restored, and removed here so they do
+    not pile up. Only what was last changed before ``before`` (default: now) is touched,
+    and never a checkpoint in ``listed`` (the manager's list).
+
+    Args:
+        directory: a checkpoint folder (a path or a URL).
+        listed: checkpoint prefixes the folder's state file lists (kept whatever they hold).
+        before: a Unix time; anything modified later may belong to a save under way.
+    """
+    import tensorflow as tf
+
+    folder = str(directory).rstrip("/")
+    if not tf.io.gfile.isdir(folder):
+        return []
+    keep = {os.path.basename(p) for p in listed or ()}
+    cutoff = time.time() if before is None else before
+    try:
+        names = tf.io.gfile.listdir(folder)
+    except Exception:  # noqa: BLE001 - an unreadable folder: saving will say why
+        return []
+    names = [n.rstrip("/") for n in names]
+    present = set(names)
+    removed: list[str] = []
+    for name in sorted(names):
+        stem = name.split(".")[0]
+        unfinished = bool(_UNFINISHED.match(name))
+        orphan_data = (
+            bool(_NUMBERED.fullmatch(stem))
+            and ".data-" in name
+            and f"{stem}.index" not in present
+            and stem not in keep
+        )
+        if not (unfinished or orphan_data):
+            continue
+        path = f"{folder}/{name}"
+        try:
+            if tf.io.gfile.stat(path).mtime_nsec / 1e9 > cutoff:
+                continue
+            if tf.io.gfile.isdir(path):
+                tf.io.gfile.rmtree(path)
+            else:
+                tf.io.gfile.remove(path)
+        except Exception:  # noqa: BLE001 - best effort: it is never offered anyway
+            continue
+        removed.append(path)
+    return removed
 
 
 def _update_state(manager: Any, remaining: list[str]) -> None:

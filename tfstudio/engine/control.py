@@ -22,6 +22,7 @@ at step and the NaN guard's pause need only the step boundary.
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -273,6 +274,13 @@ class TrainingController:
                 keep_checkpoint_every_n_hours=opts.keep_checkpoint_every_n_hours,
             )
             self._store_model = self.model
+            removed = self._store.removed_partials
+            if removed:
+                names = ", ".join(os.path.basename(p) for p in removed)
+                self.monitor.note(
+                    f"Removed what a save that never completed left in {self.directory} "
+                    f"({names}): a run was ended while it saved; its checkpoints are intact."
+                )
         return self._store
 
     def save(self, automatic: bool = False) -> None:

@@ -370,6 +370,8 @@ class MainWindow(QMainWindow):
         self._run_seen = True
         self._last_end = None
         previous = self.runs.previous_run(event.script, event.wall_time - 0.5)
+        for path in [p for p in self.runs.pinned if p != previous]:
+            self.runs.unpin(path)  # only the previous run is drawn behind the live one
         self._previous = self.runs.pin(previous) if previous is not None else None
         self.metrics.previous_box.setVisible(self._previous is not None)
         self._show_runs()

@@ -250,6 +250,7 @@ class ConsolePanel(QWidget):
             self._end_phase()
             self._write_fold()
             self.note(event.summary(), flush=False)
+            self._forget_trimmed_folds()
             self._new_phase()  # the next run's worker may write before its RunStarted
         elif isinstance(event, MonitorError):
             self.note(f"Monitoring error in {event.where}: {event.message}", flush=False)
@@ -349,6 +350,24 @@ class ConsolePanel(QWidget):
         fold.written = True
         self._line(f"{FOLD_STREAM}{fold.id}", fold.header())
         self._fold_dirty[fold.id] = True
+
+    def _forget_trimmed_folds(self) -> None:
+        """Drop the folds whose line the line limit has dropped from the document.
+
+        Only once the document is full (only then are lines dropped), so a console
+        kept run after run holds at most the folds it can still show.
+        """
+        doc = self.view.document()
+        if doc.blockCount() < self.view.maximumBlockCount():
+            return
+        present = set()
+        block = doc.firstBlock()
+        while block.isValid():
+            present.add(block.userState())
+            block = block.next()
+        self.folds = {
+            k: v for k, v in self.folds.items() if k in present or v is self._fold or not v.written
+        }
 
     def startup_folds(self) -> list[StartupMessages]:
         """Every start-up fold in the console, oldest first (for tests and menus)."""

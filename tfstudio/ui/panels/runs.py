@@ -355,6 +355,14 @@ class RunsPanel(QWidget):
             self.timer.start()
         return store
 
+    def unpin(self, path: Location) -> None:
+        """Forget a pinned run no longer drawn: its reading stops and its store is freed."""
+        pinned = self.pinned.pop(path, None)
+        if pinned is not None:
+            pinned[0].cancel()
+            if path not in self.feeds:
+                self._progress.pop(path, None)
+
     def previous_run(self, script: str, before: float) -> Location | None:
         """The newest run of ``script`` in the runs directory started before ``before``."""
         if self.logdir is None or not script:
