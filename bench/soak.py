@@ -15,10 +15,14 @@
    resident memory after each run, and the slope of a least-squares line through
    the runs after the first 10 (the first ones fill caches and pools).
 
-    python bench/soak.py [--rounds 50] [--window-runs 100] [--no-bit-exact]
+    python bench/soak.py [--rounds 50] [--window-runs 100] [--worker-steps 10000000]
+                         [--no-bit-exact]
 
-Prints four ``soak:`` lines (the worker memory line is measured by another
-bench: it says so). ``--rounds 0`` or ``--window-runs 0`` skips that part.
+4. Worker memory: ``monitor.log`` in a loop as fast as Python goes, ``--worker-steps``
+   steps (``bench/soak_worker.py``): the worker's peak RSS above its baseline.
+
+Prints four ``soak:`` lines. ``--rounds 0``, ``--window-runs 0`` or
+``--worker-steps 0`` skips that part.
 """
 
 from __future__ import annotations
@@ -154,6 +158,14 @@ def bit_exact(work: Path) -> tuple[bool, str]:
     return True, f"{len(want.files)} arrays equal byte for byte"
 
 
+def worker_memory(steps: int) -> dict:
+    """bench/soak_worker.py's figures for a fast loop of ``steps`` steps."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from soak_worker import run
+
+    return run(steps)
+
+
 def main() -> None:
     """Run the soak and print the ``soak:`` lines."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -163,6 +175,12 @@ def main() -> None:
         "--window-runs", type=int, default=100, help="runs in one window (default 100; 0: skip)"
     )
     p.add_argument("--no-bit-exact", action="store_true", help="skip the bit-exact comparison")
+    p.add_argument(
+        "--worker-steps",
+        type=int,
+        default=10_000_000,
+        help="steps of the fast monitor.log loop (default 10,000,000; 0: skip)",
+    )
     ns = p.parse_args()
     lines = []
     with tempfile.TemporaryDirectory(prefix="tfstudio-soak-") as tmp:
@@ -183,7 +201,20 @@ def main() -> None:
             lines.append(f"soak: window rss growth per run MB = {slope:.3f} over {len(rss)} runs")
         else:
             lines.append("soak: window rss growth per run MB = not measured (--window-runs 0)")
-        lines.append("soak: worker peak rss above baseline MB = not measured yet")
+        if ns.worker_steps > 0:
+            out = worker_memory(ns.worker_steps)
+            print(
+                f"worker: rss {out['base']:.0f} MB at step 20000, peak {out['peak']:.0f} MB; "
+                f"the viewer saw step {out['store_steps']}, "
+                f"{out['coalesced_blocks']} blocks coalesced for it; {out['wall']:.0f} s",
+                flush=True,
+            )
+            lines.append(
+                f"soak: worker peak rss above baseline MB = {out['peak'] - out['base']:.0f} "
+                f"at {out['rate']:.0f} steps/s over {ns.worker_steps} steps"
+            )
+        else:
+            lines.append("soak: worker peak rss above baseline MB = not measured (skipped)")
         if ns.rounds > 0:
             restorable, inside, seconds = checkpoint_kill_rounds(ns.rounds, work, ns.seed)
             print(
