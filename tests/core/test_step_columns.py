@@ -171,10 +171,10 @@ def test_a_coalesced_block_keeps_each_buckets_envelope_and_says_how_many_steps()
     assert coalesce(thin, 16).coalesced == 128  # thinned again: each pair holds 128 steps
 
 
+@pytest.mark.parametrize("n", [300, 10])
 @pytest.mark.parametrize("first", [1, 120, 16_380, 2**21 - 10, 2**35])
-def test_recorded_records_of_a_block_are_byte_for_byte_those_of_single_steps(first):
+def test_recorded_records_of_a_block_are_byte_for_byte_those_of_single_steps(first, n):
     rng = np.random.default_rng(first)
-    n = 300
     steps = np.arange(first, first + n)
     walls = 1.8e9 + np.cumsum(rng.random(n))
     columns = {

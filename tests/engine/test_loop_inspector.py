@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import wait_for
-from tests.engine.helpers import of, run_script
+from tests.engine.helpers import console, of, run_script
 from tests.engine.test_controls import pause, wait_event
 from tests.engine.test_stop_pause import Collector
 from tfstudio.core.channel import Channel
@@ -183,6 +183,27 @@ def test_a_step_with_a_stateful_random_op_keeps_its_draws_and_measures_every_nor
     steps = of(events, StepEnded)
     assert [s.values["loss"] for s in steps] == own["losses"]
     assert _norm_steps(steps, "gradient norm", own["norms"]) == list(range(1, 26))
+
+
+def test_with_the_inspector_on_a_stateful_random_step_keeps_its_draws_and_says_why(
+    tmp_path: Path,
+) -> None:
+    # The inspector's recording twin would replay tf.random.normal's draws as well: no
+    # twin for such a step, one note, and the script computes what it computes alone.
+    plain = tmp_path / "plain.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TFSTUDIO")}
+    done = subprocess.run(
+        [sys.executable, str(LOOPS / "random_step.py"), str(plain)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    _, events, own = _run("random_step.py", tmp_path, sample_every=2)
+    assert own == json.loads(plain.read_text())  # bit for bit: losses, weights, next draw
+    assert "draws from a stateful random op" in console(events)
+    assert not of(events, GradientStats)
 
 
 def test_graph_steps_read_in_batches_get_times_spread_between_reads(tmp_path: Path) -> None:

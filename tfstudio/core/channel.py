@@ -54,20 +54,17 @@ class StepRows:
 
 
 def _block(rows: Sequence[tuple]) -> StepColumns:
-    n = len(rows)
-
-    def ints(j: int) -> np.ndarray:
-        return np.fromiter((r[j] for r in rows), np.int64, n)
-
-    values, absent = _dict_columns([r[6] for r in rows])
-    running, running_absent = _dict_columns([r[7] for r in rows])
+    _, global_step, epoch, step, steps, time, values_, running_ = zip(*rows, strict=True)
+    values, absent = _dict_columns(values_)
+    running, running_absent = _dict_columns(running_)
+    i64 = np.int64
     return StepColumns(
         rows[0][0],
-        ints(1),
-        ints(2),
-        ints(3),
-        ints(4),
-        np.fromiter((r[5] for r in rows), np.float64, n),
+        np.array(global_step, dtype=i64),
+        np.array(epoch, dtype=i64),
+        np.array(step, dtype=i64),
+        np.array(steps, dtype=i64),
+        np.array(time, dtype=np.float64),
         values,
         running,
         absent,
@@ -76,7 +73,7 @@ def _block(rows: Sequence[tuple]) -> StepColumns:
 
 
 def _dict_columns(
-    dicts: list[Mapping[str, float]],
+    dicts: Sequence[Mapping[str, float]],
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """One dict per row -> (key -> float64 column, key -> mask of the rows without it)."""
     first = dicts[0]
@@ -84,8 +81,11 @@ def _dict_columns(
     k = len(first)
     # The usual case: every row has the first row's keys (same count and all present).
     if all(len(d) == k for d in dicts):
+        if not k:
+            return {}, {}
         try:
-            return {key: np.fromiter((d[key] for d in dicts), np.float64, n) for key in first}, {}
+            f64 = np.float64
+            return {key: np.array([d[key] for d in dicts], dtype=f64) for key in first}, {}
         except KeyError:
             pass
     keys: dict[str, None] = {}

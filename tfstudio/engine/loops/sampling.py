@@ -209,6 +209,22 @@ class TwinSampler:
         twin = self._twins.get(fid)
         if twin is None:
             try:
+                if any(
+                    draws_stateful_random(c.graph) for c in function._list_all_concrete_functions()
+                ):
+                    # A twin has its own copy of the op, whose draws restart: the script
+                    # would compute something else. No graph-loop samples in this run.
+                    self._twin_failed = True
+                    self.sample_call = NEVER
+                    self.monitor.note(
+                        "Inspector: this loop's gradients and weights are not sampled: its "
+                        "step function draws from a stateful random op (e.g. tf.random.normal), "
+                        "and a recording twin would replay those draws, so your script would "
+                        "compute something else (a tf.random.Generator or stateless random ops "
+                        "keep the samples)."
+                    )
+                    self.tracing = fid
+                    return original(function, *args, **kwargs)
                 twin = function._clone(None)  # same Python function, traced again
             except Exception as exc:  # noqa: BLE001
                 self._twin_failed = True
