@@ -158,12 +158,12 @@ def bit_exact(work: Path) -> tuple[bool, str]:
     return True, f"{len(want.files)} arrays equal byte for byte"
 
 
-def worker_memory(steps: int) -> dict:
-    """bench/soak_worker.py's figures for a fast loop of ``steps`` steps."""
+def worker_memory(steps: int, rate: float) -> dict:
+    """bench/soak_worker.py's figures for a loop of ``steps`` steps at ``rate`` steps/s."""
     sys.path.insert(0, str(ROOT / "bench"))
     from soak_worker import run
 
-    return run(steps)
+    return run(steps, rate)
 
 
 def main() -> None:
@@ -181,6 +181,7 @@ def main() -> None:
         default=10_000_000,
         help="steps of the fast monitor.log loop (default 10,000,000; 0: skip)",
     )
+    p.add_argument("--worker-rate", type=float, default=100_000, help="its steps/s (0: unpaced)")
     ns = p.parse_args()
     lines = []
     with tempfile.TemporaryDirectory(prefix="tfstudio-soak-") as tmp:
@@ -202,7 +203,7 @@ def main() -> None:
         else:
             lines.append("soak: window rss growth per run MB = not measured (--window-runs 0)")
         if ns.worker_steps > 0:
-            out = worker_memory(ns.worker_steps)
+            out = worker_memory(ns.worker_steps, ns.worker_rate)
             print(
                 f"worker: rss {out['base']:.0f} MB at step 20000, peak {out['peak']:.0f} MB; "
                 f"the viewer saw step {out['store_steps']}, "

@@ -8,9 +8,11 @@ worker's resident memory is sampled from ``/proc`` every 50 ms; the baseline is
 its RSS once the script has made its first 20,000 steps (imports done, the run's
 segment announced, the first blocks recorded).
 
-    python bench/soak_worker.py [--steps 10000000]
+    python bench/soak_worker.py [--steps 10000000] [--rate 100000]
 
-Ends ``soak: worker peak rss above baseline MB = Y at S steps/s over N steps``
+The loop is paced to ``--rate`` steps/s (the issue's 100k); ``--rate 0`` lets it run
+as fast as Python goes. Ends
+``soak: worker peak rss above baseline MB = Y at S steps/s over N steps``
 (target Y <= 100 at 100k steps/s over 10M steps).
 """
 
@@ -51,10 +53,15 @@ import time
 from tfstudio import monitor
 
 n = int(sys.argv[1])
+rate = float(sys.argv[2])  # steps a second at most (0: as fast as Python goes)
 log = monitor.log
 t0 = time.perf_counter()
 for i in range(1, n + 1):
     log(i, loss=1.0 / i, acc=(i % 100) / 100.0)
+    if rate and i % 1000 == 0:
+        ahead = i / rate - (time.perf_counter() - t0)
+        if ahead > 0:
+            time.sleep(ahead)
 print(f"LOOP {n} steps in {time.perf_counter() - t0:.3f} s", flush=True)
 """
 
@@ -73,7 +80,7 @@ def rss_mb(pid: int) -> float | None:
     return None
 
 
-def run(steps: int) -> dict:
+def run(steps: int, rate: float = 0.0) -> dict:
     """Run the loop in a worker; the viewer's store and the worker's RSS over time."""
     with tempfile.TemporaryDirectory(prefix="tfstudio-soak-worker-") as tmp:
         script = Path(tmp) / "log_loop.py"
@@ -84,7 +91,9 @@ def run(steps: int) -> dict:
         seen = {"steps": 0, "coalesced": 0, "console": ""}
         ended: list[RunEnded] = []
         samples: list[tuple[float, int, float]] = []  # (time, steps seen, rss)
-        launcher.start(str(script), (str(steps),), RunOptions(logdir=str(Path(tmp) / "runs")))
+        launcher.start(
+            str(script), (str(steps), str(rate)), RunOptions(logdir=str(Path(tmp) / "runs"))
+        )
         pid = None
         stop = threading.Event()
 
@@ -142,9 +151,12 @@ def main() -> None:
     """Print the worker-memory ``soak:`` line (``--json PATH``: also the figures, for step_path)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=10_000_000)
+    p.add_argument(
+        "--rate", type=float, default=100_000, help="steps/s at most (0: as fast as it goes)"
+    )
     p.add_argument("--json", help="write the figures to this file too")
     ns = p.parse_args()
-    out = run(ns.steps)
+    out = run(ns.steps, ns.rate)
     if ns.json:
         keep = ("base", "peak", "rate", "store_steps", "coalesced_blocks", "wall")
         Path(ns.json).write_text(json.dumps({k: out[k] for k in keep}))

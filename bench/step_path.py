@@ -49,6 +49,8 @@ def one(tree: Path, steps: int) -> dict:
                 str(steps),
                 "--json",
                 out.name,
+                "--rate",
+                "0",
             ],
             check=True,
             capture_output=True,

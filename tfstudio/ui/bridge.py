@@ -45,7 +45,7 @@ from tfstudio.core.events import (
 DEFAULT_FPS = 30
 REDRAW_BUDGET = 0.5  # share of the UI thread's time redraws may take while a run is live
 FULL_REDRAW_HZ = 30.0  # redraws a second during a run while a core is spare for painting
-LOW_REDRAW_HZ = 12.0  # ... and when the run and everything else leave less than that
+LOW_REDRAW_HZ = 14.0  # ... and when the run and everything else leave less than that
 MIN_REDRAW_S = 1 / FULL_REDRAW_HZ  # at most this often, whatever the machine
 MAX_REDRAW_S = 0.5  # at least two a second, however slow painting is
 FEW_CORES = 2  # until the first measurement: this many cores or fewer count as busy
