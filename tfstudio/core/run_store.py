@@ -490,6 +490,13 @@ class RunStore:
         """Each segment's last step (and last loss) among columns read from a folder."""
         if not self.fits:
             return
+        last = self.fits[-1]
+        if x[0] > last.global_step:  # all in the segment training now (a followed run's tail)
+            fit = last.fit_index
+            self.fit_steps[fit] = max(self.fit_steps.get(fit, 0), int(x[-1]))
+            if key == "loss":
+                self.fit_loss[fit] = float(y[-1])
+            return
         starts = np.asarray([f.global_step for f in self.fits], dtype=np.float64)
         # the segment of each point: steps (start, next start]
         seg = np.clip(np.searchsorted(starts, x, side="left") - 1, 0, len(starts) - 1)
