@@ -20,6 +20,7 @@ content.
 
 from __future__ import annotations
 
+import operator
 import os
 import struct
 from collections.abc import Callable, Iterable
@@ -439,7 +440,9 @@ class EventFileReader:
         self._histograms: dict[str, list[Histogram]] = {}
         # record length -> (layout, a record of it, its fixed spans): a few records
         # appended to a followed file are decoded without protobuf
-        self._layouts: dict[int, tuple[_Template, bytes, list[tuple[int, int]]]] = {}
+        # record length -> (its layout, the bytes every record of it repeats: a getter and
+        # what it got from the first record)
+        self._layouts: dict[int, tuple[_Template, Callable[[bytes], Any], Any]] = {}
         # (start byte, end byte, lowest step, highest step) of each piece read so far:
         # a few entries per file, so a range of steps can be read again exactly.
         self.index: list[tuple[int, int, int, int]] = []
@@ -674,17 +677,17 @@ class EventFileReader:
         """Decode the records (start, length) that fit a layout seen before in this file,
         one by one at fixed offsets; returns the others, for the protobuf parser."""
         slow: list[tuple[int, int]] = []
-        points: dict[str, tuple[list[int], list[int], list[float], list[float]]] = {}
-        unpack = struct.unpack_from
+        groups: dict[int, tuple[_Template, list[int], list[int], list[bytes]]] = {}
         for start, length in which:
             body = raw[start + _HEADER : start + _HEADER + length]
             known = self._layouts.get(length)
-            if known is None or any(body[a:b] != known[1][a:b] for a, b in known[2]):
+            if known is None or known[1](body) != known[2]:
                 tpl = _template(body)
                 if tpl is None:
                     slow.append((start, length))
                     continue
-                known = (tpl, body, _fixed_spans(tpl, length))
+                fixed = _span_getter(_fixed_spans(tpl, length))
+                known = (tpl, fixed, fixed(body))
                 self._layouts[length] = known
                 for tag in tpl.described:
                     self._kinds.setdefault(tag, "scalars")
@@ -695,20 +698,22 @@ class EventFileReader:
                 if end != tpl.step + tpl.step_width:  # a step of another width: not this layout
                     slow.append((start, length))
                     continue
-            wall = unpack("<d", body, tpl.wall)[0]
+            group = groups.get(id(tpl))
+            if group is None:
+                group = groups[id(tpl)] = (tpl, [], [], [])
+            group[1].append(start)
+            group[2].append(step)
+            group[3].append(body)
+        for tpl, starts, steps, bodies in groups.values():
+            wall = np.array([_WALL.unpack_from(b, tpl.wall)[0] for b in bodies], np.float64)
+            step_col = np.array(steps, np.int64)
             for k, (tag, off, fmt) in enumerate(tpl.values):
                 if self._kinds.get(tag, "") not in _SCALAR_KINDS:
                     continue
-                p = points.setdefault(tag, ([], [], [], []))
-                p[0].append(start + k)
-                p[1].append(step)
-                p[2].append(unpack("<f" if fmt == "<f4" else "<d", body, off)[0])
-                p[3].append(wall)
-        for tag, (order, steps, values, wall) in points.items():
-            cols = TagColumns(
-                np.asarray(steps, np.int64), np.asarray(values, np.float64), np.asarray(wall)
-            )
-            chunk.add(tag, np.asarray(order, np.int64), cols)
+                unpack = (_F32 if fmt == "<f4" else _F64).unpack_from
+                values = np.array([unpack(b, off)[0] for b in bodies], np.float64)
+                order = np.array(starts, np.int64) + k
+                chunk.add(tag, order, TagColumns(step_col, values, wall))
         return slow
 
     def _templated(
@@ -819,6 +824,18 @@ def _fixed_spans(tpl: _Template, length: int) -> list[tuple[int, int]]:
     fixed[tpl.variable_columns()] = False
     edges = np.flatnonzero(np.diff(np.concatenate(([0], fixed.astype(np.int8), [0]))))
     return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)]
+
+
+_WALL = struct.Struct("<d")
+_F32 = struct.Struct("<f")
+_F64 = struct.Struct("<d")
+
+
+def _span_getter(spans: list[tuple[int, int]]) -> Callable[[bytes], Any]:
+    """One C call that cuts every span out of a record (compared as a whole)."""
+    if not spans:
+        return lambda body: b""
+    return operator.itemgetter(*(slice(a, b) for a, b in spans))
 
 
 def _next_record(raw: bytes) -> int | None:

@@ -107,6 +107,7 @@ def fits_from_run_json(info: dict[str, Any]) -> list[FitStarted]:
     return fits
 
 
+RUN_JSON_EVERY_S = 2.0  # a running run's run.json (fits, restores, status) is read this often
 STATUS_EVERY_S = 5.0  # a running run's writer is looked for this often (a /proc read)
 OVERVIEW_PLACES = 256  # places of each event file an overview is read from
 OVERVIEW_PLACES_REMOTE = 32
@@ -198,6 +199,7 @@ class FolderFeed:
         # run.json as last read, and its stamp: an unchanged file is not read again
         self._info: dict[str, Any] = {}
         self._info_stamp: tuple[int, int, int] | None = None
+        self._info_at = -math.inf  # when run.json was last read
         self._status = ""
         self._fits_of: dict[str, Any] | None = None  # the run.json the segments are of
         self._all_fits: list[FitStarted] = []
@@ -266,11 +268,17 @@ class FolderFeed:
         return batch
 
     def _run_json(self) -> dict[str, Any]:
-        """``run.json``, read again only when its stamp changed (a poll costs a stat)."""
+        """``run.json``, read again only when its stamp changed (a poll costs a stat), and
+        while the run is running at most every :data:`RUN_JSON_EVERY_S` (its recorder
+        rewrites it twice a second; the steps come from the event files)."""
+        now = time.monotonic()
+        if self._info.get("status") == "running" and now - self._info_at < RUN_JSON_EVERY_S:
+            return self._info
         stamp = local_stamp(self.path / RUN_JSON)
         if stamp is None or stamp != self._info_stamp:
             self._info = read_run_json(self.path)
             self._info_stamp = stamp
+            self._info_at = now
         return self._info
 
     def _run_status(self, info: dict[str, Any]) -> str:
