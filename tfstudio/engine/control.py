@@ -55,7 +55,8 @@ from tfstudio.engine.monitor import RunMonitor
 
 NAN_EXIT_CODE = 3  # the run was stopped because a step's loss was NaN or Inf
 RESTORE_FAILED_EXIT_CODE = 2  # --restore named no usable checkpoint
-LR_EVERY = 10  # steps between learning-rate events (the UI draws them as a line)
+LR_EVERY = 10  # steps between learning-rate events (the UI draws them as a line) ...
+LR_MIN_S = 0.25  # ... and seconds: a fast fit reads its rate 4 times a second, not 60
 
 
 class TrainingController:
@@ -88,6 +89,9 @@ class TrainingController:
         self._last_auto_time = time.monotonic()
         self._lr_sent: tuple[float, bool] | None = None
         self._lr_step = 0
+        self._lr_time = -math.inf  # when the rate was last sent
+        self._lr_watched: Any = None  # the rate variable whose assign is watched
+        self._lr_assigned = False  # it was assigned since the last step
         self.eager: bool | None = self.options.eager
         self.stop_at_reached = False
 
@@ -117,6 +121,7 @@ class TrainingController:
 
         self.model = model
         self.optimizer = optimizer
+        self._watch_rate(optimizer)
         self._request_stop = request_stop
         self._on_restored = on_restored
         keras_fit = model is not None and hasattr(model, "make_train_function")
@@ -154,6 +159,37 @@ class TrainingController:
             self._hook.on_trace = None
         if self._watcher is not None:
             self._watcher.detach()
+        self._watch_rate(None)
+
+    def _watch_rate(self, optimizer: Any) -> None:
+        """Know when a plain (not scheduled) learning rate is assigned, so that it need
+        not be read every few steps: its variable's ``assign`` tells us (an instance
+        attribute over the method, removed at the fit's end; the assignment is unchanged)."""
+        old = self._lr_watched
+        if old is not None:
+            self._lr_watched = None
+            try:
+                del old.assign
+            except AttributeError:
+                pass
+        variable = getattr(optimizer, "_learning_rate", None)
+        if variable is None or callable(variable) or not hasattr(variable, "__dict__"):
+            return  # no rate, a schedule (it changes every step), or one we cannot watch
+        if "assign" in vars(variable):
+            return  # watched already (by another run's controller?): read it as before
+        original = getattr(variable, "assign", None)
+        if not callable(original):
+            return
+
+        def assign(value: Any, *args: Any, **kwargs: Any) -> Any:
+            self._lr_assigned = True
+            return original(value, *args, **kwargs)
+
+        try:
+            variable.assign = assign
+        except (AttributeError, TypeError):
+            return
+        self._lr_watched = variable
 
     # -- the step boundary (hot path) ----------------------------------
     def after_step(self, loss: float | None) -> None:
@@ -180,9 +216,20 @@ class TrainingController:
             time.monotonic() - self._last_auto_time >= 60.0 * opts.checkpoint_minutes
         ):
             self._auto_save()
-        if step // LR_EVERY != self._lr_step // LR_EVERY:
-            self._lr_step = step
-            self._send_learning_rate(force=True)
+        if self._lr_assigned:  # the script (or a callback) set the rate: say so now
+            self._lr_assigned = False
+            self._send_learning_rate()
+        elif step // LR_EVERY != self._lr_step // LR_EVERY:
+            # a read costs ~0.1-0.25 ms (a variable read): at most 4 times a second, and
+            # none for a plain rate that no one assigned since (its last value again)
+            now = time.monotonic()
+            if now - self._lr_time >= LR_MIN_S:
+                self._lr_step, self._lr_time = step, now
+                if self._lr_watched is not None and self._lr_sent is not None:
+                    value, is_schedule = self._lr_sent
+                    mon.channel.emit(LearningRate(step, value, is_schedule, ""))
+                else:
+                    self._send_learning_rate(force=True)
         if mon.channel.has_commands():
             self.apply_commands()
         if not mon.resume.is_set():
