@@ -73,6 +73,21 @@ def _run(script: str, tmp_path: Path, *args: str, **options) -> tuple[object, li
     return ended, events, json.loads(out.read_text())
 
 
+def _plain_python(script: str, tmp_path: Path) -> dict:
+    """What a loop script writes under plain Python (no tfstudio variable in its env)."""
+    out = tmp_path / "plain.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TFSTUDIO")}
+    done = subprocess.run(
+        [sys.executable, str(LOOPS / script), str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(out.read_text())
+
+
 def test_graph_loop_reports_gradient_norms_and_the_inspector_views(tmp_path: Path) -> None:
     _, events, own = _run("graph_norms.py", tmp_path, sample_every=3)
     steps = of(events, StepEnded)
@@ -168,18 +183,9 @@ def test_a_step_with_a_stateful_random_op_keeps_its_draws_and_measures_every_nor
 ) -> None:
     # A norm twin would have its own copy of tf.random.normal, starting its draws over:
     # the function's own graph measures the norm instead, at every step.
-    plain = tmp_path / "plain.json"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TFSTUDIO")}
-    done = subprocess.run(
-        [sys.executable, str(LOOPS / "random_step.py"), str(plain)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr
+    plain = _plain_python("random_step.py", tmp_path)
     _, events, own = _run("random_step.py", tmp_path, inspector=False)
-    assert own == json.loads(plain.read_text())  # bit for bit: losses, weights, next draw
+    assert own == plain  # bit for bit: losses, weights, next draw
     steps = of(events, StepEnded)
     assert [s.values["loss"] for s in steps] == own["losses"]
     assert _norm_steps(steps, "gradient norm", own["norms"]) == list(range(1, 26))
@@ -190,18 +196,9 @@ def test_with_the_inspector_on_a_stateful_random_step_keeps_its_draws_and_says_w
 ) -> None:
     # The inspector's recording twin would replay tf.random.normal's draws as well: no
     # twin for such a step, one note, and the script computes what it computes alone.
-    plain = tmp_path / "plain.json"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TFSTUDIO")}
-    done = subprocess.run(
-        [sys.executable, str(LOOPS / "random_step.py"), str(plain)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr
+    plain = _plain_python("random_step.py", tmp_path)
     _, events, own = _run("random_step.py", tmp_path, sample_every=2)
-    assert own == json.loads(plain.read_text())  # bit for bit: losses, weights, next draw
+    assert own == plain  # bit for bit: losses, weights, next draw
     assert "draws from a stateful random op" in console(events)
     assert not of(events, GradientStats)
 

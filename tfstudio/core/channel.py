@@ -41,6 +41,16 @@ class StepRows:
     def __init__(self, rows: list[tuple]) -> None:
         self.rows = rows
 
+    @classmethod
+    def of(cls, steps: Iterable[StepEnded]) -> StepRows:
+        """Step events as rows (events made one by one: tests, older producers)."""
+        return cls(
+            [
+                (s.fit_index, s.global_step, s.epoch, s.step, s.steps, s.time, s.values, s.running)
+                for s in steps
+            ]
+        )
+
     def columns(self) -> list[StepColumns]:
         """The rows as columns: one block per run of rows of the same fit."""
         rows = self.rows
@@ -198,15 +208,6 @@ class Channel:
     def pending(self) -> int:
         """Number of events (a block of steps counts once) queued and not yet drained."""
         return len(self._events) + (1 if self._rows else 0)
-
-
-def step_rows(steps: Iterable[StepEnded]) -> list[StepColumns]:
-    """Step events as the channel ships them: one :class:`StepColumns` per run of one fit."""
-    rows = [
-        (s.fit_index, s.global_step, s.epoch, s.step, s.steps, s.time, s.values, s.running)
-        for s in steps
-    ]
-    return StepRows(rows).columns() if rows else []
 
 
 def _take_all(queue: deque) -> list:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -215,42 +215,6 @@ class StepColumns:
         keep = ~mask
         return self.global_step[keep], ys[keep]
 
-    def running_column(self, key: str) -> tuple[np.ndarray, np.ndarray]:
-        """(global steps, running means) of the rows that have ``key``'s running mean."""
-        ys = self.running[key]
-        mask = self.running_absent.get(key)
-        if mask is None:
-            return self.global_step, ys
-        keep = ~mask
-        return self.global_step[keep], ys[keep]
-
-    @classmethod
-    def from_rows(cls, rows: Sequence[StepEnded]) -> StepColumns:
-        """The columns of consecutive steps of one fit (tests, and old-style producers)."""
-        if not rows:
-            raise ValueError("no steps to make columns of")
-        fit = rows[0].fit_index
-        if any(r.fit_index != fit for r in rows):
-            raise ValueError("steps of several fits cannot share columns")
-
-        def ints(name: str) -> np.ndarray:
-            return np.fromiter((getattr(r, name) for r in rows), np.int64, len(rows))
-
-        values, absent = _columns([r.values for r in rows])
-        running, running_absent = _columns([r.running for r in rows])
-        return cls(
-            fit,
-            ints("global_step"),
-            ints("epoch"),
-            ints("step"),
-            ints("steps"),
-            np.fromiter((r.time for r in rows), np.float64, len(rows)),
-            values,
-            running,
-            absent,
-            running_absent,
-        )
-
 
 def step_rows(events: Iterable[object]) -> list[object]:
     """``events`` with every :class:`StepColumns` block replaced by its rows, as
@@ -273,30 +237,6 @@ def _pick(columns: Mapping[str, np.ndarray], absent: Mapping[str, np.ndarray], i
         if mask is None or not mask[i]:
             out[k] = float(v[i])
     return out
-
-
-def _columns(
-    dicts: Sequence[Mapping[str, float]],
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Dicts of one row each -> (key -> float64 column, key -> mask of rows without it)."""
-    keys: dict[str, None] = {}
-    for d in dicts:
-        keys.update(dict.fromkeys(d))
-    n = len(dicts)
-    columns: dict[str, np.ndarray] = {}
-    absent: dict[str, np.ndarray] = {}
-    for key in keys:
-        col = np.full(n, np.nan)
-        mask = np.ones(n, dtype=bool)
-        for i, d in enumerate(dicts):
-            v = d.get(key)
-            if v is not None:
-                col[i] = v
-                mask[i] = False
-        columns[key] = col
-        if mask.any():
-            absent[key] = mask
-    return columns, absent
 
 
 @dataclass(frozen=True, slots=True)

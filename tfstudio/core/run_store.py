@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tfstudio.core.channel import StepRows
 from tfstudio.core.events import (
     CheckpointRestored,
     CheckpointSaved,
@@ -265,24 +266,8 @@ class RunStore:
         if type(steps) is StepColumns:
             self.add_step_columns(steps)
             return
-        if not steps:
-            return
-        first, last = steps[0], steps[-1]
-        keys = self.fit_keys.setdefault(last.fit_index, {})
-        if self._add_uniform(steps):
-            if len(keys) < len(first.values) or any(k not in keys for k in first.values):
-                keys.update(dict.fromkeys(first.values))
-        else:
-            keys.update(dict.fromkeys(self._add_mixed(steps)))
-        for s in (first, last):
-            if self.spe.get(s.fit_index, 1) != s.steps:
-                self.spe[s.fit_index] = s.steps
-        self.fit_steps[last.fit_index] = last.global_step
-        loss = last.values.get("loss", last.running.get("loss"))
-        if loss is not None:
-            self.fit_loss[last.fit_index] = loss
-        self.global_step = max(self.global_step, last.global_step)
-        self.revision += 1
+        for block in StepRows.of(steps).columns() if steps else ():
+            self.add_step_columns(block)
 
     def add_step_columns(self, block: StepColumns) -> None:
         """Take a block of steps as the training side ships them (columns, no rows)."""
@@ -506,64 +491,6 @@ class RunStore:
             self.fit_steps[fit] = max(self.fit_steps.get(fit, 0), int(x[i]))
             if key == "loss":
                 self.fit_loss[fit] = float(y[i])
-
-    def _add_uniform(self, steps: Sequence[StepEnded]) -> bool:
-        """Fast path for the usual run: every step reports the same keys, none running-only.
-
-        Returns False (having taken nothing) when that does not hold.
-        """
-        values = [s.values for s in steps]
-        keys = tuple(values[0])
-        n = len(keys)
-        # Same count everywhere and every first-step key present => same key set.
-        if set(map(len, values)) != {n} or {len(s.running) for s in steps} != {n}:
-            return False
-        try:
-            columns = [[v[k] for v in values] for k in keys]
-        except KeyError:
-            return False
-        xs = np.fromiter((s.global_step for s in steps), dtype=np.float64, count=len(steps))
-        spe = max(self.steps_per_hook(), steps[-1].steps)
-        for key, ys in zip(keys, columns, strict=True):
-            track = self._step_track(key)
-            self._cut_gaps(track, xs, spe)
-            track.append(xs, ys)
-        return True
-
-    def _add_mixed(self, steps: Sequence[StepEnded]) -> list[str]:
-        """Steps whose keys vary; returns their per-step keys in order of appearance."""
-        pv: dict[str, tuple[list[float], list[float]]] = {}
-        pr: dict[str, tuple[list[float], list[float]]] = {}
-        for s in steps:
-            g = s.global_step
-            values = s.values
-            for k, v in values.items():
-                bucket = pv.get(k)
-                if bucket is None:
-                    bucket = pv[k] = ([], [])
-                bucket[0].append(g)
-                bucket[1].append(v)
-            running = s.running
-            if len(running) != len(values):
-                for k, v in running.items():
-                    if k in values:
-                        continue
-                    bucket = pr.get(k)
-                    if bucket is None:
-                        bucket = pr[k] = ([], [])
-                    bucket[0].append(g)
-                    bucket[1].append(v)
-        spe = max(self.steps_per_hook(), steps[-1].steps)
-        for key, (xs, ys) in pv.items():
-            track = self._step_track(key)
-            self._cut_gaps(track, np.asarray(xs, dtype=np.float64), spe)
-            track.append(xs, ys)
-        for key, (xs, ys) in pr.items():
-            track = self._running_track(key)
-            if track is not None:
-                self._cut_gaps(track, np.asarray(xs, dtype=np.float64), spe)
-                track.append(xs, ys)
-        return list(pv)
 
     @staticmethod
     def _cut_gaps(track: Track, xs: np.ndarray, spe: int) -> None:
