@@ -181,10 +181,7 @@ class CheckpointStore:
             return
         for name in tf.io.gfile.glob(prefix + ".*") + tf.io.gfile.glob(prefix + "_temp*"):
             try:
-                if tf.io.gfile.isdir(name):
-                    tf.io.gfile.rmtree(name)
-                else:
-                    tf.io.gfile.remove(name)
+                _remove(name)
             except Exception:  # noqa: BLE001 - best effort: the refusal is reported anyway
                 pass
 
@@ -356,14 +353,21 @@ def remove_partial_saves(
         try:
             if tf.io.gfile.stat(path).mtime_nsec / 1e9 > cutoff:
                 continue
-            if tf.io.gfile.isdir(path):
-                tf.io.gfile.rmtree(path)
-            else:
-                tf.io.gfile.remove(path)
+            _remove(path)
         except Exception:  # noqa: BLE001 - best effort: it is never offered anyway
             continue
         removed.append(path)
     return removed
+
+
+def _remove(path: str) -> None:
+    """Delete a file or a folder (``tf.io.gfile``: a local path or a URL alike)."""
+    import tensorflow as tf
+
+    if tf.io.gfile.isdir(path):
+        tf.io.gfile.rmtree(path)
+    else:
+        tf.io.gfile.remove(path)
 
 
 def _update_state(manager: Any, remaining: list[str]) -> None:
