@@ -98,7 +98,7 @@ def mlp_step() -> tuple[Any, Any, Any]:
 
 
 class _Drain:
-    """The worker's pump, reduced to what costs: drain the channel every 20 ms, count steps."""
+    """The worker's pump, reduced to what costs: drain the channel every beat, count steps."""
 
     def __init__(self, channel: Any) -> None:
         from tfstudio.core.events import StepColumns, StepEnded
@@ -112,7 +112,9 @@ class _Drain:
         self.thread.start()
 
     def _run(self) -> None:
-        while not self._done.wait(0.02):
+        from tfstudio.core.pump import PUMP_INTERVAL_S
+
+        while not self._done.wait(PUMP_INTERVAL_S):
             self.drain()
 
     def drain(self) -> None:

@@ -4,7 +4,7 @@ In one process, several blocks; each block builds three twins of the same small 
 (seeded: same weights, same data): two **bare** (plain Keras, no tfstudio) and one
 **monitored** the way a default run monitors a ``fit``: the interceptor's
 ``StudioCallback`` (steps, epochs, the controls' step boundary with the NaN guard's
-``train_step`` wrapper), the worker's pump thread draining the channel every 20 ms
+``train_step`` wrapper), the worker's pump thread draining the channel every 50 ms
 into the live advisor, the recorder (TensorBoard event files in a temporary folder)
 and a socket pair to a viewer in another process (which unpickles every batch and
 counts the steps). The inspector is off here (``--inspector`` measures it).
@@ -13,7 +13,8 @@ Each twin's ``fit`` runs as a generator (``interleave.stepped_fit``: what Keras'
 ``fit`` does per step, with the fit's ``CallbackList``), so single steps of the three
 can be called in a fresh random order every round, each call timed; R is the ratio of
 the mean step times (steps/s). The monitored side is also charged the CPU time of the
-pump thread per step (on 2 cores it is taken from training's), measured over a stretch
+pump thread and of the pipe's sender thread per step (on 2 cores it is taken from
+training's), measured over a stretch
 of monitored steps alone after the interleaved rounds. A control compares the two bare
 twins the same way: how far from 1 two identical sides land (the method's resolution).
 
@@ -129,8 +130,8 @@ class WorkerSide:
         return self._fit(model, data, epochs=epochs, steps_per_epoch=STEPS_PER_EPOCH, verbose=0)
 
     def pump_cpu(self) -> float:
-        """CPU seconds the pump thread has used so far."""
-        return thread_cpu(self.pump)
+        """CPU seconds the pump thread and the pipe's sender thread have used so far."""
+        return thread_cpu(self.pump) + thread_cpu(self.pump.pipe._thread)  # noqa: SLF001
 
     def close(self) -> int:
         """End the run's stream and record; the step events the viewer received."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import select
 import signal
 import sys
 import threading
@@ -198,6 +199,7 @@ class WorkerPump(Pump):
         self.conn = conn
         self.on_stop = on_stop
         self.on_interrupt = on_interrupt
+        self._poller: Any = None
 
     def _viewer_lost(self) -> None:
         """No one is watching any more: close the record as interrupted, then end the run.
@@ -231,7 +233,10 @@ class WorkerPump(Pump):
 
     def _receive(self, timeout: float) -> None:
         try:
-            if not self.conn.poll(timeout):
+            if self._poller is None:  # one poll object for the run: the wait is a syscall
+                self._poller = select.poll()
+                self._poller.register(self.conn.fileno(), select.POLLIN)
+            if not self._poller.poll(timeout * 1000.0):
                 return
             while self.conn.poll():
                 self._handle(self.conn.recv())

@@ -80,7 +80,8 @@ m.fit(x, y, batch_size=8, epochs=3, verbose=0, shuffle=False)
 
 
 def test_nan_points_at_the_learning_rate_and_the_first_non_finite_layer(write_script):
-    ended, events = run_script(write_script(NAN), options=RunOptions(on_nan="stop", record=False))
+    options = RunOptions(on_nan="stop", record=False, nan_batch=True)  # the batch is kept
+    ended, events = run_script(write_script(NAN), options=options)
     advice = [a for a in of(events, Advice) if a.rule == "divergence"]
     assert len(advice) == 1
     assert "step 7" in advice[0].message and "ratio" in advice[0].message

@@ -258,3 +258,24 @@ def test_a_lagging_consumer_finds_the_backlog_kept_as_columns(monkeypatch):
     assert all(type(e) is StepColumns for e in queued[3:])  # compact once the backlog grew
     steps = [e.global_step for e in step_rows(channel.drain())]
     assert steps == list(range(1, 1001))
+
+
+def test_a_block_pickles_as_one_buffer_and_joined_blocks_are_the_same_steps():
+    import pickle
+
+    from tfstudio.core.events import join_steps
+
+    values = [{"loss": 1 / g, "acc": 0.5} if g % 3 else {"loss": 2.0} for g in range(1, 40)]
+    steps = [step(0, g, v) for g, v in enumerate(values, start=1)]
+    blocks = through_channel(steps[:2]) + through_channel(steps[2:])
+    assert len(blocks) == 2 and all(type(b) is StepColumns for b in blocks)
+    (joined,) = join_steps(blocks)
+    for block in [*blocks, joined, coalesce(joined, 4)]:
+        back = pickle.loads(pickle.dumps(block))
+        assert back.coalesced == block.coalesced and back.fit_index == block.fit_index
+        for name in ("global_step", "epoch", "step", "steps", "time"):
+            assert getattr(back, name).dtype == getattr(block, name).dtype
+            assert np.array_equal(getattr(back, name), getattr(block, name))
+        assert step_rows([back]) == step_rows([block])
+    assert step_rows([joined]) == step_rows(blocks)  # a key the first block lacks: absent
+    assert "acc" in joined.absent and joined.absent["acc"][:3].tolist() == [False, False, True]

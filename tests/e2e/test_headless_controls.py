@@ -35,7 +35,7 @@ def test_headless_stop_at_step_and_nan_stop_exit_code(write_script, capfd):
     assert main(["run", "--stop-at-step", "17", str(write_script(STOP_AT))]) == 0
     _, err = capfd.readouterr()
     assert "Run finished after" in err and "1 fit, 17 steps" in err
-    code = main(["run", str(write_script(NAN_AT_STEP_7, name="nan.py"))])
+    code = main(["run", "--nan-batch", str(write_script(NAN_AT_STEP_7, name="nan.py"))])
     _, err = capfd.readouterr()
     assert code == NAN_EXIT_CODE
     assert (

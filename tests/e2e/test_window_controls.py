@@ -12,7 +12,8 @@ pytestmark = pytest.mark.tf
 
 def test_nan_pause_restore_from_the_dock_then_stop(qtbot, window, write_script, tmp_path):
     folder = tmp_path / "ck"
-    window.control.set_run_options(RunOptions(checkpoint_every=3, checkpoint_dir=str(folder)))
+    options = RunOptions(checkpoint_every=3, checkpoint_dir=str(folder), nan_batch=True)
+    window.control.set_run_options(options)
     assert window.open_script(str(write_script(NAN_AT_STEP_7)))
     assert window.run_script()
     qtbot.waitUntil(lambda: window.state() == "paused", timeout=120_000)

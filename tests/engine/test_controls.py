@@ -274,7 +274,10 @@ m.fit(x, y, batch_size=8, epochs=3, verbose=0, shuffle=False)
 
 def test_nan_pauses_at_that_step_and_names_the_layer(write_script, tmp_path):
     session, seen = start(
-        write_script(NAN_AT_STEP_7), checkpoint_every=3, checkpoint_dir=str(tmp_path / "ck")
+        write_script(NAN_AT_STEP_7),
+        checkpoint_every=3,
+        checkpoint_dir=str(tmp_path / "ck"),
+        nan_batch=True,  # graph steps keep their batch from the first step
     )
     bad = wait_event(seen, NonFinite)
     state = wait_event(seen, RunState)
@@ -294,26 +297,53 @@ def test_nan_pauses_at_that_step_and_names_the_layer(write_script, tmp_path):
     assert session.join(timeout=60).status == "stopped"
 
 
-def test_the_graph_guard_copies_a_batch_only_when_its_step_is_not_finite():
+def test_by_default_the_first_nan_arms_the_guard_and_the_next_is_recomputed(write_script, tmp_path):
+    # Graph steps keep no batch until a first NaN (they pay nothing for the guard): that
+    # NaN is named without its batch; the guard then keeps every batch, so when the bad
+    # rows come back (after a restore, the next epoch's 7th batch) the layer is named.
+    session, seen = start(
+        write_script(NAN_AT_STEP_7), checkpoint_every=3, checkpoint_dir=str(tmp_path / "ck")
+    )
+    first = wait_event(seen, NonFinite)
+    assert first.global_step == 7 and first.layer == "" and "--nan-batch" in first.detail
+    assert first.variable.endswith("out/kernel")  # the weights are still scanned
+    wait_for(lambda: of(seen.poll(), RunState) and of(seen.events, RunState)[-1].state == "paused")
+    seen.channel.send(RestoreCheckpoint(str(tmp_path / "ck")))
+    wait_event(seen, CheckpointRestored)
+    seen.channel.send(Resume())
+    second = wait_event(seen, NonFinite, 2)
+    assert second.global_step == 6 + 50  # counted from ckpt-6 on; 50 steps an epoch
+    assert second.layer == "ratio" and "ckpt-" in second.detail
+    session.stop()
+    assert session.join(timeout=60).status == "stopped"
+
+
+def test_an_armed_graph_keeper_copies_each_batch_and_an_unarmed_one_adds_nothing():
     import tensorflow as tf
 
     from tfstudio.engine.nan_guard import BatchKeeper
 
-    keeper = BatchKeeper()
+    def traced(keeper: BatchKeeper) -> tuple:
+        @tf.function
+        def step(x: tf.Tensor) -> tf.Tensor:
+            keeper.keep((x,))
+            return tf.reduce_mean(x)
 
-    @tf.function
-    def step(x: tf.Tensor, divisor: tf.Tensor) -> dict:
-        logs = {"loss": tf.reduce_mean(x) / divisor}
-        keeper.keep((x,), logs)
-        return logs
+        return step, step.get_concrete_function(tf.TensorSpec([2, 3], tf.float32))
 
-    step(tf.fill([2, 3], 1.0), tf.constant(1.0))  # finite: nothing copied
-    assert keeper.last()[0].shape.num_elements() == 0
-    step(tf.fill([2, 3], 5.0), tf.constant(0.0))  # inf loss: this batch is kept
-    step(tf.fill([2, 3], 7.0), tf.constant(1.0))  # finite again: the bad batch stays
-    kept = keeper.last()[0].numpy()
-    assert kept.shape == (2, 3) and np.all(kept == 5.0)
-    assert not keeper.disabled
+    unarmed = BatchKeeper()
+    step, concrete = traced(unarmed)
+    step(tf.fill([2, 3], 1.0))
+    assert unarmed.last() is None
+    assert not any(op.type == "AssignVariableOp" for op in concrete.graph.get_operations())
+
+    armed = BatchKeeper(armed=True)
+    step, _ = traced(armed)
+    step(tf.fill([2, 3], 5.0))
+    step(tf.fill([2, 3], 7.0))  # the Python side reads it after each step: the last one
+    kept = armed.last()[0].numpy()
+    assert kept.shape == (2, 3) and np.all(kept == 7.0)
+    assert not armed.disabled
 
 
 def test_on_nan_stop_ends_the_run_with_its_own_exit_code(write_script):

@@ -268,10 +268,14 @@ def test_the_record_file_is_byte_for_byte_what_tensorflows_writer_writes(tmp_pat
     from tfstudio.core.eventfile import RecordFileWriter
 
     records = [b"", b"x", bytes(range(256)) * 3, b"step" * 1000]
+    # a block of one length is framed with numpy (its CRCs from the bytes that differ)
+    block = [bytes([i, 7, (i * 37) % 256]) + b"loss" + bytes([255 - i]) for i in range(40)]
     ours = RecordFileWriter(tmp_path / "ours")
     ours.write(records[0])
     ours.write_many(records[1:])
+    ours.write_many(block)
     ours.close()
+    records += block
     with tf.io.TFRecordWriter(str(tmp_path / "theirs")) as theirs:
         for r in records:
             theirs.write(r)

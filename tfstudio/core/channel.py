@@ -14,6 +14,7 @@ atomic in CPython); events share one uncontended lock with the rows.
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -90,14 +91,14 @@ def _dict_columns(
     n = len(dicts)
     k = len(first)
     # The usual case: every row has the first row's keys (same count and all present).
-    if all(len(d) == k for d in dicts):
-        if not k:
-            return {}, {}
+    if k and set(map(len, dicts)) == {k}:
         try:
-            f64 = np.float64
-            return {key: np.array([d[key] for d in dicts], dtype=f64) for key in first}, {}
+            f64, get = np.float64, operator.itemgetter
+            return {key: np.fromiter(map(get(key), dicts), f64, n) for key in first}, {}
         except KeyError:
             pass
+    elif not k and not any(dicts):
+        return {}, {}
     keys: dict[str, None] = {}
     for d in dicts:
         if len(d) != len(keys) or any(key not in keys for key in d):

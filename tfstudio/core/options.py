@@ -50,6 +50,9 @@ class RunOptions:
     """End training after exactly this many steps (the rest of the script still runs)."""
     on_nan: str = "pause"
     """Non-finite loss: ``"pause"`` (window), ``"stop"`` (headless default) or ``"ignore"``."""
+    nan_batch: bool = False
+    """Graph steps keep their batch from the first step (``--nan-batch``), so the first
+    non-finite loss is recomputed on its own batch; else only after a first one."""
     inspector: bool = True
     inspector_budget: float = 0.03
     sample_every: int = 0

@@ -1,4 +1,4 @@
-"""The pump: drains a run's channel every ~20 ms, off the training thread, into its sinks.
+"""The pump: drains a run's channel every ~50 ms, off the training thread, into its sinks.
 
 Whatever consumes a run's event stream on the training side is a *sink* of the
 pump (a list of listeners, as Keras's ``CallbackList``), never a wrapper around
@@ -30,7 +30,7 @@ from typing import Protocol
 
 from tfstudio.core.channel import Channel
 
-PUMP_INTERVAL_S = 0.02  # one batch every 20 ms at most: never one message per step
+PUMP_INTERVAL_S = 0.05  # one batch every 50 ms at most: never one message per step
 
 
 class EventSink(Protocol):

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import re
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tfstudio.core.advisor.base import Rule
@@ -201,48 +201,68 @@ class LiveAdvisor:
         if "loss" not in e.values:
             return []
         steps, losses = e.column("loss")
-        advice: list[Advice] = []
-        for step, loss in zip(steps.tolist(), losses.tolist(), strict=True):
-            advice += self._loss(loss, step)
-        return advice
+        return self._losses(steps.tolist(), losses.tolist())
 
     def _loss(self, loss: float, global_step: int) -> list[Advice]:
-        """Follow the per-step loss: a non-finite one, or a smoothed one that diverges."""
-        if math.isnan(loss) or math.isinf(loss):
-            if not self.nan_guard and self._once(DIVERGENCE.name, f"nan:{self._fit}"):
-                return self._advice(
+        """Follow one step's loss (see :meth:`_losses`)."""
+        return self._losses((global_step,), (loss,))
+
+    def _losses(self, steps: Sequence[int], losses: Sequence[float]) -> list[Advice]:
+        """Follow the per-step loss: a non-finite one, or a smoothed one that diverges.
+
+        One pass over a block of steps with the state in locals (the pump's hot path).
+        """
+        advice: list[Advice] = []
+        alpha = 2.0 / (SMOOTH_STEPS + 1)
+        smooth, seen, start, best, above = (
+            self._smooth,
+            self._seen,
+            self._start,
+            self._best,
+            self._above,
+        )
+        finite = math.isfinite
+        for global_step, loss in zip(steps, losses, strict=True):
+            if not finite(loss):
+                if not self.nan_guard and self._once(DIVERGENCE.name, f"nan:{self._fit}"):
+                    advice += self._advice(
+                        DIVERGENCE,
+                        f"the loss became {loss} at step {global_step}{self._lr_words()}: "
+                        "the learning rate is probably too high",
+                        call_line(self.script, "compile"),
+                    )
+                continue
+            # One batch's loss is noisy (small batches, noisy targets): judge its moving average.
+            smooth = loss if smooth is None else smooth + alpha * (loss - smooth)
+            seen += 1
+            if seen < SMOOTH_STEPS:
+                continue
+            if seen == SMOOTH_STEPS:
+                start = min(start, smooth)
+            if smooth < best:
+                best, above = smooth, 0
+                continue
+            gave_back = smooth - best >= 0.5 * (start - best)  # half of what it had gained
+            if best > 0 and smooth > DIVERGE_FACTOR * best and gave_back:
+                above += 1
+            else:
+                above = 0
+            if above >= DIVERGE_STEPS and self._once(DIVERGENCE.name, f"up:{self._fit}"):
+                advice += self._advice(
                     DIVERGENCE,
-                    f"the loss became {loss} at step {global_step}{self._lr_words()}: "
-                    "the learning rate is probably too high",
+                    f"the loss, averaged over {SMOOTH_STEPS} steps, has stayed above "
+                    f"{DIVERGE_FACTOR:g}x its best ({best:.4g}) for {DIVERGE_STEPS} steps: "
+                    f"{smooth:.4g} at step {global_step}{self._lr_words()}; training diverges",
                     call_line(self.script, "compile"),
                 )
-            return []
-        # One batch's loss is noisy (small batches, noisy targets): judge its moving average.
-        alpha = 2.0 / (SMOOTH_STEPS + 1)
-        smooth = loss if self._smooth is None else self._smooth + alpha * (loss - self._smooth)
-        self._smooth = smooth
-        self._seen += 1
-        if self._seen < SMOOTH_STEPS:
-            return []
-        self._start = min(self._start, smooth) if self._seen == SMOOTH_STEPS else self._start
-        if smooth < self._best:
-            self._best, self._above = smooth, 0
-            return []
-        best = self._best
-        gave_back = smooth - best >= 0.5 * (self._start - best)  # half of what it had gained
-        if best > 0 and smooth > DIVERGE_FACTOR * best and gave_back:
-            self._above += 1
-        else:
-            self._above = 0
-        if self._above >= DIVERGE_STEPS and self._once(DIVERGENCE.name, f"up:{self._fit}"):
-            return self._advice(
-                DIVERGENCE,
-                f"the loss, averaged over {SMOOTH_STEPS} steps, has stayed above "
-                f"{DIVERGE_FACTOR:g}x its best ({best:.4g}) for {DIVERGE_STEPS} steps: "
-                f"{smooth:.4g} at step {global_step}{self._lr_words()}; training diverges",
-                call_line(self.script, "compile"),
-            )
-        return []
+        self._smooth, self._seen, self._start, self._best, self._above = (
+            smooth,
+            seen,
+            start,
+            best,
+            above,
+        )
+        return advice
 
     def _non_finite(self, e: NonFinite) -> list[Advice]:
         if not self._once(DIVERGENCE.name, f"nan:{self._fit}"):

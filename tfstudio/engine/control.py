@@ -127,7 +127,9 @@ class TrainingController:
         keras_fit = model is not None and hasattr(model, "make_train_function")
         if keras_fit:  # a custom loop has no train_step to hook (its own hook counts)
             guard = self.options.on_nan != "ignore"
-            hook = install_step_hook(model, BatchKeeper() if guard else None)
+            hook = install_step_hook(
+                model, BatchKeeper(armed=self.options.nan_batch) if guard else None
+            )
             keeper = hook.keeper
             if keeper is not None and getattr(model, "jit_compile", False) is True:
                 keeper.disabled = "the model is XLA-compiled (jit_compile=True)"
@@ -533,9 +535,12 @@ class TrainingController:
         detail = ""
         try:
             variable = first_non_finite_variable(self.model.trainable_variables)
-            batch = self._keeper.last() if self._keeper is not None else None
-            if batch is None:
-                why = getattr(self._keeper, "disabled", "") or "the guard was off"
+            keeper = self._keeper
+            batch = keeper.last() if keeper is not None else None
+            if batch is None and keeper is not None and not keeper.disabled and not keeper.armed:
+                detail = self._arm(keeper)
+            elif batch is None:
+                why = getattr(keeper, "disabled", "") or "the guard was off"
                 detail = f"the offending batch was not kept: {why}"
             else:
                 layer, gradient, detail = self._recompute(batch, diagnose)
@@ -552,6 +557,15 @@ class TrainingController:
             self._request_stop()
         else:
             self.pause("non-finite loss")
+
+    def _arm(self, keeper: Any) -> str:
+        """Graph steps kept no batch (free until now): keep each from the next step on."""
+        keeper.armed = True
+        self.model.make_train_function(force=True)  # traced again at the next step
+        return (
+            "the offending batch was not kept: graph steps keep their batch only after a "
+            "first NaN (from now on in this run) or with --nan-batch"
+        )
 
     def _recompute(
         self, batch: Any, diagnose: Callable[..., tuple[str, str]]

@@ -66,7 +66,7 @@ def install_step_hook(model: Any, keeper: Any = None) -> StepHook:
                 hook.on_trace(hook.traces)
         logs = original(data)
         if hook.keeper is not None:
-            hook.keeper.keep(data, logs)
+            hook.keeper.keep(data)
         return logs
 
     object.__setattr__(model, "train_step", train_step)
