@@ -563,8 +563,8 @@ class TrainingController:
         keeper.armed = True
         self.model.make_train_function(force=True)  # traced again at the next step
         return (
-            "the offending batch was not kept: graph steps keep their batch only after a "
-            "first NaN (from now on in this run) or with --nan-batch"
+            "batch not kept: graph steps keep theirs only after a first NaN, as they will "
+            "from now on in this run, or from the start with --nan-batch"
         )
 
     def _recompute(
