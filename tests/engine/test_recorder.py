@@ -282,3 +282,28 @@ def test_the_record_file_is_byte_for_byte_what_tensorflows_writer_writes(tmp_pat
     assert (tmp_path / "ours").read_bytes() == (tmp_path / "theirs").read_bytes()
     read = [r.numpy() for r in tf.data.TFRecordDataset(str(tmp_path / "ours"))]
     assert read == records
+
+
+def test_histogram_records_are_byte_for_byte_what_protobuf_makes_of_the_event():
+    import struct
+
+    from tensorboard.compat.proto import event_pb2
+
+    from tfstudio.engine.recorder import _edges, histogram_event
+
+    rng = np.random.default_rng(0)
+    for bins, step, tag in [(1, 0, "w"), (30, 7, "weights/dense/kernel"), (200, 2**40, "o/ü")]:
+        lo, hi = sorted(rng.normal(size=2))
+        counts = rng.integers(0, 1000, bins).tolist()
+        edges = [lo + (hi - lo) * i / bins for i in range(bins + 1)]
+        assert _edges(lo, hi, bins).tolist() == edges
+        event = event_pb2.Event(wall_time=1.7e9 + 0.25, step=step)
+        value = event.summary.value.add(tag=tag)
+        value.metadata.plugin_data.plugin_name = "histograms"
+        value.tensor.dtype = 2  # DT_DOUBLE
+        value.tensor.tensor_shape.dim.add(size=bins)
+        value.tensor.tensor_shape.dim.add(size=3)
+        flat = [x for row in zip(edges[:-1], edges[1:], counts, strict=True) for x in row]
+        value.tensor.tensor_content = struct.pack(f"<{len(flat)}d", *flat)
+        ours = histogram_event(tag, step, _edges(lo, hi, bins), counts, 1.7e9 + 0.25)
+        assert ours == event.SerializeToString()

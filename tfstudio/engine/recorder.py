@@ -326,25 +326,42 @@ def _varint(n: int) -> bytes:
 def histogram_event(
     tag: str, step: int, edges: Iterable[float], counts: Iterable[float], wall: float
 ) -> bytes:
-    """The serialized ``Event`` :meth:`Recorder.histogram` writes (TensorBoard's v2 format)."""
-    from tensorboard.compat.proto import event_pb2
+    """The serialized ``Event`` :meth:`Recorder.histogram` writes (TensorBoard's v2 format).
 
-    e = [float(x) for x in edges]
-    c = [float(x) for x in counts]
-    if len(e) != len(c) + 1:
+    Encoded by hand (an inspector sample writes one per variable and layer): the bytes
+    the protobuf library makes of the same ``Event``, tested, at a fraction of its cost.
+    """
+    e = np.asarray(edges if hasattr(edges, "__len__") else list(edges), dtype=np.float64)
+    c = counts if hasattr(counts, "__len__") else list(counts)
+    if e.ndim != 1 or len(e) != len(c) + 1:
         raise ValueError(f"histogram {tag!r}: expected {len(c) + 1} edges, got {len(e)}")
-    flat: list[float] = []
-    for i, n in enumerate(c):
-        flat += (e[i], e[i + 1], n)
-    ev = event_pb2.Event(wall_time=wall, step=int(step))
-    value = ev.summary.value.add(tag=tag)
-    value.metadata.plugin_data.plugin_name = "histograms"
-    t = value.tensor
-    t.dtype = 2  # DT_DOUBLE
-    t.tensor_shape.dim.add(size=len(c))
-    t.tensor_shape.dim.add(size=3)
-    t.tensor_content = struct.pack(f"<{len(flat)}d", *flat)
-    return ev.SerializeToString()
+    table = np.empty((len(c), 3), dtype="<f8")  # rows (left edge, right edge, count)
+    table[:, 0] = e[:-1]
+    table[:, 1] = e[1:]
+    table[:, 2] = c
+    content = table.tobytes()
+    dims = b"\x12" + _field(b"\x08" + _varint(len(c))) + b"\x12\x02\x08\x03"  # dims: bins, 3
+    tensor = b"\x08\x02" + b"\x12" + _field(dims) + b"\x22" + _field(content)  # DT_DOUBLE
+    head = _HISTOGRAM_TAGS.get(tag)
+    if head is None:
+        raw = tag.encode("utf-8")
+        head = _HISTOGRAM_TAGS[tag] = b"\x0a" + _field(raw)
+    value = head + b"\x42" + _field(tensor) + _HISTOGRAM_METADATA
+    summary = b"\x0a" + _field(value)
+    step = int(step)
+    step_field = b"\x10" + _varint(step & 0xFFFFFFFFFFFFFFFF) if step else b""  # 0: omitted
+    return b"".join((b"\x09", _DOUBLE.pack(wall), step_field, b"\x2a", _field(summary)))
+
+
+def _field(data: bytes) -> bytes:
+    """A length-delimited field's length and bytes."""
+    n = len(data)
+    return (_SMALL_VARINTS[n] if n < 128 else _varint(n)) + data
+
+
+_HISTOGRAM_TAGS: dict[str, bytes] = {}  # tag -> its encoded tag field
+# metadata { plugin_data { plugin_name: "histograms" } }
+_HISTOGRAM_METADATA = b"\x4a" + _field(b"\x0a" + _field(b"\x0a" + _field(b"histograms")))
 
 
 def scalars_event(
@@ -597,11 +614,11 @@ def _run_ended(rec: Recorder, e: RunEnded) -> None:
         }
 
 
-def _edges(lo: float, hi: float, bins: int) -> list[float]:
+def _edges(lo: float, hi: float, bins: int) -> np.ndarray:
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
         hi = lo + 1e-12 if math.isfinite(lo) else 1.0
         lo = lo if math.isfinite(lo) else 0.0
-    return [lo + (hi - lo) * i / bins for i in range(bins + 1)]
+    return lo + (hi - lo) * np.arange(bins + 1, dtype=np.float64) / bins  # lo + (hi-lo)*i/bins
 
 
 def _weight_stats(rec: Recorder, e: WeightStats) -> None:
