@@ -125,6 +125,7 @@ class Recorder:
         self._described: set[str] = set()
         self._pending: list[StepColumns] = []  # steps not yet encoded (see PENDING_ROWS)
         self._pending_rows = 0
+        self._stepped = False  # the first steps were written
         self._last_flush = time.monotonic()
         self._closed = False
         self.info: dict[str, Any] = {
@@ -176,7 +177,10 @@ class Recorder:
             self._record(writer, event)
         if self._pending_rows >= PENDING_ROWS:
             self._write_pending()
-        if time.monotonic() - self._last_flush >= self.flush_every:
+        if self._pending and not self._stepped:
+            self._stepped = True
+            self.flush()  # a run's first steps reach the disk at once (a reader sees it begin)
+        elif time.monotonic() - self._last_flush >= self.flush_every:
             self.flush(info=False)
 
     def _record(self, writer: Callable[[Recorder, Any], None], event: object) -> None:
