@@ -242,3 +242,27 @@ def test_a_run_opening_the_folder_says_it_removed_a_partial_save(write_script, t
     assert "ckpt-6_temp" in notes and "never completed" in notes
     for listing in (e for e in events if isinstance(e, CheckpointList)):
         assert not any("_temp" in c.path for c in listing.entries)
+
+
+def test_a_save_tensorflow_completed_counts_even_if_its_side_index_cannot_be_written(
+    tmp_path, monkeypatch
+):
+    # The disk can fill between TensorFlow's save (complete and listed) and tfstudio's
+    # small index of times and losses: the checkpoint is whole, so the save is reported.
+    import errno
+
+    import keras
+
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4)])
+    model.compile(keras.optimizers.Adam(), "mse")
+    store = CheckpointStore(tmp_path / "ck", model, model.optimizer)
+    store.build_optimizer()
+    store.save(1, loss=1.0)
+
+    def full(*_args: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(store, "_write_index", full)
+    second = store.save(2, loss=0.5)
+    assert resolve(tmp_path / "ck") == second.path
+    assert [e.step for e in store.entries()] == [1, 2]

@@ -169,7 +169,10 @@ class CheckpointStore:
             automatic=automatic,
         )
         self._index[record.path] = record
-        self._write_index()
+        try:
+            self._write_index()
+        except Exception:  # noqa: BLE001 - the checkpoint is whole: TensorFlow's manager wrote
+            pass  # it and lists it; its side index (time, loss) is written with the next save
         return record
 
     def _remove_partial(self, number: int) -> None:
