@@ -277,5 +277,7 @@ def test_a_block_pickles_as_one_buffer_and_joined_blocks_are_the_same_steps():
             assert getattr(back, name).dtype == getattr(block, name).dtype
             assert np.array_equal(getattr(back, name), getattr(block, name))
         assert step_rows([back]) == step_rows([block])
+    empty = StepColumns(0, *(np.zeros(0, np.int64),) * 4, np.zeros(0), {}, {})
+    assert len(pickle.loads(pickle.dumps(empty))) == 0  # pickled field by field
     assert step_rows([joined]) == step_rows(blocks)  # a key the first block lacks: absent
     assert "acc" in joined.absent and joined.absent["acc"][:3].tolist() == [False, False, True]

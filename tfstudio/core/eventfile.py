@@ -734,7 +734,7 @@ class EventFileReader:
             group[2].append(step)
             group[3].append(body)
         for tpl, starts, steps, bodies in groups.values():
-            wall = np.array([_WALL.unpack_from(b, tpl.wall)[0] for b in bodies], np.float64)
+            wall = np.array([_F64.unpack_from(b, tpl.wall)[0] for b in bodies], np.float64)
             step_col = np.array(steps, np.int64)
             for k, (tag, off, fmt) in enumerate(tpl.values):
                 if self._kinds.get(tag, "") not in _SCALAR_KINDS:
@@ -855,9 +855,8 @@ def _fixed_spans(tpl: _Template, length: int) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)]
 
 
-_WALL = struct.Struct("<d")
 _F32 = struct.Struct("<f")
-_F64 = struct.Struct("<d")
+_F64 = struct.Struct("<d")  # a value, and every record's wall time
 
 
 def _span_getter(spans: list[tuple[int, int]]) -> Callable[[bytes], Any]:

@@ -908,7 +908,7 @@ def _reduce_steps(self: StepColumns) -> tuple:
     arrays += [*self.values.values(), *self.running.values()]
     n = len(self.global_step)
     if not n or any(a.dtype.itemsize != 8 or a.shape != (n,) for a in arrays):
-        return (StepColumns, _fields_of(self))
+        return _field_values(self)  # as every other event pickles
     buf = np.stack([a.view(np.uint64) for a in arrays]).tobytes()
     dtypes = "".join(a.dtype.char for a in arrays)
     return (
@@ -916,10 +916,6 @@ def _reduce_steps(self: StepColumns) -> tuple:
         (self.fit_index, n, tuple(self.values), tuple(self.running), dtypes, buf)
         + (self.absent, self.running_absent, self.coalesced),
     )
-
-
-def _fields_of(block: StepColumns) -> tuple:
-    return tuple(getattr(block, f.name) for f in dataclasses.fields(block))
 
 
 def _unpack_steps(
@@ -947,4 +943,5 @@ def _unpack_steps(
     )
 
 
+_field_values = StepColumns.__reduce__  # (cls, field values): from _fast_pickling
 StepColumns.__reduce__ = _reduce_steps  # type: ignore[method-assign]
