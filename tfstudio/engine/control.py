@@ -563,8 +563,8 @@ class TrainingController:
         keeper.armed = True
         self.model.make_train_function(force=True)  # traced again at the next step
         return (
-            "batch not kept: graph steps keep theirs only after a first NaN, as they will "
-            "from now on in this run, or from the start with --nan-batch"
+            "its batch was not kept; graph steps keep theirs from now on "
+            "(from the start: --nan-batch)"
         )
 
     def _recompute(
