@@ -16,9 +16,10 @@ at a time; steps
 a millisecond apart see the same regime, so the comparison resolves a few percent where
 rounds of hundreds of steps could not. The monitored side is also charged, on top of
 its own step times, the CPU time of the threads that work for it (the reader of the
-graph buffers, and the channel's drain thread standing in for the worker's pump) per
-step, measured afterwards over a stretch of monitored steps alone (as a monitored run
-is): on 2 cores their time is taken from training's. A control ratio compares half the
+graph buffers, and the worker side of ``bench/overhead.py``: the pump with the live
+advisor and the recorder, and the pipe's sender to a viewer process) per step,
+measured afterwards over a stretch of monitored steps alone (as a monitored run is):
+on 2 cores their time is taken from training's. A control ratio compares half the
 bare traces with the other half, the same way: how far from 1.000 two identical sides
 land (the method's resolution).
 
@@ -26,7 +27,7 @@ Eager: the same, one model, bare and monitored steps in random order; the patche
 global while a loop is monitored, so a bare eager step runs with the run's ``in_fit``
 flag set and the wrappers pass straight through (as inside a ``fit``; ~1 us a step).
 
-Every monitored step must reach the channel as a ``StepEnded`` (``steps lost 0``).
+Every monitored step must reach the viewer process (``steps lost 0``).
 The first round of norm twins traces each monitored trace's twin (once per run,
 ~0.3 s each for this MLP): it runs untimed before the timing starts.
 
@@ -57,6 +58,7 @@ from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's tfstudio
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def mlp() -> tuple[Any, Any, Any, Any, Any]:
@@ -97,42 +99,6 @@ def mlp_step() -> tuple[Any, Any, Any]:
     return x, y, step
 
 
-class _Drain:
-    """The worker's pump, reduced to what costs: drain the channel every beat, count steps."""
-
-    def __init__(self, channel: Any) -> None:
-        from tfstudio.core.events import StepColumns, StepEnded
-
-        self._channel = channel
-        self._kind = StepEnded
-        self._columns = StepColumns
-        self.steps = 0
-        self._done = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        from tfstudio.core.pump import PUMP_INTERVAL_S
-
-        while not self._done.wait(PUMP_INTERVAL_S):
-            self.drain()
-
-    def drain(self) -> None:
-        """Count the step events waiting in the channel."""
-        for e in self._channel.drain():
-            if isinstance(e, self._columns):
-                self.steps += len(e)
-            elif isinstance(e, self._kind):
-                self.steps += 1
-
-    def close(self) -> int:
-        """Stop the thread; the step events seen in all."""
-        self._done.set()
-        self.thread.join()
-        self.drain()
-        return self.steps
-
-
 def _cpu(thread: threading.Thread | None) -> float:
     """CPU seconds a live thread has used (0 for none)."""
     if thread is None or thread.ident is None or not thread.is_alive():
@@ -153,22 +119,20 @@ def _helper_clock(*threads: threading.Thread | None) -> Any:
 def graph_interleaved(args: argparse.Namespace) -> tuple[float, str]:
     """The ``tf.function`` loop, step by step in random order: ``(R, summary line)``."""
     import tensorflow as tf
+    from overhead import WorkerSide
     from tensorflow.python.eager.polymorphic_function import polymorphic_function
 
-    from tfstudio.core.channel import Channel
     from tfstudio.core.options import RunOptions
     from tfstudio.engine.loops import LoopInterceptor
     from tfstudio.engine.loops.ring import NORM_EVERY
-    from tfstudio.engine.monitor import RunMonitor
 
     x, y, step = mlp_step()
     original = polymorphic_function.Function.__call__  # unpatched: the bare call
     bare = [tf.function(step) for _ in range(args.traces)]
     for fn in bare:
         fn(x, y).numpy()  # trace (not timed)
-    channel = Channel()
-    monitor = RunMonitor(channel, options=RunOptions(inspector=args.inspector))
-    drain = _Drain(channel)
+    side = WorkerSide(RunOptions(inspector=args.inspector))  # pump, recorder, viewer
+    monitor = side.monitor
     # The first round of norm twins (and the inspector's two first samples) trace a twin
     # of every monitored trace (they are step functions of one loop, as a GAN's two
     # are): paid once per run, run untimed.
@@ -185,7 +149,7 @@ def graph_interleaved(args: argparse.Namespace) -> tuple[float, str]:
         cpus: dict[tuple[int, bool], list[float]] = {(i, m): [] for i, m, _ in calls}
         order = random.Random(0)
         clock, process = time.perf_counter, time.process_time
-        helpers = _helper_clock(interceptor.reader.thread, drain.thread)
+        helpers = _helper_clock(interceptor.reader.thread, side.pump, side.pump.pipe._thread)  # noqa: SLF001
         for _ in range(args.steps):
             order.shuffle(calls)
             for i, monitored, fn in calls:
@@ -203,14 +167,14 @@ def graph_interleaved(args: argparse.Namespace) -> tuple[float, str]:
         # What the reader and the pump cost per step of a run that is all monitored: a
         # stretch of monitored steps alone, their threads' CPU time over its steps.
         reader, alone = interceptor.reader.thread, args.steps
-        read0, pump0 = _cpu(reader), _cpu(drain.thread)
+        read0, pump0 = _cpu(reader), side.pump_cpu()
         for k in range(alone):
             mons[k % len(mons)](x, y)
         mons[0](x, y).numpy()
         read_cost = (_cpu(reader) - read0) / (alone + 1)
-        pump_cost = (_cpu(drain.thread) - pump0) / (alone + 1)
+        pump_cost = (side.pump_cpu() - pump0) / (alone + 1)
         charge = read_cost + pump_cost
-    seen = drain.close()
+    seen = side.close()
     made = args.traces * (args.steps + 1) + warm + alone + 1
     pool = [t for (_, m), ts in times.items() if m for t in ts]
     bare_pool = [t for (_, m), ts in times.items() if not m for t in ts]
@@ -245,16 +209,15 @@ def eager_interleaved(args: argparse.Namespace) -> tuple[float, str]:
     run's ``in_fit`` flag set: the wrappers pass straight through to TensorFlow (three
     attribute checks, ~1 us, on a step of tens of ms), as they do inside a ``fit``.
     """
-    from tfstudio.core.channel import Channel
+    from overhead import WorkerSide
+
     from tfstudio.core.options import RunOptions
     from tfstudio.engine.loops import LoopInterceptor
-    from tfstudio.engine.monitor import RunMonitor
 
     x, y, step = mlp_step()
     warm = 13 if args.inspector else 0
-    channel = Channel()
-    monitor = RunMonitor(channel, options=RunOptions(inspector=args.inspector))
-    drain = _Drain(channel)
+    side = WorkerSide(RunOptions(inspector=args.inspector))  # pump, recorder, viewer
+    monitor = side.monitor
     times: dict[bool, list[float]] = {True: [], False: []}
     order = random.Random(0)
     clock = time.perf_counter
@@ -272,12 +235,12 @@ def eager_interleaved(args: argparse.Namespace) -> tuple[float, str]:
         monitor.in_fit = False
         # the pump's CPU per step of a run that is all monitored (as for tf.function)
         alone = max(1, args.eager_steps // 5)
-        pump0 = _cpu(drain.thread)
+        pump0 = side.pump_cpu()
         for _ in range(alone):
             step(x, y)
         step(x, y).numpy()
-        pump_cost = (_cpu(drain.thread) - pump0) / (alone + 1)
-    lost = 1 + warm + args.eager_steps + alone + 1 - drain.close()
+        pump_cost = (side.pump_cpu() - pump0) / (alone + 1)
+    lost = 1 + warm + args.eager_steps + alone + 1 - side.close()
     mean_b = statistics.fmean(times[False])
     mean_m = statistics.fmean(times[True]) + pump_cost
     ratio = mean_b / mean_m
