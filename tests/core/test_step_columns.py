@@ -197,6 +197,42 @@ def test_recorded_records_of_a_block_are_byte_for_byte_those_of_single_steps(fir
     assert described == expected_described
 
 
+@pytest.mark.parametrize("n", [300, 40])
+def test_a_block_with_several_absence_patterns_is_recorded_as_its_rows_would_be(n):
+    # a custom loop's norm every 10th step, another series on random steps, and rows
+    # with no value at all (no record): each pattern is encoded block-wise
+    rng = np.random.default_rng(n)
+    steps = np.arange(5, 5 + n)
+    walls = 1.8e9 + np.cumsum(rng.random(n))
+    columns = {
+        "step/loss": rng.normal(size=n),
+        "step/gradient norm": rng.random(n),
+        "step/other": rng.random(n),
+    }
+    norm_absent = np.ones(n, dtype=bool)
+    norm_absent[::10] = False
+    other_absent = rng.random(n) < 0.5
+    loss_absent = np.zeros(n, dtype=bool)
+    loss_absent[[3, 4, 17]] = True
+    other_absent[[3, 4, 17]] = True  # 3, 4, 17: nothing at all (norm is absent there too)
+    absent = {
+        "step/loss": loss_absent,
+        "step/gradient norm": norm_absent,
+        "step/other": other_absent,
+    }
+    described: set[str] = set()
+    got = scalar_records(steps, walls, columns, described, absent)
+    want = []
+    expected_described: set[str] = set()
+    for i in range(n):
+        values = {t: float(v[i]) for t, v in columns.items() if not absent[t][i]}
+        if values:
+            want.append(scalars_event(int(steps[i]), values, float(walls[i]), expected_described))
+    assert len(want) == n - 3
+    assert got == want
+    assert described == expected_described == set(columns)
+
+
 def test_a_slow_viewer_gets_a_coalesced_copy_while_the_record_gets_every_step(monkeypatch):
     from tfstudio import worker
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tfstudio.core.channel import Channel
 from tfstudio.core.events import (
     CheckpointRestored,
     EpochEnded,
@@ -15,6 +16,7 @@ from tfstudio.core.events import (
     ModelSummary,
     RunEnded,
     RunStarted,
+    StepColumns,
     StepEnded,
 )
 from tfstudio.core.run_loading import load_folder
@@ -67,14 +69,49 @@ def same_tracks(a: dict, b: dict) -> None:
         assert a[key].breaks == b[key].breaks, key
 
 
-def test_live_and_recorded_stores_hold_the_same_run_and_draw_the_same_plots(qtbot, tmp_path):
+def beats(events: list[object], every: int = 7) -> list[list[object]]:
+    """``events`` as a worker's pump hands them to the recorder: steps as blocks of
+    columns, a batch every ``every`` events (an epoch's end or a learning rate arrives
+    while steps wait to be encoded)."""
+    out = []
+    for start in range(0, len(events), every):
+        channel = Channel()
+        for e in events[start : start + every]:
+            if type(e) is StepEnded:
+                channel.step(
+                    e.fit_index,
+                    e.global_step,
+                    e.epoch,
+                    e.step,
+                    e.steps,
+                    e.values,
+                    e.running,
+                    e.time,
+                )
+            else:
+                channel.emit(e)
+        out.append(channel.drain())
+    return out
+
+
+@pytest.mark.parametrize("as_columns", [False, True])
+def test_live_and_recorded_stores_hold_the_same_run_and_draw_the_same_plots(
+    qtbot, tmp_path, as_columns
+):
     from tfstudio.engine.recorder import Recorder
 
     events = run_events()
     live = RunStore("live", smoothing=0.6)
     live.add(events)
     recorder = Recorder(tmp_path / "run")
-    recorder.write(events[:-1])
+    if as_columns:
+        recorder.flush_every = 1e9  # steps wait for the end: epochs and rates pass them
+        batches = beats(events[:-1])
+        assert any(type(e) is StepColumns for e in batches[0])
+        for batch in batches:
+            recorder.write(batch)
+    else:
+        recorder.write(events[:-1])
     recorder.close(events[-1])
     recorded = load_folder(tmp_path / "run")
     recorded.set_smoothing(0.6)

@@ -55,6 +55,7 @@ class StudioCallback(keras.callbacks.Callback):
         self._prev_c = 0.0
         self._prev_running: dict[str, float] = {}
         self._per_batch = 1.0  # samples per batch (weights of the derivation)
+        self._per_batch_read = False  # read once a fit: each read is ~0.25 ms of the step
         self._base_k = 0  # steps of this epoch before the loss tracker was last reset
         if monitor.control is None:
             monitor.control = TrainingController(monitor)
@@ -180,8 +181,11 @@ class StudioCallback(keras.callbacks.Callback):
         kinds = self._kinds
         if kinds is None:
             kinds = self._classify(logs)
-        if self._prev_k == 0 and self._loss_count is not None:
+        if self._prev_k == 0 and not self._per_batch_read and self._loss_count is not None:
+            # An epoch's first batch is a whole one: its size holds for the fit's later
+            # epochs (only the last batch of an epoch may be smaller: its count is read).
             self._per_batch = max(_count(self._loss_count) / k, 1e-12)
+            self._per_batch_read = True
         c_k = (k - self._base_k) * self._per_batch
         if last and self._loss_count is not None:
             c_k = _count(self._loss_count)

@@ -166,14 +166,19 @@ class Recorder:
         for event in events:
             kind = type(event)
             if kind is StepColumns:
-                self._pending.append(event)  # type: ignore[arg-type]
-                self._pending_rows += len(event)  # type: ignore[arg-type]
+                if len(event):  # type: ignore[arg-type]
+                    self._pending.append(event)  # type: ignore[arg-type]
+                    self._pending_rows += len(event)  # type: ignore[arg-type]
+                    # what follows these steps is dated after them (see _now_wall)
+                    newest = self._t0_wall + float(event.time.max())  # type: ignore[attr-defined]
+                    if self._last_wall is None or newest > self._last_wall:
+                        self._last_wall = newest
                 continue
             writer = WRITERS.get(kind)
             if writer is None:
                 continue
-            if self._pending:  # the steps before it go first: records keep the run's order
-                self._write_pending()
+            if self._pending and kind not in _BESIDE_STEPS:
+                self._write_pending()  # the steps before it go first: the run's order
             self._record(writer, event)
         if self._pending_rows >= PENDING_ROWS:
             self._write_pending()
@@ -415,10 +420,7 @@ def scalar_records(
     tags = list(columns)
     absent = absent or {}
     out: list[bytes | None] = [None] * n
-    dense = np.ones(n, dtype=bool)
-    for tag, mask in absent.items():
-        if tag in columns:
-            dense &= ~mask
+    dense = np.ones(n, dtype=bool)  # rows left for the block-wise encoding below
     for tag in tags:
         if tag not in described and n:
             # a tag's first value carries its metadata: that row the one-by-one way
@@ -430,17 +432,43 @@ def scalar_records(
     for i in slow:
         values = {t: float(columns[t][i]) for t in tags if t not in absent or not absent[t][i]}
         out[i] = scalars_event(int(steps[i]), values, float(walls[i]), described)
-    rows = np.nonzero(dense)[0]
-    if len(rows) < SMALL_BLOCK:  # numpy's fixed cost per call outweighs a few rows' Python
-        for i in rows.tolist():
-            values = {t: float(columns[t][i]) for t in tags}
-            out[i] = scalars_event(int(steps[i]), values, float(walls[i]), described)
-        rows = rows[:0]
-    if len(rows) and tags:
-        for tag in tags:
-            described.add(tag)
-        _dense_records(steps, walls, columns, tags, rows, out)
+    for present, rows in _patterns(n, tags, absent, dense):
+        if not present:
+            continue  # a row with no value at all: no record (as Recorder.scalars)
+        if len(rows) < SMALL_BLOCK:  # numpy's fixed cost per call outweighs a few rows' Python
+            for i in rows.tolist():
+                values = {t: float(columns[t][i]) for t in present}
+                out[i] = scalars_event(int(steps[i]), values, float(walls[i]), described)
+        else:
+            for tag in present:
+                described.add(tag)
+            _dense_records(steps, walls, columns, present, rows, out)
     return [r for r in out if r is not None]
+
+
+def _patterns(
+    n: int, tags: list[str], absent: Mapping[str, np.ndarray], todo: np.ndarray
+) -> list[tuple[list[str], np.ndarray]]:
+    """The rows of ``todo`` grouped by which tags they have: ``(tags present, rows)``.
+
+    A custom loop's gradient norm is measured every tenth step: its block has two
+    patterns (loss alone, loss and norm), each encoded at once, not row by row.
+    """
+    masked = [t for t in tags if t in absent]
+    if not masked:
+        return [(tags, np.nonzero(todo)[0])]
+    code = np.zeros(n, dtype=np.int64)
+    for bit, tag in enumerate(masked[:62]):
+        code |= absent[tag].astype(np.int64) << bit
+    code[~todo] = -1  # rows done already (a tag's first value)
+    out = []
+    for value in np.unique(code).tolist():
+        if value < 0:
+            continue
+        gone = {t for bit, t in enumerate(masked[:62]) if value >> bit & 1}
+        present = [t for t in tags if t not in gone]
+        out.append((present, np.nonzero(code == value)[0]))
+    return out
 
 
 def _dense_records(
@@ -688,6 +716,13 @@ WRITERS: dict[type, Callable[[Recorder, Any], None]] = {
     RunEnded: _run_ended,
 }
 """Event type -> function recording it. A new kind of event is one entry here."""
+
+# Events recorded in tags of their own, dated by wall time (readers split a run at a
+# restore by each tag's wall times, not by file order): the steps waiting to be encoded
+# need not go first. An epoch's end, the learning rate's points and the inspector's
+# samples come every few beats; encoding the steps before each of them made blocks of a
+# few dozen rows, whose numpy set-up cost more than the rows (pump_split.py).
+_BESIDE_STEPS = frozenset({EpochEnded, LearningRate, WeightStats, GradientStats, LayerOutputs})
 
 
 # -- recording a session: the recorder is a sink of the run's pump -------------------
