@@ -17,6 +17,9 @@ def test_progress_texts_during_a_fit(window, run):
     assert status.eta_label.text() == "ETA 0:04"
     assert status.loss_label.text() == "loss 0.008333"  # 1/120: the newest step's own loss
     assert status.progress_bar.value() == 24  # 120 of 500 steps
+    assert status.progress_bar.format() == "24%"
+    # set with updates off (no repaint of its own), then painted with the rest
+    assert status.progress_bar.updatesEnabled()
     assert status.state_text() == "running"
 
 

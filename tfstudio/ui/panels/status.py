@@ -155,11 +155,16 @@ class StatusPanel(QWidget):
         if self.progress_bar.isVisibleTo(self) != started:
             self.progress_bar.setVisible(started)
         value = int(100 * fraction) if fraction is not None else 0
-        if value != self.progress_bar.value():
-            self.progress_bar.setValue(value)
         text = f"{100 * fraction:.0f}%" if fraction is not None else ""
-        if text != self.progress_bar.format():
-            self.progress_bar.setFormat(text)
+        bar = self.progress_bar
+        if value != bar.value() or text != bar.format():
+            # QProgressBar.setValue repaints at once (a paint and a flush of its own, 1-2 ms
+            # a redraw in the window): with updates off it is painted with the rest.
+            bar.setUpdatesEnabled(False)
+            bar.setValue(value)
+            bar.setFormat(text)
+            bar.setUpdatesEnabled(True)
+            bar.update()
 
     def device_text(self) -> str:
         """``GPU 0: NVIDIA H100 · 12.3 GB`` (TensorFlow's memory in use), ``CPU``, or ""."""
