@@ -4,7 +4,8 @@ Inside a ``tf.function`` a step's values exist only when the graph runs. At trac
 time the step gets a write of its loss into a device-side ring buffer (a
 ``tf.Variable[RING]`` per series, made with ``tf.init_scope`` so a retrace reuses
 it) at a step counter, and the counter's increment. Steps that measure the
-gradient norm (the norm twin's, every :data:`NORM_EVERY` calls; see
+gradient norm (the norm twin's, every :data:`NORM_EVERY` calls at most 20 times a
+second; see
 ``sampling.py``) also write one ``l2_loss`` per gradient into a second ring, and
 the step's number into a third, so a reader tells a norm of this step from one a
 lap of the ring ago. A background thread (:class:`RingReader`) reads the buffers
@@ -30,6 +31,11 @@ MAX_PARTS = 16  # columns of gradient norms per row (more gradients are added in
 # one l2_loss per gradient cost ~1.5% of a ~1 ms step when written every step
 # (bench/loop_write_cost.py: `columns` against `loss`).
 NORM_EVERY = 10
+# ... and at most every NORM_MIN_GAP_S seconds: a call of the norm twin, a graph of its
+# own, costs TensorFlow ~0.12-0.15 ms more than a call of the graph it follows (switching
+# graphs; the twin alone runs as fast: bench/loop_split.py), ~12 us a step at every 10th
+# call of a 0.7 ms step. At most 20 such calls a second take ~0.3% of any loop's time.
+NORM_MIN_GAP_S = 0.05
 
 
 class GraphRing:

@@ -2,7 +2,8 @@
 
 A ``tf.function`` whose trace found a step is a *step function*; each call of
 one is a step boundary. A step function's own graph writes only each step's loss.
-Every :data:`~tfstudio.engine.loops.ring.NORM_EVERY` calls a call runs its *norm
+Every :data:`~tfstudio.engine.loops.ring.NORM_EVERY` calls (and no more often than
+every :data:`~tfstudio.engine.loops.ring.NORM_MIN_GAP_S`) a call runs its *norm
 twin* instead: the same Python function traced again, whose graph also writes the
 gradient norm. On the inspector's cadence a call runs the function's *recording
 twin* (``engine/loop_inspect.py``), which writes the norm and the gradients'
@@ -13,6 +14,7 @@ graph writes the norm at every step.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,7 +23,7 @@ from typing import Any
 
 from tfstudio.engine.loop_inspect import FIRST_SAMPLE, LoopInspector
 from tfstudio.engine.loops.emission import LoopEmitter
-from tfstudio.engine.loops.ring import NORM_EVERY
+from tfstudio.engine.loops.ring import NORM_EVERY, NORM_MIN_GAP_S
 from tfstudio.engine.loops.series import LoopBook
 from tfstudio.engine.monitor import RunMonitor
 
@@ -90,6 +92,7 @@ class TwinSampler:
         self._norm_due: set[int] = set()  # step functions yet to run their norm twin
         self._norm_done: set[int] = set()  # those that ran it, this round
         self._norm_opened: int | None = None  # the call that opened the round (None: no round)
+        self._norm_time = -math.inf  # time.monotonic() when the last round opened
         self._round: set[int] = set()  # step functions whose twin ran for this sample
         self._round_cost = 0.0
         self._twin_failed = False
@@ -128,15 +131,21 @@ class TwinSampler:
         From :attr:`norm_call` on, a round of norm twins: every step function runs its
         norm twin once (a GAN may train its two models in two ``tf.function``s); the
         round also ends when a function of the round is called again. The next round
-        comes :data:`NORM_EVERY` loop steps after this one began. The inspector's sample
-        comes first (its recording twin writes the norm too).
+        comes :data:`NORM_EVERY` loop steps after this one began, once
+        :data:`NORM_MIN_GAP_S` has passed (else it is looked at again NORM_EVERY calls
+        on). The inspector's sample comes first (its recording twin writes the norm too).
         """
         fid = id(function)
         call = self.calls + 1
         if call >= self.norm_call and self._norm_opened is None:
-            self._norm_due = self.step_fns - self.every_step
-            self._norm_done = set()
-            self._norm_opened = call
+            now = time.monotonic()
+            if now - self._norm_time >= NORM_MIN_GAP_S:
+                self._norm_time = now
+                self._norm_due = self.step_fns - self.every_step
+                self._norm_done = set()
+                self._norm_opened = call
+            else:  # fast steps: not yet (the twin's calls stay within ~0.3% of the time)
+                self.norm_call = call + NORM_EVERY
         measured = True
         if call >= self.sample_call:
             result = self.sampled_call(function, original, args, kwargs)

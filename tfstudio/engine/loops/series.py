@@ -59,12 +59,15 @@ class Series:
         return self.ring
 
     def norm_name(self, name: str) -> str:
-        """The metric name of its gradient norm: ``name``, saying so when steps sample it."""
+        """The metric name of its gradient norm: ``name``, saying so when steps sample it.
+
+        A graph loop's norm twin runs every 10th call, less often for fast steps (at most
+        20 times a second): "sampled", not a fixed stride.
+        """
         if self.norm_every == 1:
             return name
-        every = f"every {_ordinal(self.norm_every)} step"
-        # "gradient norm (generator)" -> "gradient norm (generator, every 10th step)"
-        return f"{name[:-1]}, {every})" if name.endswith(")") else f"{name} ({every})"
+        # "gradient norm (generator)" -> "gradient norm (generator, sampled)"
+        return f"{name[:-1]}, sampled)" if name.endswith(")") else f"{name} (sampled)"
 
     def add(self, loss: float, norm: float, small: tuple[float, ...] | None) -> None:
         """An eager step's loss, global gradient norm (and tiny variables' values)."""
@@ -119,12 +122,6 @@ class Series:
         if 0 <= i < len(self._extra):
             return dict(zip(self.small_labels, self._extra[i], strict=False))
         return {}
-
-
-def _ordinal(n: int) -> str:
-    """``10`` -> ``10th``, ``2`` -> ``2nd``."""
-    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
 
 
 class Loop:

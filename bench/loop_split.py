@@ -1,0 +1,93 @@
+"""Where a monitored ``tf.function`` loop step's extra time goes: the wrapper and the graph's write.
+
+The small MLP's train step of ``bench/loop_overhead.py``, traced ``--traces`` times bare
+(before monitoring) and ``--traces`` times under :class:`LoopInterceptor` (their graphs
+write each step's loss into the ring buffer), each trace called both ways, all calls in
+a fresh random order every round, one step each, every call timed:
+
+- ``B``: a bare trace through the unpatched ``Function.__call__`` (what a script runs);
+- ``W``: the same bare traces through tfstudio's ``Function.__call__`` wrapper;
+- ``G``: a monitored trace through the unpatched call (the graph's write alone);
+- ``M``: the same monitored traces through the wrapper (a monitored step: the write,
+  the wrapper, every tenth call the norm twin).
+
+``W - B`` and ``M - G`` compare the same traces (a trace's own speed differs by up to
+~1.5%); ``G - B`` compares different traces. The worker side of ``bench/overhead.py``
+(pump, recorder, viewer) runs, as in a monitored run.
+
+    python bench/loop_split.py [--steps 1500] [--traces 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # this checkout's tfstudio
+
+
+def main() -> None:
+    """Time the four kinds of call, interleaved, and print each one's mean and median."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=1500, help="rounds (calls per trace and way)")
+    parser.add_argument("--traces", type=int, default=3, help="traces per side")
+    args = parser.parse_args()
+
+    import tensorflow as tf
+    from loop_overhead import mlp_step
+    from overhead import WorkerSide
+    from tensorflow.python.eager.polymorphic_function import polymorphic_function
+
+    from tfstudio.core.options import RunOptions
+    from tfstudio.engine.loops import LoopInterceptor
+    from tfstudio.engine.loops.ring import NORM_EVERY
+
+    x, y, step = mlp_step()
+    original = polymorphic_function.Function.__call__
+    bare = [tf.function(step) for _ in range(args.traces)]
+    for fn in bare:
+        fn(x, y).numpy()  # trace (not timed)
+    side = WorkerSide(RunOptions(inspector=False))
+    with LoopInterceptor(side.monitor):
+        mons = [tf.function(step) for _ in range(args.traces)]
+        for fn in mons:
+            fn(x, y).numpy()
+        for k in range((NORM_EVERY + 1) * len(mons)):  # the norm twins' traces, untimed
+            mons[k % len(mons)](x, y)
+        calls = [("B", fn, True) for fn in bare] + [("W", fn, False) for fn in bare]
+        calls += [("G", fn, True) for fn in mons] + [("M", fn, False) for fn in mons]
+        times: dict[str, list[float]] = {k: [] for k in "BWGM"}
+        order = random.Random(0)
+        clock = time.perf_counter
+        for _ in range(args.steps):
+            order.shuffle(calls)
+            for kind, fn, direct in calls:
+                start = clock()
+                if direct:
+                    original(fn, x, y)
+                else:
+                    fn(x, y)
+                times[kind].append(clock() - start)
+    side.close()
+    mean_b, med_b = statistics.fmean(times["B"]), statistics.median(times["B"])
+    names = {"B": "bare", "W": "bare, wrapper", "G": "monitored graph", "M": "monitored"}
+    for kind in "BWGM":
+        mean, med = statistics.fmean(times[kind]), statistics.median(times[kind])
+        print(
+            f"{kind} ({names[kind]}): mean {mean * 1e6:.1f} us (+{(mean - mean_b) * 1e6:.1f}), "
+            f"median {med * 1e6:.1f} us (+{(med - med_b) * 1e6:.1f})"
+        )
+    wrap = statistics.fmean(times["W"]) - mean_b
+    call = statistics.fmean(times["M"]) - statistics.fmean(times["G"])
+    print(f"wrapper on bare traces {wrap * 1e6:+.1f} us; on monitored ones {call * 1e6:+.1f} us")
+
+
+if __name__ == "__main__":
+    main()

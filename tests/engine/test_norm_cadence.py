@@ -1,0 +1,94 @@
+"""When a graph loop's step runs its norm twin: every 10th call, at most 20 times a second.
+
+No TensorFlow here: the sampler is given stand-ins for a ``tf.function`` (one that
+makes a twin when cloned) and for TensorFlow's own ``Function.__call__``.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from tfstudio.core.channel import Channel
+from tfstudio.engine.loops import sampling
+from tfstudio.engine.loops.emission import LoopEmitter
+from tfstudio.engine.loops.ring import NORM_EVERY
+from tfstudio.engine.loops.series import LoopBook, Series
+from tfstudio.engine.monitor import RunMonitor
+
+
+class Function:
+    """A stand-in ``tf.function``: no stateful random op; ``_clone`` makes its twin."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def _list_all_concrete_functions(self) -> list[Any]:
+        return []
+
+    def _clone(self, python_function: Any) -> Function:
+        return Function(self.name + " twin")
+
+
+def sampler_and_step(clock: list[float], monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
+    """A sampler with one step function, and ``call()`` -> the graph that ran that call."""
+    monkeypatch.setattr(sampling.time, "monotonic", lambda: clock[0])
+    monitor = RunMonitor(Channel())
+    sampler = sampling.TwinSampler(
+        monitor, None, LoopBook(), LoopEmitter(monitor, None), threading.RLock()
+    )
+    function = Function("step")
+    sampler.step_fns.add(id(function))
+
+    def original(fn: Function, *args: Any, **kwargs: Any) -> str:
+        return fn.name
+
+    def call() -> str:  # what the Function.__call__ wrapper does for a step function
+        if sampler.calls + 1 >= sampler.special_call:
+            ran = sampler.special(function, original, (), {})
+        else:
+            ran = original(function)
+        sampler.calls += 1
+        return ran
+
+    return sampler, call
+
+
+def twin_calls(call: Any, clock: list[float], calls: int, step_s: float) -> list[int]:
+    """The calls (1-based) that ran the norm twin, ``step_s`` apart."""
+    out = []
+    for k in range(1, calls + 1):
+        if call() == "step twin":
+            out.append(k)
+        clock[0] += step_s
+    return out
+
+
+def test_slow_steps_run_the_norm_twin_every_tenth_call(monkeypatch):
+    clock = [100.0]
+    _, call = sampler_and_step(clock, monkeypatch)
+    # ~8 ms steps (2**-7 s, exact in binary): ten take 78 ms, more than the cap's 50 ms
+    assert twin_calls(call, clock, 60, 2**-7) == [10, 20, 30, 40, 50, 60]
+
+
+def test_fast_steps_run_it_at_most_twenty_times_a_second(monkeypatch):
+    clock = [100.0]
+    _, call = sampler_and_step(clock, monkeypatch)
+    # ~1 ms steps (2**-10 s): every 10th call would be 100 twins a second; the first
+    # runs at once, then one as soon as 50 ms have passed, looked at every 10 calls:
+    # 52 steps are 50.8 ms, so every 60th call
+    got = twin_calls(call, clock, 1024, 2**-10)
+    assert got[0] == NORM_EVERY
+    assert all(b - a == 60 for a, b in zip(got, got[1:], strict=False)), got
+    assert len(got) == 17  # 1 s of steps: at most 20
+
+
+def test_a_graph_loops_norm_says_it_is_sampled():
+    series = Series(frozenset({1}), "generator", [], [])
+    series.graph_ring()  # its steps are traced: the norm twin measures the norm
+    assert series.norm_name("gradient norm (generator)") == "gradient norm (generator, sampled)"
+    assert series.norm_name("gradient norm") == "gradient norm (sampled)"
+    series.norm_every = 1  # a graph that measures it at every step
+    assert series.norm_name("gradient norm") == "gradient norm"
