@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 import pytest
+from PySide6.QtWidgets import QApplication
 
 import tfstudio.ui.bridge as bridge_module
 from tfstudio.core.system import SystemSample
@@ -159,6 +160,7 @@ def _sample(cpu_count: int = 4, machine_cpu: float = 50.0) -> SystemSample:
 
 def test_the_grid_follows_the_axis_major_ticks_from_inside_the_data_area(window, run):
     run.started().fit(epochs=1, steps_per_epoch=1000).steps(40).frame()
+    QApplication.processEvents()  # the window's layout settles (the status bar grew)
     plot = window.metrics.plots["loss"]
     axis = plot.plot.getAxis("left")
     assert axis.grid is False  # the axis no longer spans the data area
