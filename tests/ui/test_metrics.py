@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import QPointF
 
-from tfstudio.core.events import EpochEnded, StepEnded
+from tfstudio.core.events import EpochEnded, LearningRate, StepEnded
 from tfstudio.ui.panels.metrics import MetricsPanel, family_of
+from tfstudio.ui.plotting.curve import MAX_SYMBOLS
 
 
 def curve_data(curve):
@@ -78,6 +79,18 @@ def test_running_only_metric_draws_its_running_mean(window, run):
     assert curve.label == "auc (running mean)"
     np.testing.assert_allclose(curve_data(curve)[1], [0.51, 0.52, 0.53, 0.54])
     assert "loss" not in window.metrics.plots["loss"].running  # has its own per-step values
+
+
+def test_a_learning_rates_first_point_is_drawn_before_a_second_makes_a_line(window, run):
+    run.started().fit().emit(LearningRate(0, 0.01, False)).steps(3).frame()
+    plot = window.metrics.plots["learning_rate"]
+    curve = plot.steps["learning_rate"]
+    assert curve.item.isVisible() and curve.item.opts["symbol"] == "o"  # one dot
+    assert curve_data(curve)[1].tolist() == [0.01]
+    for g in range(1, MAX_SYMBOLS + 2):  # a schedule's many points: a line, no dots
+        run.emit(LearningRate(g, 0.01 / g, True, "InverseTimeDecay"))
+    run.frame()
+    assert curve.item.opts["symbol"] is None
 
 
 def test_per_step_values_replace_a_running_curve(window, run):

@@ -220,6 +220,13 @@ class MetricPlot(PlotView):
             twin = curve.smooth
             on = twin is not None and twin.source.on
             item = self._line(curve, width=width, alpha=RAW_ALPHA if on else alpha, z=1)
+            if track.kind == SAMPLED:
+                # a rate's first point is drawn before a second one makes a line (its dots
+                # go past MAX_SYMBOLS points, see Curve.update_item)
+                item.setSymbol("o")
+                item.setSymbolSize(5)
+                item.setSymbolBrush(pg.mkBrush(colour))
+                item.setSymbolPen(None)
             if twin is not None:
                 line = pg.PlotDataItem(pen=pg.mkPen(colour, width=SMOOTH_WIDTH))
                 line.setClipToView(True)
