@@ -233,6 +233,27 @@ def test_a_block_with_several_absence_patterns_is_recorded_as_its_rows_would_be(
     assert described == expected_described == set(columns)
 
 
+def test_a_block_with_more_sporadic_tags_than_bits_in_an_integer_is_recorded_exactly():
+    # monitor.log with 70 keys, each on some steps only: patterns found without the bit
+    # code (one bit per tag would overflow)
+    rng = np.random.default_rng(70)
+    n = 200
+    steps = np.arange(1, n + 1)
+    walls = 1.8e9 + np.cumsum(rng.random(n))
+    columns = {f"step/k{j}": rng.random(n) for j in range(70)}
+    a, b = rng.random(n) < 0.5, rng.random(n) < 0.5
+    # half the tags on steps a, half on steps b: 4 patterns of ~50 rows, block-wise
+    absent = {t: (a if j < 35 else b).copy() for j, t in enumerate(columns)}
+    described = set(columns)
+    got = scalar_records(steps, walls, columns, described, absent)
+    want = []
+    for i in range(n):
+        values = {t: float(v[i]) for t, v in columns.items() if not absent[t][i]}
+        if values:
+            want.append(scalars_event(int(steps[i]), values, float(walls[i]), set(columns)))
+    assert got == want
+
+
 def test_a_slow_viewer_gets_a_coalesced_copy_while_the_record_gets_every_step(monkeypatch):
     from tfstudio import worker
 

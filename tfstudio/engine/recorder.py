@@ -455,19 +455,24 @@ def _patterns(
     patterns (loss alone, loss and norm), each encoded at once, not row by row.
     """
     masked = [t for t in tags if t in absent]
-    if not masked:
-        return [(tags, np.nonzero(todo)[0])]
-    code = np.zeros(n, dtype=np.int64)
-    for bit, tag in enumerate(masked[:62]):
-        code |= absent[tag].astype(np.int64) << bit
-    code[~todo] = -1  # rows done already (a tag's first value)
+    rows = np.nonzero(todo)[0]  # rows not done already (a tag's first value)
+    if not masked or not len(rows):
+        return [(tags, rows)]
     out = []
-    for value in np.unique(code).tolist():
-        if value < 0:
-            continue
-        gone = {t for bit, t in enumerate(masked[:62]) if value >> bit & 1}
-        present = [t for t in tags if t not in gone]
-        out.append((present, np.nonzero(code == value)[0]))
+    if len(masked) <= 62:  # each row's pattern as the bits of one integer (the quick way)
+        code = np.zeros(len(rows), dtype=np.int64)
+        for bit, tag in enumerate(masked):
+            code |= absent[tag][rows].astype(np.int64) << bit
+        for value in np.unique(code).tolist():
+            gone = {t for bit, t in enumerate(masked) if value >> bit & 1}
+            out.append(([t for t in tags if t not in gone], rows[code == value]))
+        return out
+    table = np.stack([absent[t][rows] for t in masked], axis=1)  # row x masked tag
+    kinds, which = np.unique(table, axis=0, return_inverse=True)
+    which = which.reshape(-1)
+    for k, kind in enumerate(kinds):
+        gone = {t for t, off in zip(masked, kind.tolist(), strict=True) if off}
+        out.append(([t for t in tags if t not in gone], rows[which == k]))
     return out
 
 
