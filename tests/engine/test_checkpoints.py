@@ -266,3 +266,39 @@ def test_a_save_tensorflow_completed_counts_even_if_its_side_index_cannot_be_wri
     second = store.save(2, loss=0.5)
     assert resolve(tmp_path / "ck") == second.path
     assert [e.step for e in store.entries()] == [1, 2]
+    assert isinstance(store.index_error, OSError)  # kept for the controls to say
+    monkeypatch.undo()
+    store.save(3, loss=0.25)
+    assert store.index_error is None
+
+
+def test_the_controls_say_when_a_saved_checkpoints_side_index_was_not_written(
+    tmp_path, monkeypatch
+):
+    import errno
+
+    import keras
+
+    from tfstudio.core.channel import Channel
+    from tfstudio.core.events import CheckpointSaved, ConsoleOutput
+    from tfstudio.engine.control import TrainingController
+    from tfstudio.engine.monitor import RunMonitor
+
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4)])
+    model.compile(keras.optimizers.Adam(), "mse")
+    monitor = RunMonitor(Channel())
+    monitor.run_dir = tmp_path
+    control = TrainingController(monitor)
+    control.begin(model, model.optimizer, lambda: None)
+    control.save()
+
+    def full(*_args: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(CheckpointStore, "_write_index", full)
+    control.save()
+    events = monitor.channel.drain()
+    saved = [e for e in events if isinstance(e, CheckpointSaved)]
+    notes = [e.text for e in events if isinstance(e, ConsoleOutput)]
+    assert len(saved) == 2  # both checkpoints are whole and offered
+    assert "not its time and loss in tfstudio's index (the disk is full)" in notes[-1]

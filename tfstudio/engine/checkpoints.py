@@ -135,6 +135,8 @@ class CheckpointStore:
             checkpoint_name=PREFIX,
         )
         self._index: dict[str, CheckpointSaved] = {}
+        # why the last save's side index (times, losses) was not written; None: it was
+        self.index_error: BaseException | None = None
         self.removed_partials = remove_partial_saves(self.directory, self.manager.checkpoints)
         self._load_index()
 
@@ -171,8 +173,10 @@ class CheckpointStore:
         self._index[record.path] = record
         try:
             self._write_index()
-        except Exception:  # noqa: BLE001 - the checkpoint is whole: TensorFlow's manager wrote
-            pass  # it and lists it; its side index (time, loss) is written with the next save
+            self.index_error = None
+        except Exception as exc:  # noqa: BLE001 - the checkpoint is whole: TensorFlow's manager
+            # wrote and lists it; its side index (time, loss) is written with the next save
+            self.index_error = exc
         return record
 
     def _remove_partial(self, number: int) -> None:

@@ -361,7 +361,14 @@ class TrainingController:
             return
         self._saves_failing = False
         mon.channel.emit(record)
-        if not automatic:
+        lost = self._store.index_error if self._store is not None else None
+        if lost is not None:
+            why = "the disk is full" if is_disk_full(lost) else f"{type(lost).__name__}: {lost}"
+            mon.note(
+                f"Saved checkpoint {record.path} at step {record.step}, but not its time and "
+                f"loss in tfstudio's index ({why}): they are written with the next save."
+            )
+        elif not automatic:
             mon.note(f"Saved checkpoint {record.path} at step {record.step}.")
 
     def _auto_save(self) -> None:
