@@ -458,20 +458,20 @@ def _patterns(
     rows = np.nonzero(todo)[0]  # rows not done already (a tag's first value)
     if not masked or not len(rows):
         return [(tags, rows)]
-    out = []
     if len(masked) <= 62:  # each row's pattern as the bits of one integer (the quick way)
         code = np.zeros(len(rows), dtype=np.int64)
         for bit, tag in enumerate(masked):
             code |= absent[tag][rows].astype(np.int64) << bit
-        for value in np.unique(code).tolist():
-            gone = {t for bit, t in enumerate(masked) if value >> bit & 1}
-            out.append(([t for t in tags if t not in gone], rows[code == value]))
-        return out
-    table = np.stack([absent[t][rows] for t in masked], axis=1)  # row x masked tag
-    kinds, which = np.unique(table, axis=0, return_inverse=True)
+        codes, which = np.unique(code, return_inverse=True)
+        kinds = [[value >> bit & 1 for bit in range(len(masked))] for value in codes.tolist()]
+    else:  # more sporadic tags than bits: the rows of the absence table, compared whole
+        table = np.stack([absent[t][rows] for t in masked], axis=1)
+        found, which = np.unique(table, axis=0, return_inverse=True)
+        kinds = found.tolist()
     which = which.reshape(-1)
+    out = []
     for k, kind in enumerate(kinds):
-        gone = {t for t, off in zip(masked, kind.tolist(), strict=True) if off}
+        gone = {t for t, off in zip(masked, kind, strict=True) if off}
         out.append(([t for t in tags if t not in gone], rows[which == k]))
     return out
 
@@ -599,9 +599,7 @@ def _step_columns(rec: Recorder, e: StepColumns) -> None:
     """A block of steps: one record per step, encoded at once (the hot path of recording)."""
     if not len(e):
         return
-    walls = rec._t0_wall + np.asarray(e.time, dtype=np.float64)
-    newest = float(walls.max())
-    rec._last_wall = newest if rec._last_wall is None else max(rec._last_wall, newest)
+    walls = rec._t0_wall + np.asarray(e.time, dtype=np.float64)  # (_last_wall: see write)
     columns = {STEP_PREFIX + k: v for k, v in e.values.items()}
     absent = {STEP_PREFIX + k: m for k, m in e.absent.items()}
     if columns:
