@@ -99,6 +99,20 @@ def mlp_step() -> tuple[Any, Any, Any]:
     return x, y, step
 
 
+def traces(step: Any, x: Any, y: Any, n: int) -> list[Any]:
+    """``n`` ``tf.function``s of ``step``, each traced by a first (untimed) call.
+
+    Made under a :class:`LoopInterceptor`, their graphs record the loss (monitored
+    traces); made before it, they are bare.
+    """
+    import tensorflow as tf
+
+    out = [tf.function(step) for _ in range(n)]
+    for fn in out:
+        fn(x, y).numpy()
+    return out
+
+
 def _cpu(thread: threading.Thread | None) -> float:
     """CPU seconds a live thread has used (0 for none)."""
     if thread is None or thread.ident is None or not thread.is_alive():
@@ -118,7 +132,6 @@ def _helper_clock(*threads: threading.Thread | None) -> Any:
 
 def graph_interleaved(args: argparse.Namespace) -> tuple[float, str]:
     """The ``tf.function`` loop, step by step in random order: ``(R, summary line)``."""
-    import tensorflow as tf
     from overhead import WorkerSide
     from tensorflow.python.eager.polymorphic_function import polymorphic_function
 
@@ -128,9 +141,7 @@ def graph_interleaved(args: argparse.Namespace) -> tuple[float, str]:
 
     x, y, step = mlp_step()
     original = polymorphic_function.Function.__call__  # unpatched: the bare call
-    bare = [tf.function(step) for _ in range(args.traces)]
-    for fn in bare:
-        fn(x, y).numpy()  # trace (not timed)
+    bare = traces(step, x, y, args.traces)
     side = WorkerSide(RunOptions(inspector=args.inspector))  # pump, recorder, viewer
     monitor = side.monitor
     # The first round of norm twins (and the inspector's two first samples) trace a twin
@@ -138,9 +149,7 @@ def graph_interleaved(args: argparse.Namespace) -> tuple[float, str]:
     # are): paid once per run, run untimed.
     warm = (13 if args.inspector else NORM_EVERY + 1) * args.traces
     with LoopInterceptor(monitor) as interceptor:
-        mons = [tf.function(step) for _ in range(args.traces)]
-        for fn in mons:
-            fn(x, y).numpy()  # trace (not timed)
+        mons = traces(step, x, y, args.traces)
         for k in range(warm):
             mons[k % len(mons)](x, y)
         calls = [(i, True, fn) for i, fn in enumerate(mons)]

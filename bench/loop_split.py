@@ -22,11 +22,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
-import statistics
 import sys
-import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -40,8 +38,8 @@ def main() -> None:
     parser.add_argument("--traces", type=int, default=3, help="traces per side")
     args = parser.parse_args()
 
-    import tensorflow as tf
-    from loop_overhead import mlp_step
+    from interleave import Interleaved
+    from loop_overhead import mlp_step, traces
     from overhead import WorkerSide
     from tensorflow.python.eager.polymorphic_function import polymorphic_function
 
@@ -51,41 +49,39 @@ def main() -> None:
 
     x, y, step = mlp_step()
     original = polymorphic_function.Function.__call__
-    bare = [tf.function(step) for _ in range(args.traces)]
-    for fn in bare:
-        fn(x, y).numpy()  # trace (not timed)
+    bare = traces(step, x, y, args.traces)
     side = WorkerSide(RunOptions(inspector=False))
+    kinds: dict[str, list[str]] = {k: [] for k in "BWGM"}
+    steps = {}
+
+    def add(kind: str, fn: Any, direct: bool) -> None:
+        name = f"{kind}{len(kinds[kind])}"
+        kinds[kind].append(name)
+        steps[name] = (lambda: original(fn, x, y)) if direct else (lambda: fn(x, y))
+
     with LoopInterceptor(side.monitor):
-        mons = [tf.function(step) for _ in range(args.traces)]
-        for fn in mons:
-            fn(x, y).numpy()
+        mons = traces(step, x, y, args.traces)
         for k in range((NORM_EVERY + 1) * len(mons)):  # the norm twins' traces, untimed
             mons[k % len(mons)](x, y)
-        calls = [("B", fn, True) for fn in bare] + [("W", fn, False) for fn in bare]
-        calls += [("G", fn, True) for fn in mons] + [("M", fn, False) for fn in mons]
-        times: dict[str, list[float]] = {k: [] for k in "BWGM"}
-        order = random.Random(0)
-        clock = time.perf_counter
-        for _ in range(args.steps):
-            order.shuffle(calls)
-            for kind, fn, direct in calls:
-                start = clock()
-                if direct:
-                    original(fn, x, y)
-                else:
-                    fn(x, y)
-                times[kind].append(clock() - start)
+        for fn in bare:
+            add("B", fn, True)
+            add("W", fn, False)
+        for fn in mons:
+            add("G", fn, True)
+            add("M", fn, False)
+        bench = Interleaved(steps)
+        bench.run(args.steps)
     side.close()
-    mean_b, med_b = statistics.fmean(times["B"]), statistics.median(times["B"])
-    names = {"B": "bare", "W": "bare, wrapper", "G": "monitored graph", "M": "monitored"}
-    for kind in "BWGM":
-        mean, med = statistics.fmean(times[kind]), statistics.median(times[kind])
+    mean_b, med_b = bench.mean(*kinds["B"]), bench.median(*kinds["B"])
+    labels = {"B": "bare", "W": "bare, wrapper", "G": "monitored graph", "M": "monitored"}
+    for kind, names in kinds.items():
+        mean, med = bench.mean(*names), bench.median(*names)
         print(
-            f"{kind} ({names[kind]}): mean {mean * 1e6:.1f} us (+{(mean - mean_b) * 1e6:.1f}), "
+            f"{kind} ({labels[kind]}): mean {mean * 1e6:.1f} us (+{(mean - mean_b) * 1e6:.1f}), "
             f"median {med * 1e6:.1f} us (+{(med - med_b) * 1e6:.1f})"
         )
-    wrap = statistics.fmean(times["W"]) - mean_b
-    call = statistics.fmean(times["M"]) - statistics.fmean(times["G"])
+    wrap = bench.mean(*kinds["W"]) - mean_b
+    call = bench.mean(*kinds["M"]) - bench.mean(*kinds["G"])
     print(f"wrapper on bare traces {wrap * 1e6:+.1f} us; on monitored ones {call * 1e6:+.1f} us")
 
 

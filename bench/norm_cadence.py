@@ -42,8 +42,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=100, help="consecutive steps per block")
     args = parser.parse_args()
 
-    import tensorflow as tf
-    from loop_overhead import mlp_step
+    from loop_overhead import mlp_step, traces
     from overhead import WorkerSide
     from tensorflow.python.eager.polymorphic_function import polymorphic_function
 
@@ -52,15 +51,14 @@ def main() -> None:
 
     x, y, step = mlp_step()
     original = polymorphic_function.Function.__call__
-    bare = tf.function(step)
-    bare(x, y).numpy()
+    (bare,) = traces(step, x, y, 1)
     capped_gap = sampling.NORM_MIN_GAP_S
     side = WorkerSide(RunOptions(inspector=False))
     ways = ["bare A", "bare B", "every 10th", "capped"]
     sets: list[dict[str, float]] = []
     with LoopInterceptor(side.monitor):
-        monitored = tf.function(step)
-        for _ in range(30):  # trace it and its norm twin (untimed)
+        (monitored,) = traces(step, x, y, 1)
+        for _ in range(30):  # its norm twin's trace (untimed)
             monitored(x, y)
         order = random.Random(0)
         clock = time.perf_counter
