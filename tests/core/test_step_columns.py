@@ -139,6 +139,21 @@ def test_the_store_takes_columns_as_it_takes_the_same_steps_one_by_one():
     _same_store(_store(events), _store(through_channel(events)))
 
 
+def test_a_key_sampled_from_its_start_is_one_line_and_a_dense_key_is_cut_at_its_gap():
+    # a graph loop's gradient norm every 10th step: joined (cut, every point stood alone
+    # and the plot was empty); a loss that skips steps 20-29 is cut there
+    events = [fit(0, 0)]
+    for g in range(1, 60):
+        values = {"loss": 1.0 / g} if not 20 <= g < 30 else {}
+        if g % 10 == 0:
+            values["gradient norm (sampled)"] = 2.0 / g
+        events.append(step(0, g, values))
+    for store in (_store(events), _store(through_channel(events))):
+        norm = store.steps["gradient norm (sampled)"]
+        assert norm.breaks == [] and norm.count() == 5
+        assert store.steps["loss"].breaks == [24.5]  # between steps 19 and 30
+
+
 def test_a_coalesced_block_keeps_each_buckets_envelope_and_says_how_many_steps():
     rng = np.random.default_rng(0)
     n = 1000

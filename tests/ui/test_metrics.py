@@ -93,6 +93,13 @@ def test_a_learning_rates_first_point_is_drawn_before_a_second_makes_a_line(wind
     assert curve.item.opts["symbol"] is None
 
 
+def test_a_key_with_parentheses_takes_its_kind_inside_them(window, run):
+    run.started().fit(name="gan")
+    run.steps(3, values=lambda g: {"loss (generator)": 1.0 / g}).frame()
+    plot = window.metrics.plots["loss (generator)"]
+    assert plot.legend_labels() == ["loss (generator, per step)"]
+
+
 def test_per_step_values_replace_a_running_curve(window, run):
     run.started().fit()
     run.steps(2, values=lambda g: {}, running=lambda g: {"loss": 2.0}).frame()

@@ -94,6 +94,7 @@ class Track:
         "revision",
         "last_x",
         "segment_breaks",
+        "sampled",
     )
 
     def __init__(
@@ -111,6 +112,9 @@ class Track:
         self.revision = 0  # moves with every change a view must redraw
         self.last_x: float | None = None
         self.segment_breaks: list[float] = []  # the store's: a restore never removes them
+        # its first two points were further apart than a batch hook: a sampled key (a graph
+        # loop's gradient norm) whose points are joined, not cut (None: not known yet)
+        self.sampled: bool | None = None
 
     def count(self) -> int:
         """Points received so far."""
@@ -494,8 +498,19 @@ class RunStore:
 
     @staticmethod
     def _cut_gaps(track: Track, xs: np.ndarray, spe: int) -> None:
-        """Cut ``track`` wherever its key skipped a batch hook (the value was absent)."""
+        """Cut ``track`` wherever its key skipped a batch hook (the value was absent).
+
+        A key sampled from its start (its first two points more than a hook apart) is
+        never cut: each of its points would stand alone, and a lone point draws nothing.
+        """
         last = track.last_x
+        if track.sampled is None:
+            if last is None and len(xs) < 2:
+                return  # one point: nothing to cut, nothing known yet
+            pair = (xs[0], xs[1]) if last is None else (last, xs[0])
+            track.sampled = bool(pair[1] - pair[0] > spe + 0.5)
+        if track.sampled:
+            return
         first = xs[0] if last is None else last
         points = len(xs) if last is None else len(xs) + 1
         if xs[-1] - first <= (points - 1) + 0.5:

@@ -209,7 +209,7 @@ class MetricPlot(PlotView):
         """
         key = track.key
         colour = VAL if key.startswith("val_") else TRAIN
-        curve = Curve(f"{key} ({kind})", colour, track)
+        curve = Curve(_labelled(key, kind), colour, track)
         if track.smooth is not None:
             curve.smooth = Curve("", colour, track.smooth)
             curve.smooth.envelope = False  # one point per bucket: a smoothed curve has no spikes
@@ -368,7 +368,7 @@ class MetricPlot(PlotView):
         if curve is not None:
             self._remove(curve)
         is_val = key.startswith("val_")
-        label = key if is_val else f"{key} (epoch mean)"
+        label = key if is_val else _labelled(key, "epoch mean")
         colour = VAL if is_val else TRAIN_DARK
         curve = Curve(label, colour, track)
         self._make_item(curve, lambda: self._epoch_item(colour, is_val))
@@ -932,3 +932,10 @@ def _box(head: str, rows: list[str]) -> str:
 
 def _fmt(v: float) -> str:
     return f"{v:.5g}"
+
+
+def _labelled(key: str, kind: str) -> str:
+    """A line's legend label: ``loss (per step)``; a key that ends in parentheses takes
+    the kind inside them: ``loss (generator, per step)``, ``gradient norm (sampled, per
+    step)``, not two pairs."""
+    return f"{key[:-1]}, {kind})" if key.endswith(")") else f"{key} ({kind})"
