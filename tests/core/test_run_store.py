@@ -54,6 +54,21 @@ def test_steps_epochs_lr_marks_and_segments_go_where_views_read_them():
     assert store.global_step == 7
 
 
+def test_a_learning_rate_sent_once_holds_to_the_newest_step_and_back_after_a_restore():
+    store = RunStore()
+    store.add([fit(0, 0), LearningRate(0, 0.01, False)])
+    rate = store.steps["learning_rate"]
+    assert rate.held_to == 0.0
+    store.add([step(0, g, {"loss": 1.0}) for g in range(1, 41)])
+    assert rate.held_to == 40.0 and rate.points()[1].tolist() == [0.01]  # no made-up point
+    seen = rate.revision
+    store.add([step(0, 41, {"loss": 1.0})])
+    assert rate.held_to == 41.0 and rate.revision > seen  # views redraw the held line
+    store.truncate(20.5)  # a checkpoint of step 20 restored
+    assert rate.held_to == 20.0
+    assert store.steps["loss"].held_to is None  # per-step values hold nothing
+
+
 def test_a_key_absent_for_a_while_is_cut_and_running_means_give_way_to_values():
     store = RunStore()
     store.add([fit(0, 0)])

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.engine.helpers import run_script
-from tfstudio.core.events import FitEnded, FitStarted, StepEnded, step_rows
+from tfstudio.core.events import FitEnded, FitStarted, LearningRate, StepEnded, step_rows
 
 pytestmark = pytest.mark.tf
 
@@ -172,3 +172,20 @@ def test_vae_with_add_loss(tmp_path: Path) -> None:
     _close([s.values["loss"] for s in steps], own["losses"])
     (fit,) = [e for e in events if isinstance(e, FitStarted)]
     assert fit.title() == "loop 1: vae"
+
+
+def test_a_graph_loops_rate_set_by_the_script_and_its_schedule_are_sent(tmp_path: Path) -> None:
+    ended, events = run_script(LOOPS / "graph_rate.py", ["1.0"], capture_output=False)
+    assert ended.status == "finished", ended.summary()
+    starts = [f.global_step for f in events if isinstance(f, FitStarted)]
+    assert len(starts) == 2
+    rates = [e for e in events if isinstance(e, LearningRate)]
+    first = [(e.global_step, round(e.value, 6)) for e in rates if e.global_step <= starts[1]]
+    # the rate set after step 20 is sent at step 20 (the steps after it use it), not lost:
+    # a graph loop's calls run no step boundary unless the controls have work
+    assert first[:2] == [(0, 0.01), (20, 0.002)]
+    scheduled = [e for e in rates if e.global_step > starts[1]]
+    assert len(scheduled) >= 2 and all(e.is_schedule for e in scheduled)
+    for e in scheduled:  # each value is the schedule's at the step it is sent at
+        step = e.global_step - starts[1]
+        assert math.isclose(e.value, 0.1 * 0.5 ** (step / 100), rel_tol=1e-5), (step, e.value)

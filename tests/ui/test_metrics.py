@@ -6,6 +6,7 @@ import numpy as np
 from PySide6.QtCore import QPointF
 
 from tfstudio.core.events import EpochEnded, LearningRate, StepEnded
+from tfstudio.ui.panels.metric_plot import PER_FIT
 from tfstudio.ui.panels.metrics import MetricsPanel, family_of
 from tfstudio.ui.plotting.curve import MAX_SYMBOLS
 
@@ -81,16 +82,39 @@ def test_running_only_metric_draws_its_running_mean(window, run):
     assert "loss" not in window.metrics.plots["loss"].running  # has its own per-step values
 
 
-def test_a_learning_rates_first_point_is_drawn_before_a_second_makes_a_line(window, run):
+def test_a_learning_rate_holds_each_value_until_the_next_and_the_last_to_the_newest_step(
+    window, run
+):
     run.started().fit().emit(LearningRate(0, 0.01, False)).steps(3).frame()
     plot = window.metrics.plots["learning_rate"]
     curve = plot.steps["learning_rate"]
-    assert curve.item.isVisible() and curve.item.opts["symbol"] == "o"  # one dot
-    assert curve_data(curve)[1].tolist() == [0.01]
-    for g in range(1, MAX_SYMBOLS + 2):  # a schedule's many points: a line, no dots
-        run.emit(LearningRate(g, 0.01 / g, True, "InverseTimeDecay"))
+    x, y = curve_data(curve)
+    assert curve.item.isVisible()
+    assert x.tolist() == [0, 3] and y.tolist() == [0.01, 0.01]  # a line from one point
+    run.steps(4).frame()
+    assert curve_data(curve)[0].tolist() == [0, 7]  # held as the run goes on
+    run.emit(LearningRate(7, 0.001, False)).steps(3).frame()  # a step decay
+    x, y = curve_data(curve)
+    assert x.tolist() == [0, 7, 7, 10] and y.tolist() == [0.01, 0.01, 0.001, 0.001]
+
+
+def test_a_held_learning_rate_per_fit_holds_within_each_fit(window, run):
+    run.started().fit().emit(LearningRate(0, 0.01, False)).steps(5)
+    run.fit().emit(LearningRate(5, 0.002, False)).steps(4).emit(LearningRate(7, 0.001, False))
+    run.steps(2).frame()
+    plot = window.metrics.plots["learning_rate"]
+    x, y = curve_data(plot.steps["learning_rate"])  # the global step: cut between the fits
+    assert x.tolist() == [0, 5.5, 5.5, 5.5, 7, 7, 11] and np.isnan(y[2])
+    assert np.delete(y, 2).tolist() == [0.01, 0.01, 0.002, 0.002, 0.001, 0.001]
+    window.metrics.set_x_mode(PER_FIT)
     run.frame()
-    assert curve.item.opts["symbol"] is None
+    label = plot.steps["learning_rate"].label
+    x, y = (np.asarray(v) for v in plot.overlays[(label, 0)].getData())
+    assert x.tolist() == [0, 5] and y.tolist() == [0.01, 0.01]  # fit 1: steps 1-5
+    x, y = (np.asarray(v) for v in plot.overlays[(label, 1)].getData())
+    # fit 2 starts with its own rate (sent at global step 5, before its first step: drawn
+    # from its segment's start, half a step on), then a new one
+    assert x.tolist() == [0.5, 2, 2, 6] and y.tolist() == [0.002, 0.002, 0.001, 0.001]
 
 
 def test_a_key_with_parentheses_takes_its_kind_inside_them(window, run):
@@ -185,6 +209,18 @@ def test_epoch_lines_are_thinned_for_thousands_of_epochs(qtbot):
     drawn = lines.visible_positions()
     assert 0 < len(drawn) <= 800 / 6 + 1
     assert set(drawn.tolist()) <= set(lines.positions().tolist())
+
+
+def test_val_markers_go_past_max_symbols_epochs(window, run):
+    run.started().fit(steps_per_epoch=2)
+    for e in range(MAX_SYMBOLS + 1):
+        run.steps(2).emit(EpochEnded(0, e, 2 * (e + 1), {"val_loss": 1.0 / (e + 1)}, 0.0))
+        if e == 3:
+            run.frame()
+            curve = window.metrics.plots["loss"].epochs["val_loss"]
+            assert curve.item.opts["symbol"] == "s"  # a few epochs: each one marked
+    run.frame()
+    assert curve.item.opts["symbol"] is None  # hundreds: a line
 
 
 def test_x_range_follows_the_newest_step(window, run):

@@ -6,7 +6,7 @@ import numpy as np
 import pyqtgraph as pg
 
 from tfstudio.ui.plotting import PlotView, XLinkGroup, robust_range
-from tfstudio.ui.plotting.curve import with_breaks
+from tfstudio.ui.plotting.curve import held_steps, with_breaks
 
 
 def test_robust_range_keeps_an_ordinary_loss_curve_whole():
@@ -32,6 +32,21 @@ def test_with_breaks_puts_a_gap_between_points_only():
     bx, by = with_breaks(x, y, [0.5, 2.5, 9.0])
     assert bx.tolist() == [1.0, 2.0, 2.5, 3.0, 4.0]
     assert np.isnan(by[2]) and np.isfinite(np.delete(by, 2)).all()
+
+
+def test_held_values_are_steps_cut_at_breaks_and_the_last_holds_to_the_end():
+    x = np.array([1.0, 5.0, 9.0])
+    y = np.array([0.1, 0.05, 0.01])
+    hx, hy = held_steps(x, y, 12.0)
+    assert hx.tolist() == [1.0, 5.0, 5.0, 9.0, 9.0, 12.0]
+    assert hy.tolist() == [0.1, 0.1, 0.05, 0.05, 0.01, 0.01]
+    hx, hy = held_steps(x, y, 12.0, [3.5, 10.5])  # a restore at 3.5, a new fit at 10.5
+    assert hx[:3].tolist() == [1.0, 3.5, 3.5] and np.isnan(hy[2])  # 0.1 stops at the break
+    assert hx[3:].tolist() == [5.0, 9.0, 9.0, 10.5, 10.5] and np.isnan(hy[-1])
+    assert hy[3:-1].tolist() == [0.05, 0.05, 0.01, 0.01]
+    one_x, one_y = held_steps(np.array([0.0]), np.array([0.01]), 300.0)
+    assert one_x.tolist() == [0.0, 300.0] and one_y.tolist() == [0.01, 0.01]  # a line, not a dot
+    assert held_steps(x, y, 2.0)[0][-1] == 9.0  # an end before the last point: held nowhere
 
 
 def test_plot_view_follows_data_and_group_shares_the_range(qtbot):

@@ -95,6 +95,7 @@ class Track:
         "last_x",
         "segment_breaks",
         "sampled",
+        "held_to",
     )
 
     def __init__(
@@ -115,6 +116,9 @@ class Track:
         # its first two points were further apart than a batch hook: a sampled key (a graph
         # loop's gradient norm) whose points are joined, not cut (None: not known yet)
         self.sampled: bool | None = None
+        # a SAMPLED line: each value holds until the next point, the last one until this
+        # step (the run's newest; None for other kinds)
+        self.held_to: float | None = 0.0 if kind == SAMPLED else None
 
     def count(self) -> int:
         """Points received so far."""
@@ -143,6 +147,12 @@ class Track:
         """Cut the line at ``x``: points left and right of it are not joined."""
         if not self.breaks or x > self.breaks[-1]:
             self.breaks.append(float(x))
+            self.revision += 1
+
+    def hold_to(self, x: float) -> None:
+        """A SAMPLED line: its last value holds until step ``x`` (the run's newest)."""
+        if self.held_to is not None and self.held_to != x:
+            self.held_to = float(x)
             self.revision += 1
 
     def truncate(self, x: float, keep: Sequence[float] = ()) -> None:
@@ -243,6 +253,7 @@ class RunStore:
         self.breaks: list[float] = []  # segment boundaries: no line crosses them
         self.inspector = InspectorStore()
         self.global_step = 0
+        self._sampled: list[Track] = []  # the SAMPLED lines (held to the newest step)
         self.revision = 0  # moves with every change
         self.notes: list[str] = []  # what could not be read (a damaged file...)
 
@@ -321,6 +332,7 @@ class RunStore:
                     self.fit_loss[fit] = float(columns["loss"][have[-1]])
                     break
         self.global_step = max(self.global_step, last)
+        self._hold_sampled()
         self.revision += 1
 
     def add_event(self, event: object) -> None:
@@ -362,6 +374,7 @@ class RunStore:
             track.append(x, y)
             self._fit_progress(key, x, y)
         self.global_step = max(self.global_step, int(x[-1]))
+        self._hold_sampled()
         self.revision += 1
 
     # -- reading ---------------------------------------------------------------
@@ -430,6 +443,7 @@ class RunStore:
                 track.truncate(x, self.breaks)
         self.epoch_steps = [s for s in self.epoch_steps if s < x]
         self.global_step = min(self.global_step, int(math.floor(x)))
+        self._hold_sampled()
         for fit, step in self.fit_steps.items():
             self.fit_steps[fit] = min(step, int(math.floor(x)))
         self.inspector.truncate(x)
@@ -473,7 +487,14 @@ class RunStore:
             track = self.steps[key] = Track(key, SAMPLED, self.capacity)
             track.breaks.extend(self.breaks)
             track.segment_breaks = self.breaks
+            track.hold_to(self.global_step)
+            self._sampled.append(track)
         return track
+
+    def _hold_sampled(self) -> None:
+        """The sampled lines (a learning rate sent when it changes) hold to the newest step."""
+        for track in self._sampled:
+            track.hold_to(self.global_step)
 
     def _fit_progress(self, key: str, x: np.ndarray, y: np.ndarray) -> None:
         """Each segment's last step (and last loss) among columns read from a folder."""

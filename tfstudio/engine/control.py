@@ -92,6 +92,11 @@ class TrainingController:
         self._lr_time = -math.inf  # when the rate was last sent
         self._lr_watched: Any = None  # the rate variable whose assign is watched
         self._lr_assigned = False  # it was assigned since the last step
+        # The next step boundary has work (a rate assigned, a schedule's value to send): a
+        # graph loop, whose calls skip the step boundary when it has none, is told
+        # (on_due) and looks at this before its next call.
+        self.due = False
+        self.on_due: Callable[[], None] = lambda: None
         self.eager: bool | None = self.options.eager
         self.stop_at_reached = False
 
@@ -163,6 +168,15 @@ class TrainingController:
             self._watcher.detach()
         self._watch_rate(None)
 
+    def rate_due(self) -> bool:
+        """Whether the rate must be read to be known (a schedule, or a rate whose
+        assignments cannot be watched) and its last value was sent LR_MIN_S ago or more."""
+        return (
+            self.optimizer is not None
+            and self._lr_watched is None
+            and time.monotonic() - self._lr_time >= LR_MIN_S
+        )
+
     def _watch_rate(self, optimizer: Any) -> None:
         """Know when a plain (not scheduled) learning rate is assigned, so that it need
         not be read every few steps: its variable's ``assign`` tells us (an instance
@@ -184,8 +198,10 @@ class TrainingController:
             return
 
         def assign(value: Any, *args: Any, **kwargs: Any) -> Any:
-            self._lr_assigned = True
-            return original(value, *args, **kwargs)
+            result = original(value, *args, **kwargs)
+            self._lr_assigned = self.due = True
+            self.on_due()
+            return result
 
         try:
             variable.assign = assign
@@ -196,6 +212,7 @@ class TrainingController:
     # -- the step boundary (hot path) ----------------------------------
     def after_step(self, loss: float | None) -> None:
         """Called after every step: NaN guard, stop at step, automatic saves, commands, pause."""
+        self.due = False
         mon = self.monitor
         if loss is not None:
             if math.isfinite(loss):
@@ -493,6 +510,7 @@ class TrainingController:
         if force or self._lr_sent != (value, is_schedule):
             self._lr_sent = (value, is_schedule)
             mon = self.monitor
+            self._lr_step, self._lr_time = mon.global_step, time.monotonic()
             mon.channel.emit(LearningRate(mon.global_step, value, is_schedule, schedule))
 
     def _set_learning_rate(self, command: SetLearningRate) -> None:

@@ -27,6 +27,9 @@ class LoopControls:
         self.book = book
         self.started = False
         self.optimizer: Any = None  # the last Keras optimizer seen applying gradients
+        self.control: Any = None  # the run's TrainingController, once the controls began
+        # the controller has work for the next step boundary (see TrainingController.due)
+        self.on_due: Any = lambda: None
         self._state: Any = None  # what checkpoints hold (engine/loop_state.py)
         opts = monitor.options
         # whether every graph call must sync and run the controls (else only when asked)
@@ -61,6 +64,27 @@ class LoopControls:
         if self.monitor.stop_requested.is_set():
             raise RunStopped()
 
+    def new_loop(self) -> None:
+        """Another loop began: the controls begin again at its first step boundary, with
+        its optimizer (the rate shown and set is the loop's own)."""
+        if not self.started:
+            return
+        self.started = False
+        control, self.control = self.control, None
+        if control is not None:
+            try:
+                control.end()
+            except Exception as exc:  # noqa: BLE001
+                self.monitor.report_error("controls (custom loop end)", exc)
+
+    def beat(self) -> None:
+        """From the graph reader's thread: a schedule's rate (read, never assigned) is
+        asked for once its last value is LR_MIN_S old, as a fit's batch hook reads it."""
+        control = self.control
+        if control is not None and not control.due and control.rate_due():
+            control.due = True
+            self.on_due()
+
     def end(self) -> None:
         """The run's loops are over: the controls finish (a final checkpoint, ...)."""
         if self.started and self.monitor.control is not None:
@@ -82,6 +106,8 @@ class LoopControls:
             if s.optimizer is not None:
                 optimizer = s.optimizer
                 break
+        self.control = mon.control
+        mon.control.on_due = self.on_due
         try:
             mon.control.begin(self._state, optimizer, mon.request_stop)
         except Exception as exc:  # noqa: BLE001

@@ -53,9 +53,11 @@ class LoopInterceptor:
         self.emitter = LoopEmitter(monitor, self.inspector)
         self.sampler = TwinSampler(monitor, self.inspector, self.book, self.emitter, self._lock)
         self.controls = LoopControls(monitor, self.book)
+        self.controls.on_due = self.sampler.wake
+        self.sampler.before_call = self._due_boundary
         self.explicit = ExplicitApi(monitor, self.book, self.emitter, self._lock)
         self.reader = RingReader(
-            self.sync, lambda exc: monitor.report_error("custom loop (reader)", exc)
+            self._read, lambda exc: monitor.report_error("custom loop (reader)", exc)
         )
 
     # -- install / restore ---------------------------------------------
@@ -130,6 +132,19 @@ class LoopInterceptor:
                 if not loop.ended and loop.is_graph():
                     self.emitter.drain(loop)
 
+    def _due_boundary(self) -> None:
+        """Before a graph step's call: the step boundary, when the controls have work (a
+        rate the script assigned since the last call is sent at the step it follows)."""
+        control = self.controls.control
+        if control is not None and control.due:
+            self.sync()
+            self.controls.after_step(None)
+
+    def _read(self) -> None:
+        """The reader thread's beat: report the graph steps, ask for a schedule's rate."""
+        self.sync()
+        self.controls.beat()
+
     # -- a step --------------------------------------------------------
     def _step(self, found: PendingStep, optimizer: Any) -> None:
         eager = self.eager()
@@ -187,6 +202,7 @@ class LoopInterceptor:
             previous = book.current()
             if previous is not None:
                 self.emitter.end(previous)
+                self.controls.new_loop()
             mon = self.monitor
             cadence = new_cadence(mon) if self.inspector is not None else None
             loop = book.new_loop(mon.fits + len(book.loops), cadence)

@@ -96,6 +96,8 @@ class TwinSampler:
         self._round: set[int] = set()  # step functions whose twin ran for this sample
         self._round_cost = 0.0
         self._twin_failed = False
+        # the step boundary that runs before a call when the controls have work (see wake)
+        self.before_call: Callable[[], None] = lambda: None
 
     @contextmanager
     def probing_context(self) -> Iterator[None]:
@@ -125,6 +127,12 @@ class TwinSampler:
             return True
         return False
 
+    def wake(self) -> None:
+        """The controls have work: the next call of a step function takes :meth:`special`
+        (which runs :attr:`before_call`; it does at most NORM_EVERY calls on anyway, should
+        this race with the training thread setting :attr:`special_call`)."""
+        self.special_call = 0
+
     def special(self, function: Any, original: Callable[..., Any], args: Any, kwargs: Any) -> Any:
         """A call of a step function at or after :attr:`special_call`: a twin may run it.
 
@@ -135,6 +143,7 @@ class TwinSampler:
         :data:`NORM_MIN_GAP_S` has passed (else it is looked at again NORM_EVERY calls
         on). The inspector's sample comes first (its recording twin writes the norm too).
         """
+        self.before_call()
         fid = id(function)
         call = self.calls + 1
         if call >= self.norm_call and self._norm_opened is None:

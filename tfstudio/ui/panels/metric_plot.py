@@ -220,13 +220,6 @@ class MetricPlot(PlotView):
             twin = curve.smooth
             on = twin is not None and twin.source.on
             item = self._line(curve, width=width, alpha=RAW_ALPHA if on else alpha, z=1)
-            if track.kind == SAMPLED:
-                # a rate's first point is drawn before a second one makes a line (its dots
-                # go past MAX_SYMBOLS points, see Curve.update_item)
-                item.setSymbol("o")
-                item.setSymbolSize(5)
-                item.setSymbolBrush(pg.mkBrush(colour))
-                item.setSymbolPen(None)
             if twin is not None:
                 line = pg.PlotDataItem(pen=pg.mkPen(colour, width=SMOOTH_WIDTH))
                 line.setClipToView(True)
@@ -304,7 +297,7 @@ class MetricPlot(PlotView):
         """Step-within-fit axis: each of the layer's segments from 0."""
         for key, curve in layer.curves.items():
             for index, start, end in layer.spans():
-                x, y = curve.window(start, end)
+                x, y = curve.segment_line(start, end)
                 item = layer.overlays.get((key, index))
                 if item is None:
                     if not len(x):
@@ -600,7 +593,7 @@ class MetricPlot(PlotView):
                 continue  # train epoch means: the per-step line says it already
             source = curve.smoothed() or curve  # fits overlaid: the smoothed curve when on
             for span in spans:
-                x, y = source.window(span.start, span.end)
+                x, y = source.segment_line(span.start, span.end)
                 key = (curve.label, span.index)
                 item = self.overlays.get(key)
                 if item is None:

@@ -102,8 +102,25 @@ class Curve:
         )
 
     def drawn(self) -> tuple[np.ndarray, np.ndarray]:
-        """The points with a NaN inserted at every break that falls between two of them."""
+        """The points with a NaN inserted at every break that falls between two of them.
+
+        A held source (a learning rate, sent when it changes) is drawn as steps: each
+        value until the next point, the last until the source's ``held_to``.
+        """
+        held_to = getattr(self.source, "held_to", None)
+        if held_to is not None:
+            return held_steps(self._held_x(), self.y, held_to, self.breaks)
         return with_breaks(self.x, self.y, self.breaks)
+
+    def _held_x(self) -> np.ndarray:
+        """Where held values start: one sent at a new fit's start (its global step G, before
+        its first step; the fit's segment begins at the break G + 0.5) is the value that
+        fit starts with, so it is drawn from the break on."""
+        breaks = self.breaks
+        if not breaks or not len(self.x):
+            return self.x
+        starts = np.isin(self.x + 0.5, np.asarray(breaks, dtype=np.float64))
+        return np.where(starts, self.x + 0.5, self.x) if starts.any() else self.x
 
     def update_item(self, draw: bool = True) -> None:
         """Take this frame's points and give them to the item (one ``setData``).
@@ -158,6 +175,19 @@ class Curve:
         b = int(np.searchsorted(self.x, hi, side="right"))
         return self.x[a:b], self.y[a:b]
 
+    def segment_line(self, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+        """What to draw of one segment (lo < x <= hi): its points, as steps when held."""
+        held_to = getattr(self.source, "held_to", None)
+        if held_to is None:
+            return self.window(lo, hi)
+        # a value sent at the segment's start (step lo, before its first step) is its own
+        xs = self._held_x()
+        a = int(np.searchsorted(xs, lo, side="left"))
+        b = int(np.searchsorted(xs, hi, side="right"))
+        if a == b:
+            return xs[a:b], self.y[a:b]
+        return held_steps(xs[a:b], self.y[a:b], min(hi, held_to))
+
 
 class LineSource(Protocol):
     """What a curve draws from: a run store's line (``Track``, ``SmoothedSeries``)."""
@@ -165,6 +195,7 @@ class LineSource(Protocol):
     series: Series | None
     breaks: list[float]
     revision: int
+    # optional ``held_to``: a line of held values (see Curve.drawn)
 
 
 class _Points:
@@ -205,3 +236,33 @@ def with_breaks(
         return x, y
     idx = np.searchsorted(x, b, side="left")
     return np.insert(x, idx, b), np.insert(y, idx, np.nan)
+
+
+def held_steps(
+    x: np.ndarray, y: np.ndarray, end: float, breaks: list[float] | np.ndarray = ()
+) -> tuple[np.ndarray, np.ndarray]:
+    """Values that hold until the next point, as a line of steps (NaN-cut at breaks).
+
+    Each value holds from its point to the next one, or to the first break in between
+    (then the line is cut there); the last value holds until ``end`` (or its break).
+    """
+    n = len(x)
+    if not n:
+        return x, y
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    nxt = np.append(x[1:], max(float(end), float(x[-1])))
+    b = np.asarray(breaks, dtype=np.float64)
+    cut = np.zeros(n, dtype=bool)
+    stop = nxt
+    if len(b):
+        j = np.searchsorted(b, x, side="right")  # the first break after each point
+        first = b[np.minimum(j, len(b) - 1)]
+        cut = (j < len(b)) & (first <= nxt)
+        stop = np.where(cut, first, nxt)
+    # per point: itself, where it stops holding, and a NaN there when a break cut it
+    xs = np.stack([x, stop, stop], axis=1)
+    ys = np.stack([y, y, np.full(n, np.nan)], axis=1)
+    keep = np.ones((n, 3), dtype=bool)
+    keep[:, 2] = cut
+    return xs[keep], ys[keep]
