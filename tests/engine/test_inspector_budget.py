@@ -90,6 +90,8 @@ def test_a_short_budget_fit_samples_cheaply_and_never_traces_the_recording_step(
     status = of(events, InspectorStatus)
     assert len(status) == len(weights) < 200 // FIRST_GAP
     assert all(s.mode == "budget" for s in status)
+    # ... and the Gradients view is told too, with each status
+    assert status[-1].waiting.startswith("Gradients start once") and "s of training" in notes[0]
 
 
 def test_gradients_come_once_the_budget_has_paid_for_their_trace():
@@ -117,6 +119,8 @@ def test_gradients_come_once_the_budget_has_paid_for_their_trace():
     # The trace is estimated as the fit's first step (10 ms); 3% of training covers it
     # after 0.33 s: 34 steps. Samples before that have weights but no gradients.
     assert grads[0].step > 34
+    status = of(events, InspectorStatus)
+    assert status[0].waiting and not status[-1].waiting  # no longer waiting once they come
     assert of(events, WeightStats)[0].step == 1
     # Layer outputs from the second sample on: eager passes first, then the trace.
     outputs = of(events, LayerOutputs)

@@ -195,7 +195,12 @@ def test_weights_view_small_variables_show_their_values(qtbot, window, run, tmp_
 
 def test_gradients_view_global_norm_and_rows(qtbot, window, run, tmp_path):
     window.inspector.show_view("gradients")
-    _feed(run)
+    view = window.inspector.gradients
+    run.started().fit(epochs=1, steps_per_epoch=200).emit(_tree(), _weights(1))
+    waiting = "Gradients start once the inspector's time budget (3%) has paid for ..."
+    run.emit(InspectorStatus(0, 1, "budget", 10, 0.03, 0.012, 2.5, 20_480, waiting)).frame()
+    assert view.info.text() == waiting  # says why there are none yet, not only that
+    _feed(run, range(11, 211, 10))
     view = window.inspector.gradients
     x, y = view.global_plot.curves["global norm"].getData()
     assert len(x) == 20 and y[0] > y[-1]
@@ -203,6 +208,27 @@ def test_gradients_view_global_norm_and_rows(qtbot, window, run, tmp_path):
     qtbot.wait(50)
     assert view.rows["seq/conv1/kernel"].isVisible()
     assert window.grab().save(str(tmp_path / "inspector_gradients.png"))
+
+
+def test_a_line_plots_key_takes_the_room_it_has_and_never_widens_the_plot(qtbot):
+    from tfstudio.ui.panels.inspector_plots import LinePlot
+
+    plot = LinePlot("values", "value", [0.0])
+    qtbot.addWidget(plot.widget)
+    plot.widget.resize(330, 200)
+    plot.widget.show()
+    x = np.arange(0, 380, 20.0)
+    for i in range(8):  # a bias of 8 values: one line each
+        plot.set_line(f"[{i}]", x, np.sin(x / 50 + i))
+    plot.done()
+    qtbot.wait(10)
+    # the plot stays inside its widget (a wide key had pushed the newest steps out of view)
+    assert plot.plot.geometry().width() <= plot.widget.width()
+    key = plot.plot.titleLabel.text
+    assert "[0]" in key and "[7]" not in key and "+" in key  # the rest counted, not cut
+    plot.widget.resize(900, 200)
+    qtbot.wait(10)
+    assert "[7]" in plot.plot.titleLabel.text and "+" not in plot.plot.titleLabel.text
 
 
 def test_outputs_view_feature_maps_for_a_chosen_sample(window, run, tmp_path):

@@ -791,6 +791,8 @@ class InspectorStatus:
         overhead: measured probe time / training time so far in this fit.
         probe_ms: what the last sample cost (all probes), milliseconds.
         largest_message: bytes of the largest inspector event so far (pickled).
+        waiting: what is not sampled yet and why ("" when everything is): the
+            gradients, until the budget has paid for tracing their recording step.
     """
 
     fit_index: int
@@ -801,6 +803,7 @@ class InspectorStatus:
     overhead: float
     probe_ms: float
     largest_message: int = 0
+    waiting: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -106,6 +106,7 @@ class Inspector:
         self._twin_allowed = not self._budgeted
         self._weights_traced = not self._budgeted
         self._waiting_noted = False
+        self.waiting = ""  # what is not sampled yet and why (InspectorStatus.waiting)
         self._probe_cost: dict[str, float] = {}  # seconds of each probe's last sample
         self._activations_made = False
         self.model: Any = None
@@ -247,6 +248,7 @@ class Inspector:
                 cadence.overhead(clock() - self._t0),
                 cost * 1000.0,
                 self.largest_message,
+                self.waiting,
             )
         )
         self._schedule(step + gap)
@@ -294,20 +296,24 @@ class Inspector:
             # One trace per sample; the samples after it wait until it is paid back.
             if what == "twin":
                 self._twin_allowed = True
+                self.waiting = ""
             elif what == "activations":
                 acts.allow_trace = True
             else:
                 self._weights_traced = True
             return
-        if any(what == "twin" for what, _ in pending) and not self._waiting_noted:
-            self._waiting_noted = True
-            self.monitor.note(
-                "Inspector: gradients start once the time budget "
+        if any(what == "twin" for what, _ in pending):
+            self.waiting = (
+                "Gradients start once the inspector's time budget "
                 f"({self.cadence.budget:.0%}) has paid for tracing their recording step "
                 f"(~{self._trace_estimate:.1f} s), after about "
                 f"{self._trace_estimate / self.cadence.budget:.0f} s of training "
-                "(set a fixed cadence, e.g. --sample-every, to see them at once)"
+                "(a fixed cadence shows them at once: every N steps in the Model dock, or "
+                "--sample-every N)"
             )
+            if not self._waiting_noted:
+                self._waiting_noted = True
+                self.monitor.note("Inspector: " + self.waiting[0].lower() + self.waiting[1:])
 
     def _arm(self) -> None:
         """Record the gradients of the coming step (when the budget allows the twin)."""

@@ -54,9 +54,11 @@ class GradientsView(VariableRowsView):
         row.lines.done()
 
     def describe(self, shown: int) -> str:
-        """How many steps were sampled and the global norm now."""
+        """How many steps were sampled and the global norm now (before the first: why
+        there are none yet, when the inspector said)."""
         if not self.store.gradients:
-            return ""
+            status = self.store.status
+            return status.waiting if status is not None else ""
         g = self.store.global_norm
         return (
             f"Gradients the optimizer applied, sampled at {len(g.steps)} steps; "

@@ -7,9 +7,11 @@ import html
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF
+from PySide6.QtGui import QFont, QFontMetricsF
 
 from tfstudio.core.inspector_store import History, density_image
 from tfstudio.ui.plotting import BACKGROUND, FOREGROUND, PlotView, TimedPlotWidget
+from tfstudio.ui.plotting.view import BUTTON_W
 
 HEATMAP_HEIGHT = 170
 LINES_HEIGHT = 170
@@ -91,6 +93,10 @@ class LinePlot(PlotView):
         self._keyed: str | None = None  # the title with its colour key, as last set
         if self.group is not None:
             self.group.finish()  # samples are sparse: let the data fill the width
+        # the key takes the room it has, never more: a title wider than the plot would
+        # widen the plot past its widget (its right part, newest steps, cut off)
+        self.plot.titleLabel.setMinimumWidth(0)
+        self.plot.geometryChanged.connect(self._show_key)
 
     def set_line(
         self, label: str, xs: np.ndarray, ys: np.ndarray, colour: str | None = None
@@ -126,18 +132,34 @@ class LinePlot(PlotView):
         super().set_title(text)
 
     def _show_key(self) -> None:
-        """With two lines or more, the title becomes their names, each in its colour (a key)."""
+        """With two lines or more, the title becomes their names, each in its colour (a key):
+        as many as fit left of the buttons, then ``+N`` (hovering names every line)."""
         if len(self.curves) < 2:
             return
-        key = "&nbsp;&nbsp;".join(
-            f'<span style="color:{item.opts["pen"].color().name()}">'
-            f"&#9632;&nbsp;{html.escape(label)}</span>"
-            for label, item in self.curves.items()
-        )
-        text = f"&nbsp;&nbsp;{key}"
+        title = self.plot.titleLabel
+        font = QFont(title.item.font())
+        font.setPointSizeF(11)
+        width = QFontMetricsF(font).horizontalAdvance
+        room = self.plot.geometry().width() - title.geometry().x() - 2 * BUTTON_W - 16
+        entries = list(self.curves.items())
+        shown: list[str] = []
+        used = width("  ")
+        for i, (label, item) in enumerate(entries):
+            left = len(entries) - i - 1  # entries after this one
+            need = width(f"\u25a0 {label}  ") + (width(f"+{left}") if left else 0)
+            if shown and used + need > room:
+                shown.append(f"+{len(entries) - i}")
+                break
+            used += width(f"\u25a0 {label}  ")
+            shown.append(
+                f'<span style="color:{item.opts["pen"].color().name()}">'
+                f"&#9632;&nbsp;{html.escape(label)}</span>"
+            )
+        text = "&nbsp;&nbsp;" + "&nbsp;&nbsp;".join(shown)
         if text != self._keyed:
             self._keyed = text
             self.plot.setTitle(text, color=FOREGROUND, size="11pt", justify="left")
+            title.setMinimumWidth(0)
 
     def readout(self, x: float) -> str:
         """Each line's value at the sample nearest ``x``."""
