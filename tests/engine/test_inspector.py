@@ -141,6 +141,7 @@ def test_sequential(write_script, tmp_path):
     dense = [c for c in tree.root.children if c.name == "h"][0]
     assert dense.class_name == "Dense" and dense.trainable_params == 40
     assert dense.output_shape == "(None, 8)" and dense.dtype == "float32"
+    assert tree.root.output_shape == "(None, 2)"  # the Sequential's too (not called yet)
     assert [(v.name, v.shape) for v in dense.variables] == [("kernel", (4, 8)), ("bias", (8,))]
     # Sampled every step: 4 fits steps, 4 samples, each with the cadence and its cost.
     assert [w.step for w in of(events, WeightStats)] == [1, 2, 3, 4]

@@ -130,6 +130,14 @@ def _output_shape(layer: Any) -> str:
     try:
         output = layer.output
     except Exception:  # noqa: BLE001 - subclassed layers have no symbolic output
+        # A Sequential model not called yet (the tree is sent as its fit starts) has no
+        # output tensor, but knows its output shape from its Input.
+        try:
+            shape = layer.output_shape
+        except Exception:  # noqa: BLE001
+            return "?"
+        if isinstance(shape, tuple) and all(d is None or isinstance(d, int) for d in shape):
+            return "(" + ", ".join("None" if d is None else str(d) for d in shape) + ")"
         return "?"
     try:
         if isinstance(output, list | tuple):
