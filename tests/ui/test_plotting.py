@@ -49,6 +49,27 @@ def test_held_values_are_steps_cut_at_breaks_and_the_last_holds_to_the_end():
     assert held_steps(x, y, 2.0)[0][-1] == 9.0  # an end before the last point: held nowhere
 
 
+def test_a_legend_of_two_rows_sits_above_the_data_not_over_it(qtbot):
+    view = PlotView("accuracy")
+    qtbot.addWidget(view.widget)
+    view.widget.resize(600, 260)
+    view.widget.show()
+    names = ["accuracy (per step)", "accuracy (epoch mean)", "val_accuracy", "previous run"]
+    for name in names:
+        item = view.add_item(pg.PlotDataItem())
+        item.setData(np.arange(1.0, 101.0), np.ones(100))
+        view.legend.addItem(item, name)
+    view.legend.setColumnCount(2)
+    qtbot.wait(20)
+    legend = view.legend.sceneBoundingRect()
+    assert legend.height() > 30  # two rows
+    text = max(
+        label.sceneBoundingRect().top() + label.item.boundingRect().height()
+        for _, label in view.legend.items
+    )
+    assert view.vb.sceneBoundingRect().top() >= text  # below the last row of names
+
+
 def test_plot_view_follows_data_and_group_shares_the_range(qtbot):
     group = XLinkGroup()
     views = [PlotView(f"p{i}", group=group) for i in range(2)]

@@ -160,6 +160,7 @@ class LinePlot(PlotView):
             self._keyed = text
             self.plot.setTitle(text, color=FOREGROUND, size="11pt", justify="left")
             title.setMinimumWidth(0)
+            self.title_row_height()
 
     def readout(self, x: float) -> str:
         """Each line's value at the sample nearest ``x``."""

@@ -19,6 +19,7 @@ PLOT_MIN_HEIGHT = 210
 LEFT_AXIS_WIDTH = 62  # px: room for ticks like "-1.2e+03" and the axis label
 MAX_OUTLIER_MARKS = 200
 BUTTON_W = 34
+TITLE_ROW = 36  # px: the title row, tall enough for a one-row legend
 BUTTON_H = 18
 TICK_LENGTH = 4  # px, outwards: inward ticks overlap the data area, so every update repainted them
 
@@ -192,7 +193,7 @@ class PlotView:
         self.plot.setLabel("left", y_label, color=FOREGROUND)
         # The legend sits in the title row, right of the left-aligned title and left of
         # the buttons, so it never hides data.
-        self.legend = self.plot.addLegend(
+        self.legend = _Legend(
             offset=None,
             brush=pg.mkBrush(255, 255, 255, 190),
             pen=pg.mkPen("#d8d8d8"),
@@ -202,14 +203,17 @@ class PlotView:
             horSpacing=12,
         )
         self.legend.setParentItem(self.plot)
+        self.plot.legend = self.legend  # as addLegend does: named items join it
         self.legend.anchor(itemPos=(1, 0), parentPos=(1, 0), offset=(-12 - 2 * BUTTON_W, 1))
         self.legend.layout.setContentsMargins(4, 0, 4, 0)
-        self.plot.layout.setRowMinimumHeight(0, 36)  # title row tall enough for the legend
+        self._title_row = 0
+        self._fit_legend_row()  # the title row is as tall as the legend: it never hides data
         self._title = ""
         self.set_title(title)
         # A narrow plot: the legend (which names the metric too) wins over the title.
         self.plot.geometryChanged.connect(self._fit_title)
         self.legend.geometryChanged.connect(self._fit_title)
+        self.legend.geometryChanged.connect(self._fit_legend_row)
 
         self.items: list[pg.PlotDataItem] = []
         self.unranged: list[pg.PlotDataItem] = []  # drawn, but not counted for the y range
@@ -292,6 +296,7 @@ class PlotView:
             self.plot.setTitle(
                 "&nbsp;&nbsp;" + html.escape(text), color=FOREGROUND, size="11pt", justify="left"
             )
+            self.title_row_height()
 
     def title(self) -> str:
         """The title text."""
@@ -311,6 +316,34 @@ class PlotView:
         fits = not self.legend.items or title_right + 6 <= legend_left
         if fits != text.isVisible():
             text.setVisible(fits)
+
+    def _fit_legend_row(self) -> None:
+        """The title row takes the legend's height (two rows of entries in a narrow plot),
+        so the legend sits above the view box instead of over the newest data."""
+        # the bottom of its last row of text (its box and label items are taller: pyqtgraph
+        # sizes them without the negative row spacing)
+        legend = self.legend
+        bottom = max(
+            (
+                label.mapRectToParent(
+                    label.item.mapRectToParent(label.item.boundingRect())
+                ).bottom()
+                for _, label in legend.items
+            ),
+            default=0.0,
+        )
+        if bottom != legend.text_bottom:
+            legend.text_bottom = bottom
+            legend.update()
+        need = max(TITLE_ROW, int(np.ceil(legend.pos().y() + bottom)) + 2)
+        if need != self._title_row:
+            self._title_row = need
+            self.title_row_height()
+
+    def title_row_height(self) -> None:
+        """Give the title row its height again (pyqtgraph's ``setTitle`` fixes it at 30 px)."""
+        self.plot.titleLabel.setMaximumHeight(self._title_row)
+        self.plot.layout.setRowFixedHeight(0, self._title_row)
 
     def set_x_label(self, text: str) -> None:
         """Set the bottom axis label."""
@@ -492,3 +525,22 @@ class PlotView:
     def readout(self, x: float) -> str:
         """HTML shown while hovering at ``x`` (empty: nothing shown). Override this."""
         return ""
+
+
+class _Legend(pg.LegendItem):
+    """pyqtgraph's legend, its box drawn to the bottom of its last row of text: pyqtgraph
+    sizes its rows without their negative spacing, so the box ran ~15 px lower, over
+    the data the title row keeps clear."""
+
+    text_bottom = 0.0  # in its own coordinates (0: unknown, the whole box)
+
+    def paint(self, p: object, *args: object) -> None:
+        """Draw the frame (the labels and samples are items of their own)."""
+        if not self.frame:
+            return
+        rect = self.boundingRect()
+        if self.text_bottom > 0:
+            rect.setHeight(min(rect.height(), self.text_bottom + 3))
+        p.setPen(self.opts["pen"])
+        p.setBrush(self.opts["brush"])
+        p.drawRect(rect)
