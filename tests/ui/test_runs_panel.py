@@ -56,8 +56,9 @@ def test_lists_runs_and_picks_them_into_stores_read_off_the_ui_thread(panel, qtb
     panel.picked_changed.connect(lambda: picked.append(len(panel.selected_paths())))
     panel.select(["mlp-20260101-000000"])
     assert panel.loading() and "mlp-20260101-000000" in panel.progress_label.text()
+    assert not panel.progress_label.isHidden()
     [mlp] = loaded(panel, qtbot)
-    assert panel.progress_label.text() == ""
+    assert panel.progress_label.text() == "" and panel.progress_label.isHidden()  # no blank row
     x, y = mlp.steps["loss"].points()
     assert x.tolist() == [1, 2, 3, 4] and y.tolist() == pytest.approx([2.0, 1.0, 0.5, 0.4])
     panel.select(["mlp-20260101-000000", "cnn-20260102-000000"])

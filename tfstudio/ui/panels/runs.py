@@ -147,6 +147,9 @@ class RunsPanel(QWidget):
         ):
             buttons.addWidget(w)
         buttons.addStretch(1)
+        hint = QLabel("Picked runs are drawn in the Metrics view, beside the live run.")
+        hint.setStyleSheet("color: #808080;")
+        buttons.addWidget(hint)  # beside the buttons: the list keeps the rows
 
         left = QWidget()
         lv = QVBoxLayout(left)
@@ -163,10 +166,8 @@ class RunsPanel(QWidget):
 
         self.progress_label = QLabel()
         self.progress_label.setStyleSheet("color: #606060;")
+        self.progress_label.hide()  # shown while runs are read
         lv.addWidget(self.progress_label)
-        hint = QLabel("Picked runs are drawn in the Metrics view, beside the live run.")
-        hint.setStyleSheet("color: #808080;")
-        lv.addWidget(hint)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addWidget(left)
@@ -382,6 +383,7 @@ class RunsPanel(QWidget):
             done, total = self._progress.get(p, (0, 0))
             parts.append(f"{p.name} {100 * done // total}%" if total else p.name)
         self.progress_label.setText(f"reading {', '.join(parts)}…" if parts else "")
+        self.progress_label.setVisible(bool(parts))
 
     def poll(self) -> int:
         """Apply what the reading thread read; ask for more of the followed runs.
