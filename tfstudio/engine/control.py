@@ -517,8 +517,14 @@ class TrainingController:
 
             iterations = opt.iterations
             fn = tf.function(lambda: schedule(iterations), autograph=False)
-            # its concrete function: a call skips tf.function's argument matching
-            cached = self._schedule_fn = (schedule, opt, fn.get_concrete_function())
+            try:  # its concrete function: a call skips tf.function's argument matching
+                concrete = fn.get_concrete_function()
+            except Exception:  # noqa: BLE001 - a schedule that cannot be traced: eagerly
+                concrete = None
+            cached = self._schedule_fn = (schedule, opt, concrete)
+        if cached[2] is None:
+            rate = opt.learning_rate
+            return float(rate.numpy() if hasattr(rate, "numpy") else rate)
         return float(cached[2]())
 
     def _send_learning_rate(self, force: bool = False) -> None:
