@@ -32,6 +32,9 @@ def test_unknown_epoch_length(window, run):
     run.started().fit(epochs=2, steps_per_epoch=None).steps(7).frame()
     assert window.status.step_label.text() == "step 7"
     assert window.status.eta_label.text() == "ETA --"
+    assert not window.status.progress_bar.isVisibleTo(window.status)  # no empty bar
+    run.fit(epochs=2, steps_per_epoch=10).steps(5).frame()  # a fit of known length
+    assert window.status.progress_bar.isVisibleTo(window.status)
 
 
 def test_loading_tensorflow_keeps_run_enabled(window, run, script):

@@ -152,8 +152,9 @@ class StatusPanel(QWidget):
             self.device_label.setText(device)
             self.device_label.setToolTip(self._device_tooltip())
         fraction = p.fraction()
-        if self.progress_bar.isVisibleTo(self) != started:
-            self.progress_bar.setVisible(started)
+        shown = started and fraction is not None  # a loop, or epochs of unknown length: no bar
+        if self.progress_bar.isVisibleTo(self) != shown:
+            self.progress_bar.setVisible(shown)
         value = int(100 * fraction) if fraction is not None else 0
         text = f"{100 * fraction:.0f}%" if fraction is not None else ""
         bar = self.progress_bar
