@@ -71,6 +71,7 @@ def test_checkpoints_panel_lists_restores_while_paused_and_deletes_with_confirma
     assert panel.paths() == ["/ck/ckpt-10", "/ck/ckpt-20"]
     assert panel.table.item(0, 0).text() == "10" and panel.table.item(0, 3).text() == "0.25"
     assert panel.table.item(0, 4).text() == "automatic"
+    assert panel.table.rowHeight(0) <= panel.table.fontMetrics().height() + 8  # compact rows
     panel.select("/ck/ckpt-10")
     assert not panel.restore_button.isEnabled()  # running, not paused
     panel.restore_selected()
