@@ -98,6 +98,17 @@ def test_a_learning_rate_holds_each_value_until_the_next_and_the_last_to_the_new
     assert x.tolist() == [0, 7, 7, 10] and y.tolist() == [0.01, 0.01, 0.001, 0.001]
 
 
+def test_a_learning_rate_keras_logs_at_epoch_ends_is_not_drawn_twice(window, run):
+    run.started().fit(epochs=2, steps_per_epoch=5).emit(LearningRate(0, 0.05, False))
+    run.steps(5).emit(EpochEnded(0, 0, 5, {"loss": 0.5, "learning_rate": 0.05}, 0.0))
+    run.emit(LearningRate(6, 0.025, False)).steps(5)
+    run.emit(EpochEnded(0, 1, 10, {"loss": 0.4, "learning_rate": 0.025}, 0.0)).frame()
+    plot = window.metrics.plots["learning_rate"]
+    # the held line has each value; epoch ends joined by a line drew a ramp across it
+    assert plot.legend_labels() == ["learning_rate (optimizer)"] and not plot.epochs
+    assert "loss" in window.metrics.plots["loss"].epochs  # other epoch means stay
+
+
 def test_a_held_learning_rate_per_fit_holds_within_each_fit(window, run):
     run.started().fit().emit(LearningRate(0, 0.01, False)).steps(5)
     run.fit().emit(LearningRate(5, 0.002, False)).steps(4).emit(LearningRate(7, 0.001, False))

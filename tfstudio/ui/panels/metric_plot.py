@@ -352,6 +352,13 @@ class MetricPlot(PlotView):
             if not on:
                 twin.item.setData([], [])
 
+    def drop_epoch_curve(self, key: str) -> None:
+        """Remove the epoch curve of ``key``, if there is one (another line shows it)."""
+        curve = self.epochs.pop(key, None)
+        if curve is not None:
+            self._remove(curve)
+            self._legend_stale = True
+
     def _epoch_curve(self, track: Track) -> Curve:
         """Per-epoch curve: ``<key> (epoch mean)``, or ``val_<key>`` as it is."""
         key = track.key

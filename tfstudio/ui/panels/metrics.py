@@ -44,9 +44,11 @@ from tfstudio.core.events import (
     StepEnded,
 )
 from tfstudio.core.run_store import (
+    EPOCH,
     LR_KEY,
     NAN_MARK,
     RESTORE_MARK,
+    SAMPLED,
     SERIES_CAPACITY,
     Mark,
     RunStore,
@@ -306,6 +308,12 @@ class MetricsPanel(QWidget):
                 continue  # the learning rate's plot comes after the metrics'
             plot = self._plot_for(family)
             for track in store.tracks(family):
+                held = store.steps.get(track.key)
+                if track.kind == EPOCH and held is not None and held.kind == SAMPLED:
+                    # a learning rate Keras logs at epoch ends (ReduceLROnPlateau): the held
+                    # line has each value already, and a line joining epoch ends drew ramps
+                    plot.drop_epoch_curve(track.key)
+                    continue
                 plot.bind(track)
         note = self.note()
         if note != self._note_drawn:
