@@ -96,6 +96,9 @@ def test_a_learning_rate_holds_each_value_until_the_next_and_the_last_to_the_new
     run.emit(LearningRate(7, 0.001, False)).steps(3).frame()  # a step decay
     x, y = curve_data(curve)
     assert x.tolist() == [0, 7, 7, 10] and y.tolist() == [0.01, 0.01, 0.001, 0.001]
+    # hovering reads the value in effect, not the nearest point's (step 6: the first rate)
+    assert curve.nearest(6.0)[1] == 0.01 and curve.nearest(9.5)[1] == 0.001
+    assert "0.01" in plot.readout(6.0) and curve.nearest(11.0) is None  # past the newest step
 
 
 def test_a_learning_rate_keras_logs_at_epoch_ends_is_not_drawn_twice(window, run):

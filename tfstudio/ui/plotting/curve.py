@@ -153,8 +153,12 @@ class Curve:
     ) -> tuple[float, float, float] | None:
         """Drawn point nearest ``x`` within [lo, hi] as (x, y_min, y_max).
 
-        A decimated bucket spans y_min..y_max. None when no point lies in [lo, hi].
+        A decimated bucket spans y_min..y_max. None when no point lies in [lo, hi]. A held
+        line gives the value in effect at ``x``: its last point at or before ``x``.
         """
+        held_to = getattr(self.source, "held_to", None)
+        if held_to is not None:
+            return self._held_at(x, lo, hi, held_to)
         a = int(np.searchsorted(self.x, lo, side="left"))
         b = int(np.searchsorted(self.x, hi, side="right"))
         xs = self.x[a:b]
@@ -168,6 +172,20 @@ class Curve:
         e = int(np.searchsorted(xs, xi, "right"))
         ys = self.y[a + s : a + e]
         return float(xi), float(np.nanmin(ys)), float(np.nanmax(ys))
+
+    def _held_at(
+        self, x: float, lo: float, hi: float, held_to: float
+    ) -> tuple[float, float, float] | None:
+        """The held value in effect at ``x`` (None before the first, past the newest step,
+        or where a break cut its hold)."""
+        xs = self._held_x()
+        i = int(np.searchsorted(xs, x, side="right")) - 1
+        if i < 0 or not lo <= xs[i] <= hi or x > max(held_to, xs[-1]):
+            return None
+        b = np.asarray(self.breaks, dtype=np.float64)
+        if len(b) and ((b > xs[i]) & (b <= x)).any():
+            return None
+        return float(xs[i]), float(self.y[i]), float(self.y[i])
 
     def window(self, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
         """The drawn points with lo < x <= hi (e.g. one segment of the run)."""
