@@ -190,6 +190,9 @@ def test_weights_view_small_variables_show_their_values(qtbot, window, run, tmp_
     assert "color:#1f77b4" in key and "L2 norm</span>" in key and "std</span>" in key
     qtbot.wait(50)  # let the scroll area lay its rows out before the screenshot
     assert kernel.isVisible() and kernel.height() > 150
+    # its header of statistics is cut, not the plots, in a narrow view (the Model dock open)
+    assert "std" in conv.header.text() and conv.minimumSizeHint().width() < 400
+    assert conv.header.toolTip() == conv.header.text()  # whole on hover
     assert window.grab().save(str(tmp_path / "inspector_weights.png"))
 
 

@@ -45,7 +45,7 @@ class GradientsView(VariableRowsView):
         """Header with the last norm/min/max, the heat map and the norm line."""
         history = self.store.gradients[path]
         last = {k: v[-1] for k, v in history.scalars.items() if v}
-        row.header.setText(
+        row.set_header(
             f"<b>{path}</b> — gradient norm {last.get('norm', 0):.4g}, "
             f"min {last.get('min', 0):.4g}, max {last.get('max', 0):.4g}"
         )

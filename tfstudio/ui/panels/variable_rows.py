@@ -9,7 +9,14 @@ list changes and redrawn only when the inspector's store has new data.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
 
 from tfstudio.core.inspector_store import InspectorStore
 from tfstudio.ui.panels.inspector_plots import HeatmapPlot, LinePlot
@@ -43,6 +50,10 @@ class VariableRow(QWidget):
         layout.setContentsMargins(0, 4, 0, 4)
         self.header = QLabel(path)
         self.header.setTextFormat(Qt.TextFormat.RichText)
+        # In a narrow view (the Model dock open) its statistics are cut at the right edge
+        # (hover for them all): as the row's minimum width they pushed the lines plot out
+        # of sight. (Wrapped, the label's height-for-width stretched every row.)
+        self.header.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         layout.addWidget(self.header)
         plots = QHBoxLayout()
         self.heatmap = HeatmapPlot(heat_title, paint_clock, heat_unit)
@@ -50,6 +61,12 @@ class VariableRow(QWidget):
         plots.addWidget(self.heatmap.widget, 3)
         plots.addWidget(self.lines.widget, 2)
         layout.addLayout(plots)
+
+    def set_header(self, text: str) -> None:
+        """The header line (rich text); its tooltip has it whole when a narrow view cuts it."""
+        if text != self.header.text():
+            self.header.setText(text)
+            self.header.setToolTip(text)
 
 
 class VariableRowsView(QWidget):

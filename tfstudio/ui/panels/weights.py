@@ -47,7 +47,7 @@ class WeightsView(VariableRowsView):
         shape = self.store.shapes.get(path, ())
         steps = np.asarray(history.steps, float)
         last = {k: v[-1] for k, v in history.scalars.items() if v}
-        row.header.setText(
+        row.set_header(
             f"<b>{path}</b> {_shape_text(shape)} — mean {last.get('mean', 0):.4g}, "
             f"std {last.get('std', 0):.4g}, min {last.get('min', 0):.4g}, "
             f"max {last.get('max', 0):.4g}, L2 norm {last.get('norm', 0):.4g}, "
