@@ -203,7 +203,9 @@ def test_gradients_view_global_norm_and_rows(qtbot, window, run, tmp_path):
     waiting = "Gradients start once the inspector's time budget (3%) has paid for ..."
     run.emit(InspectorStatus(0, 1, "budget", 10, 0.03, 0.012, 2.5, 20_480, waiting)).frame()
     assert view.info.text() == waiting  # says why there are none yet, not only that
+    assert view.global_plot.widget.isHidden()  # no empty plot meanwhile
     _feed(run, range(11, 211, 10))
+    assert not view.global_plot.widget.isHidden()
     view = window.inspector.gradients
     x, y = view.global_plot.curves["global norm"].getData()
     assert len(x) == 20 and y[0] > y[-1]

@@ -23,6 +23,7 @@ class GradientsView(VariableRowsView):
         super().__init__(store, paint_clock, "No gradients sampled yet.", parent)
         self.global_plot = LinePlot("global gradient norm", "norm", paint_clock)
         self.global_plot.widget.setMaximumHeight(220)
+        self.global_plot.widget.hide()  # an empty plot until the first gradients
         self.add_top(self.global_plot.widget)
 
     def paths(self) -> list[str]:
@@ -31,7 +32,12 @@ class GradientsView(VariableRowsView):
         return [p for p in self.store.variables_under(self.selection) if p in known][:MAX_ROWS]
 
     def draw_top(self) -> None:
-        """The global norm over steps."""
+        """The global norm over steps (shown once there is one)."""
+        shown = bool(self.store.gradients)
+        if self.global_plot.widget.isHidden() == shown:
+            self.global_plot.widget.setVisible(shown)
+        if not shown:
+            return
         self.global_plot.set_line("global norm", *self.store.global_norm.series("norm"), "#000000")
         self.global_plot.done()
 
