@@ -91,6 +91,8 @@ def test_a_learning_rate_holds_each_value_until_the_next_and_the_last_to_the_new
     x, y = curve_data(curve)
     assert curve.item.isVisible()
     assert x.tolist() == [0, 3] and y.tolist() == [0.01, 0.01]  # a line from one point
+    # the title names the plot: no axis label beside ticks like 0.00105 (it overlapped them)
+    assert plot.title() == "learning_rate" and plot.plot.getAxis("left").labelText == ""
     run.steps(4).frame()
     assert curve_data(curve)[0].tolist() == [0, 7]  # held as the run goes on
     run.emit(LearningRate(7, 0.001, False)).steps(3).frame()  # a step decay

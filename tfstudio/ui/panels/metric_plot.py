@@ -141,7 +141,7 @@ class MetricPlot(PlotView):
         group: XLinkGroup | None = None,
         smoothing: float = 0.0,
     ) -> None:
-        super().__init__(family, X_LABELS[GLOBAL], family, paint_clock, group)
+        super().__init__(family, X_LABELS[GLOBAL], "", paint_clock, group)
         self.family = family
         self.capacity = capacity
         self.smoothing = smoothing
