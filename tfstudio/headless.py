@@ -38,14 +38,30 @@ class ProgressLine:
 
     On a terminal the line is rewritten with ``\\r`` at most ``hz`` times a
     second; elsewhere (logs, CI) one line is printed per epoch instead.
+
+    The script shares the terminal. While its output holds a line open (Keras's
+    own progress bar, redrawn with ``\\r``, or text with no newline yet) the line is
+    the script's: ours is not drawn over it (the two bars would take turns, ten
+    times a second), and a message of ours starts on a line of its own, not in
+    the middle of the script's.
+
+    Args:
+        hold: seconds after the script last redrew a line in place during which
+            ours stays hidden (Keras redraws its bar every 50 ms or so).
     """
 
-    def __init__(self, out: TextIO, interactive: bool, hz: float = 10.0) -> None:
+    def __init__(self, out: TextIO, interactive: bool, hz: float = 10.0, hold: float = 1.5) -> None:
         self.out = out
         self.interactive = interactive
         self._interval = 1.0 / hz
+        self._hold = hold
         self._last_draw = 0.0
         self._shown = 0  # width of the line on screen
+        self._script_open = False  # the script's last output did not end its line
+        self._script_drew = -1e9  # when the script last wrote a carriage return
+        # The script's stdout and our line end up in one place (a terminal, or a log
+        # of both): its open lines there are ours to respect.
+        self.shares_terminal = interactive
 
     def clear(self) -> None:
         """Erase the line (before other output is written)."""
@@ -54,9 +70,21 @@ class ProgressLine:
             self.out.flush()
             self._shown = 0
 
+    def script_wrote(self, text: str) -> None:
+        """The script's output went to the terminal (after :meth:`clear`)."""
+        if not text:
+            return
+        self._script_open = not text.endswith("\n")
+        if "\r" in text:
+            self._script_drew = time.monotonic()
+
+    def script_owns_line(self) -> bool:
+        """Whether the script's output holds the bottom line (ours stays hidden)."""
+        return self._script_open or time.monotonic() - self._script_drew < self._hold
+
     def draw(self, text: str, force: bool = False) -> None:
         """Show ``text`` in place (rate-limited unless ``force``)."""
-        if not self.interactive:
+        if not self.interactive or self.script_owns_line():
             return
         now = time.monotonic()
         if not force and now - self._last_draw < self._interval:
@@ -70,8 +98,11 @@ class ProgressLine:
         self._shown = len(text)
 
     def print(self, text: str) -> None:
-        """Print a whole line above the progress line."""
+        """Print a whole line above the progress line (below a line the script left open)."""
         self.clear()
+        if self._script_open:
+            text = "\n" + text
+            self._script_open = False
         self.out.write(text + "\n")
         self.out.flush()
 
@@ -86,6 +117,8 @@ def _terminal_width() -> int:
 def describe(tracker: ProgressTracker) -> str:
     """The progress line: step, epoch, loss, speed, time left."""
     p = tracker.progress
+    if p.fit_index < 0 and not p.global_step:
+        return "tfstudio: waiting for the first training step"
     step = f"step {p.step}/{p.steps_per_epoch}" if p.steps_per_epoch else f"step {p.step}"
     if p.steps_per_execution > 1:
         step += f" (every {p.steps_per_execution})"
@@ -140,6 +173,7 @@ def _run(
     launcher = ProcessLauncher(channel, script_cwd=False, keep_spare=False, own_terminal=True)
     tracker = ProgressTracker()
     line = ProgressLine(err, interactive=err.isatty())
+    line.shares_terminal = out.isatty() == err.isatty()  # both a terminal, or one log
     interrupts = [0]
 
     def on_sigint(signum: int, frame: FrameType | None) -> None:
@@ -199,13 +233,15 @@ def _show(
     if isinstance(event, StepEnded | StepColumns):
         return None
     if isinstance(event, ConsoleOutput):
+        if event.stream == "tfstudio":  # ours: on a line of its own
+            line.print("tfstudio: " + event.text.removesuffix("\n"))
+            return None
         line.clear()
         stream = out if event.stream == "stdout" else err
-        text = event.text
-        if event.stream == "tfstudio":
-            text = "tfstudio: " + text
-        stream.write(text)
+        stream.write(event.text)
         stream.flush()
+        if line.shares_terminal or stream is err:
+            line.script_wrote(event.text)
     elif isinstance(event, FitStarted) and event.kind == "loop":
         line.print(f"tfstudio: {event.title()} (custom training loop)")
     elif isinstance(event, FitStarted):

@@ -63,6 +63,20 @@ def test_progress_rate_eta_and_fraction():
     assert p.loss_key == "loss" and p.loss == pytest.approx(2.0 / 50)
 
 
+def test_progress_rate_leaves_out_the_first_step_which_traces():
+    """A fit's first step takes seconds (tracing): the rate starts after it."""
+    tr = ProgressTracker(window=1.0)
+    model = ModelSummary("m", "Sequential", (), 10, 10)
+    tr.feed(FitStarted(0, model, 1, 0, 1000, 1, 0, 0.0))
+    tr.feed(_step(1, 0, 1, 2.0))  # the trace: 2 s
+    assert tr.progress.rate == 0.0 and tr.progress.eta is None
+    for i in range(2, 52):
+        tr.feed(_step(i, 0, i, 2.0 + (i - 1) * 0.004))
+    p = tr.progress
+    assert p.rate == pytest.approx(250.0)  # not 51 steps / 2.2 s
+    assert p.eta == pytest.approx((1000 - 51) / 250.0)
+
+
 def test_progress_after_a_pause_and_a_restore_counts_only_the_steps_after_it():
     """Every step after the rate restarts feeds here (as the headless viewer does)."""
     tr = ProgressTracker(window=1.0)

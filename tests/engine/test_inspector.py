@@ -347,6 +347,8 @@ def test_unprobeable_model_is_skipped_with_one_note(write_script, tmp_path):
     notes = [line for line in console(events, "tfstudio").splitlines() if "needs_scale" in line]
     assert len(notes) == 1, notes
     assert "cannot be probed" in notes[0] and "NeedsScale" in notes[0]
+    assert "scale" in notes[0].split("failed with", 1)[1]  # the error itself, on that line
+    assert "Arguments received" not in console(events, "tfstudio")  # not Keras's whole text
     assert not of(events, LayerOutputs)
     # Weights and gradients go on.
     assert len(of(events, WeightStats)) >= 4 and len(of(events, GradientStats)) >= 4

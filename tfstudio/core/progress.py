@@ -28,7 +28,7 @@ class Progress:
 
     fit_index: int = -1
     model_name: str = ""
-    epoch: int = 0  # 1-based for display; 0 before the first step
+    epoch: int = 0  # 1-based for display; 0 before the first fit, or in a loop
     epochs: int = 0
     step: int = 0
     steps_per_epoch: int | None = None
@@ -51,9 +51,9 @@ class Progress:
 class ProgressTracker:
     """Folds events into a :class:`Progress`; steps/s is smoothed over ~1 s.
 
-    A pause, a resume or a restored checkpoint starts the rate afresh: the first
-    step after it carries the paused time (and a restore moves the step back), so
-    only the steps after it count.
+    A fit's start, a pause, a resume or a restored checkpoint starts the rate afresh:
+    the first step after it carries the trace or the paused time (and a restore moves
+    the step back), so only the steps after it count.
 
     Args:
         window: seconds over which the step rate is averaged.
@@ -70,10 +70,10 @@ class ProgressTracker:
     def feed(self, event: object) -> None:
         """Update from one event; events of other kinds are ignored."""
         p = self.progress
-        if type(event) is StepColumns:  # a block of steps: its first (after a pause) and last
+        if type(event) is StepColumns:  # a block of steps: its first (rate restarted) and last
             if not len(event):
                 return
-            if p.paused and len(event) > 1:
+            if self.wants_first_step and len(event) > 1:
                 self.feed(event.row(0))
             event = event.row(-1)
         if isinstance(event, StepEnded):
@@ -96,13 +96,14 @@ class ProgressTracker:
             p.epochs = event.epochs
             p.steps_per_epoch = event.steps_per_epoch
             p.steps_per_execution = event.steps_per_execution
-            p.epoch = event.initial_epoch
+            p.epoch = event.initial_epoch + 1 if event.epochs else 0  # the epoch it begins
             p.step = 0
             p.global_step = event.global_step
             p.eta = None
             self._initial_epoch = event.initial_epoch
-            self._rate_t0 = event.time
-            self._rate_s0 = event.global_step
+            # The first step's time is mostly tracing (seconds, against milliseconds a
+            # step after it): the rate is measured from the first step on, not the start.
+            self._restart_rate()
         elif isinstance(event, EpochEnded):
             p.epoch = event.epoch + 1
         elif isinstance(event, FitEnded) and not event.stopped:
@@ -114,6 +115,15 @@ class ProgressTracker:
         elif isinstance(event, CheckpointRestored):
             p.global_step = event.step
             self._restart_rate()
+
+    @property
+    def wants_first_step(self) -> bool:
+        """Whether a block of steps should be fed from its first row, not only its last.
+
+        After a fit's start, a pause or a restore the rate is measured from the first
+        step that follows: in a block, that is its first row.
+        """
+        return self.progress.paused or self._rate_t0 is None
 
     def _restart_rate(self) -> None:
         """Forget the rate: the next two steps measure it again."""

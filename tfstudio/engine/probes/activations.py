@@ -214,7 +214,8 @@ class ActivationProbe:
                 self.model.name,
                 f"Inspector: layer outputs of '{self.model.name}' "
                 f"({type(self.model).__name__}) cannot be probed, skipped: "
-                f"calling it on the probe batch failed with {type(exc).__name__}: {exc}",
+                f"calling it on the probe batch failed with {type(exc).__name__}: "
+                f"{brief_error(exc)} (weights and gradients are still sampled)",
             )
             return None
         return [(layer, path, depth, out) for layer, path, depth, out in records]
@@ -267,6 +268,19 @@ class ActivationProbe:
         if key not in self._noted:
             self._noted.add(key)
             self._note(text)
+
+
+def brief_error(exc: BaseException, limit: int = 240) -> str:
+    """The line of an exception's message that says what went wrong, for a one-line note.
+
+    Keras wraps an error raised in a layer's ``call`` as "Exception encountered when
+    calling X.call().", a blank line, the error, then the arguments it got: the note
+    keeps the error.
+    """
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    lines = [line for line in lines if not line.startswith("Exception encountered when calling")]
+    text = lines[0] if lines else type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def activation_of(layer: Any) -> str:

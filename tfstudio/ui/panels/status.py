@@ -97,8 +97,8 @@ class StatusPanel(QWidget):
     # -- panel protocol ----------------------------------------------------
     def ingest_steps(self, steps: Sequence[StepEnded]) -> None:
         """Fold a run of steps in; only the newest one matters for what is shown."""
-        if self.tracker.progress.paused and len(steps) > 1:
-            self.tracker.feed(steps[0])  # the first step after a pause restarts the rate
+        if self.tracker.wants_first_step and len(steps) > 1:
+            self.tracker.feed(steps[0])  # the rate counts from the first step (a fit's trace)
         self.tracker.feed(steps[-1])
         self._dirty = True
 
