@@ -256,6 +256,59 @@ def test_a_schedule_is_shown_and_only_replaced_when_confirmed(write_script):
     session.join(timeout=60)
 
 
+GAN_FIT = """
+import numpy as np, tensorflow as tf, keras
+
+class TwoOptimizers(keras.Model):
+    # A GAN-like model: its train_step applies two optimizers of its own.
+    def __init__(self):
+        super().__init__()
+        self.d = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+        self.g = keras.Sequential([keras.Input((2,)), keras.layers.Dense(4)])
+    def compile(self, d_opt, g_opt):
+        super().compile()  # model.optimizer: Keras's default, never stepped
+        self.d_opt, self.g_opt = d_opt, g_opt
+    def train_step(self, real):
+        with tf.GradientTape() as tape:
+            d_loss = tf.reduce_mean(tf.square(self.d(real) - 1.0))
+        grads = tape.gradient(d_loss, self.d.trainable_weights)
+        self.d_opt.apply_gradients(zip(grads, self.d.trainable_weights))
+        with tf.GradientTape() as tape:
+            g_loss = tf.reduce_mean(tf.square(self.d(self.g(real[:, :2])) - 1.0))
+        grads = tape.gradient(g_loss, self.g.trainable_weights)
+        self.g_opt.apply_gradients(zip(grads, self.g.trainable_weights))
+        return {"d_loss": d_loss, "g_loss": g_loss}
+
+class ShowLR(keras.callbacks.Callback):
+    def on_train_batch_begin(self, batch, logs=None):
+        print(f"d_opt lr: {float(self.model.d_opt.learning_rate):.6f}")
+
+m = TwoOptimizers()
+m.compile(keras.optimizers.Adam(0.0002), keras.optimizers.Adam(0.0005))
+x = np.ones((4000, 4), "float32")
+m.fit(x, batch_size=8, epochs=20, verbose=0, callbacks=[ShowLR()])
+"""
+
+
+def test_a_train_step_with_optimizers_of_its_own_shows_and_sets_the_one_that_trains(
+    write_script,
+):
+    """model.optimizer (Keras's default RMSprop at 0.001) never steps: not its rate."""
+    session, seen = start(write_script(GAN_FIT))
+    wait_for(lambda: any(e.value == pytest.approx(0.0002) for e in of(seen.poll(), LearningRate)))
+    notes = console(seen.events, "tfstudio")
+    assert "applies d_opt (Adam), g_opt (Adam), not model.optimizer" in notes
+    assert "the learning rate shown and set is d_opt's" in notes
+    pause(seen)
+    seen.channel.send(SetLearningRate(0.003))
+    wait_for(lambda: of(seen.poll(), LearningRate)[-1].value == pytest.approx(0.003))
+    seen.channel.send(Resume())
+    wait_for(lambda: "d_opt lr: 0.003000" in console(seen.poll(), "stdout"))  # the script's d_opt
+    assert "d_opt lr: 0.000200" in console(seen.events, "stdout")
+    session.stop()
+    session.join(timeout=60)
+
+
 NAN_AT_STEP_7 = """
 import numpy as np, keras
 

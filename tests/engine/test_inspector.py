@@ -349,6 +349,7 @@ def test_unprobeable_model_is_skipped_with_one_note(write_script, tmp_path):
     assert "cannot be probed" in notes[0] and "NeedsScale" in notes[0]
     assert "scale" in notes[0].split("failed with", 1)[1]  # the error itself, on that line
     assert "Arguments received" not in console(events, "tfstudio")  # not Keras's whole text
+    assert "\x1b" not in notes[0]  # nor its bold codes
     assert not of(events, LayerOutputs)
     # Weights and gradients go on.
     assert len(of(events, WeightStats)) >= 4 and len(of(events, GradientStats)) >= 4
@@ -356,6 +357,21 @@ def test_unprobeable_model_is_skipped_with_one_note(write_script, tmp_path):
         "needs_scale/d/kernel",
         "needs_scale/d/bias",
     }
+
+
+def test_a_keras_error_is_told_in_one_plain_line():
+    """Keras wraps a call's error in several lines with bold codes: the note keeps the error."""
+    import keras
+
+    from tfstudio.engine.probes.activations import brief_error
+
+    class NoCall(keras.Model):  # a GAN-style model: train_step calls its parts, no call()
+        pass
+
+    with pytest.raises(NotImplementedError) as caught:
+        NoCall()(np.zeros((2, 3), "float32"))
+    assert "\n" in str(caught.value)  # what Keras gives
+    assert brief_error(caught.value) == "Model NoCall does not have a `call()` method implemented."
 
 
 def test_budget_cadence_spaces_samples_and_reports_overhead(write_script, tmp_path):

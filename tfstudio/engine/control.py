@@ -59,6 +59,26 @@ LR_EVERY = 10  # steps between learning-rate events (the UI draws them as a line
 LR_MIN_S = 0.25  # ... and seconds: a fast fit reads its rate 4 times a second, not 60
 
 
+def _optimizer_candidates(model: Any, optimizer: Any) -> list[tuple[str, Any, int]] | None:
+    """``model.optimizer`` and the Keras optimizers in the model's attributes, with their
+    ``iterations`` now; None when there is no other optimizer (the usual case)."""
+    import keras
+
+    base = keras.optimizers.Optimizer
+    others: list[tuple[str, Any]] = []
+    for name, value in vars(model).items():
+        if (
+            isinstance(value, base)
+            and value is not optimizer
+            and all(value is not o for _, o in others)
+        ):
+            others.append((name, value))
+    if not others:
+        return None
+    pairs = ([("optimizer", optimizer)] if optimizer is not None else []) + others
+    return [(name, opt, int(opt.iterations.numpy())) for name, opt in pairs]
+
+
 class TrainingController:
     """Per-run control state: pause, checkpoints, execution mode, learning rate, NaN guard.
 
@@ -100,6 +120,11 @@ class TrainingController:
         self.on_due: Callable[[], None] = lambda: None
         self.eager: bool | None = self.options.eager
         self.stop_at_reached = False
+        # A model whose train_step applies optimizers of its own (a GAN's d_opt and g_opt)
+        # besides model.optimizer: [(name, optimizer, iterations at the fit's start)],
+        # looked at once, after the fit's first step (None: nothing to look at).
+        self._optimizers_to_check: list[tuple[str, Any, int]] | None = None
+        self._check_after = 0
 
     # -- fit boundaries ------------------------------------------------
     def begin(
@@ -159,6 +184,8 @@ class TrainingController:
         if keras_fit:
             eager = bool(model.run_eagerly)
             mon.channel.emit(ExecutionMode(eager, self._traces, mon.global_step))
+            self._optimizers_to_check = _optimizer_candidates(model, optimizer)
+            self._check_after = mon.global_step
         self._send_learning_rate(force=True)
 
     def end(self) -> None:
@@ -210,6 +237,35 @@ class TrainingController:
             return
         self._lr_watched = variable
 
+    def _find_stepping_optimizer(self) -> None:
+        """After a fit's first step: follow the optimizers its train_step applies.
+
+        A custom ``train_step`` may apply optimizers of its own (a GAN's ``d_opt`` and
+        ``g_opt``, given to an overridden ``compile``), while ``model.optimizer`` is
+        Keras's default, never stepped: its rate would be plotted, and set, for
+        nothing. The optimizers whose ``iterations`` moved are the ones that train.
+        """
+        candidates, self._optimizers_to_check = self._optimizers_to_check, None
+        try:
+            moved = [(n, o) for n, o, it in candidates or [] if int(o.iterations.numpy()) != it]
+        except Exception as exc:  # noqa: BLE001
+            self.monitor.report_error("finding the optimizer that trains", exc)
+            return
+        if not moved or any(o is self.optimizer for _, o in moved):
+            return  # model.optimizer trains (or nothing moved yet: leave it)
+        name, optimizer = moved[0]
+        self.optimizer = optimizer
+        self._watch_rate(optimizer)
+        self._lr_sent = None
+        model = getattr(self.model, "name", "the model")
+        applied = ", ".join(f"{n} ({type(o).__name__})" for n, o in moved)
+        shown = "its" if len(moved) == 1 else f"{name}'s"
+        self.monitor.note(
+            f"{model}'s train_step applies {applied}, not model.optimizer: the learning "
+            f"rate shown and set is {shown}."
+        )
+        self._send_learning_rate(force=True)
+
     # -- the step boundary (hot path) ----------------------------------
     def after_step(self, loss: float | None) -> None:
         """Called after every step: NaN guard, stop at step, automatic saves, commands, pause."""
@@ -223,6 +279,8 @@ class TrainingController:
                 self._nan_active = True
                 self._on_non_finite(loss)
         step = mon.global_step
+        if self._optimizers_to_check is not None and step > self._check_after:
+            self._find_stepping_optimizer()
         opts = self.options
         if opts.stop_at_step is not None and step >= opts.stop_at_step and not self.stop_at_reached:
             self.stop_at_reached = True

@@ -26,6 +26,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfstudio.core.events import LayerOutput, LayerOutputs
+from tfstudio.core.terminal import plain_text
 from tfstudio.engine.probes.model import sublayers
 
 PROBE_SAMPLES = 8
@@ -275,9 +276,9 @@ def brief_error(exc: BaseException, limit: int = 240) -> str:
 
     Keras wraps an error raised in a layer's ``call`` as "Exception encountered when
     calling X.call().", a blank line, the error, then the arguments it got: the note
-    keeps the error.
+    keeps the error (without the terminal's bold codes Keras puts around it).
     """
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    lines = [line.strip() for line in plain_text(str(exc)).splitlines() if line.strip()]
     lines = [line for line in lines if not line.startswith("Exception encountered when calling")]
     text = lines[0] if lines else type(exc).__name__
     return text if len(text) <= limit else text[: limit - 3] + "..."
