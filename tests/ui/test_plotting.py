@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
+import pytest
 
 from tfstudio.ui.plotting import PlotView, XLinkGroup, robust_range
 from tfstudio.ui.plotting.curve import held_steps, with_breaks
@@ -24,6 +25,21 @@ def test_robust_range_leaves_a_1000x_spike_out_unless_asked():
     assert robust_range(np.array([np.nan, np.inf])) is None
     lo, hi = robust_range(np.array([3.0]))
     assert lo < 3.0 < hi  # one point: a range around it
+
+
+def test_robust_range_of_a_metric_stuck_at_one_is_not_its_rounding_noise():
+    """An accuracy at 1.0 for most of a run: float32 means scatter it by ~1e-6."""
+    rng = np.random.default_rng(0)
+    acc = 1.0 + rng.uniform(-3.4e-6, 3.1e-6, 1640)
+    acc[:6] = [0.84375, 0.90625, 0.90625, 0.9375, 0.96875, 0.99453]  # the first steps
+    lo, hi = robust_range(acc)
+    assert lo < 0.97 and 1.0 < hi < 1.01  # 1.0 on a readable axis, with the end of the climb
+    lo, hi = robust_range(np.full(100, 1.0) + rng.uniform(-3e-6, 3e-6, 100))
+    assert lo == pytest.approx(0.9, abs=1e-4) and hi == pytest.approx(1.1, abs=1e-4)
+    # a real change of 0.03% of the value is still shown at its own scale
+    auc = np.linspace(0.9997, 1.0, 200)
+    lo, hi = robust_range(auc)
+    assert 0.9996 < lo < 0.9997 and 1.0 < hi < 1.0001
 
 
 def test_with_breaks_puts_a_gap_between_points_only():
