@@ -8,6 +8,7 @@ import pytest
 
 from tests.engine.helpers import console, of, run_script
 from tfstudio.core.events import EpochEnded, FitEnded, FitStarted, RunEnded, StepEnded
+from tfstudio.core.options import RunOptions
 
 pytestmark = pytest.mark.tf
 
@@ -138,6 +139,37 @@ def test_steps_per_execution_reports_every_n_steps(write_script):
     # 9 batches: hooks after 4, 8 and the last 1 (never past the epoch's end)
     assert [(s.step, s.steps) for s in steps] == [(4, 4), (8, 4), (9, 1)]
     assert steps[-1].global_step == 9
+
+
+def test_a_fit_a_callback_ends_early_says_why(write_script):
+    """EarlyStopping (verbose=0, its default) ends a fit in silence: the console says why."""
+    path = write_script(
+        """
+        import numpy as np, keras
+        x = np.zeros((40, 2), "float32"); y = np.zeros((40, 1), "float32")
+        m = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        m.compile("sgd", "mse")
+        never = keras.callbacks.EarlyStopping(
+            monitor="loss", patience=1, min_delta=1e9, restore_best_weights=True
+        )
+        m.fit(x, y, batch_size=10, epochs=5, verbose=0, callbacks=[never])
+
+        class Quit(keras.callbacks.Callback):
+            def on_epoch_end(self, epoch, logs=None):
+                self.model.stop_training = True
+        m.fit(x, y, batch_size=10, epochs=3, verbose=0, callbacks=[Quit()])
+        m.fit(x, y, batch_size=10, epochs=2, verbose=0, callbacks=[never])  # patience 1: 2 run
+        """
+    )
+    ended, events = run_script(path, options=RunOptions(inspector=False))
+    assert ended.status == "finished", console(events)
+    notes = [line for line in console(events, "tfstudio").splitlines() if "ended after" in line]
+    assert notes == [
+        "Fit 1 ended after epoch 2 of 5: EarlyStopping saw loss not improve for 1 epoch "
+        "(best 0 at epoch 1); the model now holds epoch 1's weights.",
+        "Fit 2 ended after epoch 1 of 3: model.stop_training was set "
+        "(by one of its callbacks: Quit).",
+    ]
 
 
 def test_fit_is_restored_after_the_run(write_script):

@@ -65,6 +65,7 @@ class StudioCallback(keras.callbacks.Callback):
         self.fit_validation: Any = None
         self._inspector: Inspector | None = None
         self._inspect_at = NEVER  # global step at which the inspector next wants the hook
+        self.user_callbacks: list[Any] = []  # the fit's own callbacks (to say who ended it)
 
     # -- fit -----------------------------------------------------------
     def on_train_begin(self, logs: dict | None = None) -> None:
@@ -116,6 +117,12 @@ class StudioCallback(keras.callbacks.Callback):
         except Exception as exc:  # noqa: BLE001
             self._monitor.report_error("controls (on_train_end)", exc)
         try:
+            early = self._early_end()
+            if early:
+                self._monitor.note(early)
+        except Exception as exc:  # noqa: BLE001
+            self._monitor.report_error("on_train_end (early end)", exc)
+        try:
             self._emit(
                 FitEnded(
                     self.fit_index, self._monitor.global_step, self.stopped, self._monitor.now()
@@ -124,6 +131,40 @@ class StudioCallback(keras.callbacks.Callback):
             self._monitor.flush()  # a fit's end reaches the viewer even if the process dies next
         except Exception as exc:  # noqa: BLE001
             self._monitor.report_error("on_train_end", exc)
+
+    def _early_end(self) -> str:
+        """Why the fit ended before its last epoch, when one of its callbacks ended it.
+
+        ``EarlyStopping`` with ``verbose=0`` (its default) says nothing: the run just
+        ends after epoch 20 of 30. Empty when the fit ran its epochs or tfstudio ended it.
+        """
+        model = self.model
+        epochs = int((self.params or {}).get("epochs") or 0)
+        done = self._epoch + 1
+        if self.stopped or not getattr(model, "stop_training", False) or done >= epochs:
+            return ""
+        head = f"Fit {self.fit_index + 1} ended after epoch {done} of {epochs}"
+        for cb in self.user_callbacks:
+            if isinstance(cb, keras.callbacks.EarlyStopping) and cb.stopped_epoch > 0:
+                best = cb.best
+                text = (
+                    f"{head}: EarlyStopping saw {cb.monitor} not improve for {cb.patience} "
+                    f"epoch{'s' if cb.patience != 1 else ''}"
+                )
+                if best is not None:
+                    text += f" (best {float(best):.4g} at epoch {cb.best_epoch + 1})"
+                if cb.restore_best_weights and cb.best_weights is not None:
+                    text += f"; the model now holds epoch {cb.best_epoch + 1}'s weights"
+                return text + "."
+        names = sorted(
+            {
+                type(cb).__name__
+                for cb in self.user_callbacks
+                if not isinstance(cb, keras.callbacks.History | keras.callbacks.ProgbarLogger)
+            }
+        )
+        by = f" (by one of its callbacks: {', '.join(names)})" if names else ""
+        return f"{head}: model.stop_training was set{by}."
 
     # -- epochs --------------------------------------------------------
     def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:

@@ -182,8 +182,10 @@ class FitInterceptor:
             callback.fit_validation = bound.arguments.get("validation_data")
             user_callbacks = bound.arguments.get("callbacks")
             if isinstance(user_callbacks, keras.callbacks.CallbackList):
+                callback.user_callbacks = list(user_callbacks.callbacks)
                 user_callbacks.append(callback)
             else:
+                callback.user_callbacks = list(user_callbacks or [])
                 bound.arguments["callbacks"] = [*(user_callbacks or []), callback]
             monitor.fits += 1
             monitor.in_fit = True
