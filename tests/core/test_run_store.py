@@ -21,7 +21,7 @@ from tfstudio.core.events import (
     StepEnded,
 )
 from tfstudio.core.run_loading import FolderFeed, FolderLoader, load_folder, tag_kind
-from tfstudio.core.run_store import EPOCH, SAMPLED, STEP, RunStore
+from tfstudio.core.run_store import EPOCH, RUNNING, SAMPLED, STEP, RunStore
 from tfstudio.core.smoothing import ema
 
 
@@ -120,6 +120,7 @@ def test_tags_map_to_the_live_keys():
     assert tag_kind("train/batch_loss") == ("loss", STEP)
     assert tag_kind("train/epoch_learning_rate") == ("learning_rate", SAMPLED)
     assert tag_kind("weights/seq/dense/kernel/mean") is None
+    assert tag_kind("running/auc") == ("auc", RUNNING)
     assert tag_kind("my_metric") == ("my_metric", STEP)
 
 

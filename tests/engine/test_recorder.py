@@ -14,7 +14,7 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from tests.engine.helpers import of, run_script
-from tfstudio.core.events import EpochEnded, RunEnded, StepEnded
+from tfstudio.core.events import EpochEnded, FitStarted, ModelSummary, RunEnded, StepEnded
 from tfstudio.core.options import RunOptions
 from tfstudio.core.runs import list_runs, read_run_json, read_scalars
 from tfstudio.engine.recorder import WRITERS, Recorder
@@ -172,6 +172,44 @@ def test_new_kind_of_event_is_one_writer(tmp_path, monkeypatch):
     reader.update()
     [h] = reader.histograms["w/kernel"]
     assert h.edges == (0.0, 1.0, 2.0) and h.counts == (5.0, 7.0)
+
+
+def test_running_means_of_a_metric_with_no_own_value_are_recorded_and_read_back(tmp_path):
+    """AUC has no per-step value (not a mean): the live plot draws Keras's running mean,
+    and so does the recorded run, reopened, at the same steps."""
+    from tfstudio.core.channel import StepRows
+    from tfstudio.core.run_loading import load_folder
+    from tfstudio.core.run_store import RunStore
+
+    def fit(index: int, start: int) -> FitStarted:
+        return FitStarted(
+            index, ModelSummary("m", "Sequential", (), 10, 10), 1, 0, None, 1, start, 0.0
+        )
+
+    def step(f: int, g: int, values: dict, running: dict) -> StepEnded:
+        return StepEnded(f, g, 0, g, 1, values, running, g * 0.01)
+
+    steps = [
+        step(0, g, {"loss": 1.0 / g}, {"loss": 0.9 / g, "auc": 0.5 + g / 100}) for g in range(1, 31)
+    ]
+    # steps 31-40: the loss has no value of its own either (a hook without it)
+    steps += [
+        StepEnded(0, g, 0, g, 1, {}, {"loss": 0.9 / g, "auc": 0.5 + g / 100}, g * 0.01)
+        for g in range(31, 41)
+    ]
+    live = RunStore()
+    live.add([fit(0, 0)])
+    live.add_steps(steps)
+    rec = Recorder(tmp_path / "run")
+    rec.write([fit(0, 0), *StepRows.of(steps).columns()])
+    rec.close(RunEnded("finished", 0, 1, 40, 0.4))
+    recorded = load_folder(tmp_path / "run")
+    for store in (live, recorded):
+        assert set(store.running) == {"auc"}  # the loss's own values beat its running mean
+        x, y = store.running["auc"].points()
+        assert x.tolist() == list(range(1, 41))
+        np.testing.assert_allclose(y, [np.float32(0.5 + g / 100) for g in range(1, 41)])
+    assert recorded.steps["loss"].points()[0].tolist() == list(range(1, 31))
 
 
 KILLED = """

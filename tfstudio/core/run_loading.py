@@ -31,6 +31,7 @@ from tfstudio.core.run_store import (
     EPOCH,
     LR_KEY,
     RESTORE_MARK,
+    RUNNING,
     SAMPLED,
     STEP,
     Mark,
@@ -39,6 +40,7 @@ from tfstudio.core.run_store import (
 from tfstudio.core.runs import (
     EPOCH_PREFIX,
     RUN_JSON,
+    RUNNING_PREFIX,
     STEP_PREFIX,
     RunFolderReader,
     local_stamp,
@@ -52,7 +54,8 @@ INSPECTOR_PREFIXES = ("weights/", "gradients/", "outputs/")
 def tag_kind(tag: str) -> tuple[str, str] | None:
     """What a scalar tag is in a store: ``(key, kind)``, or None (not a metric).
 
-    tfstudio's tags (``step/loss``, ``epoch/val_loss``, ``learning_rate``) and
+    tfstudio's tags (``step/loss``, ``epoch/val_loss``, ``running/auc``,
+    ``learning_rate``) and
     Keras ``TensorBoard`` callback tags (``train/epoch_loss``,
     ``validation/epoch_loss``, ``train/batch_loss``) map to the live run's keys;
     any other scalar (``tf.summary.scalar``) is a per-step line named by its tag.
@@ -62,6 +65,8 @@ def tag_kind(tag: str) -> tuple[str, str] | None:
         return tag[len(STEP_PREFIX) :], STEP
     if tag.startswith(EPOCH_PREFIX):
         return tag[len(EPOCH_PREFIX) :], EPOCH
+    if tag.startswith(RUNNING_PREFIX):
+        return tag[len(RUNNING_PREFIX) :], RUNNING
     if tag == LR_KEY:
         return LR_KEY, SAMPLED
     if tag.startswith(INSPECTOR_PREFIXES):

@@ -347,7 +347,8 @@ class RunStore:
     def add_columns(self, key: str, xs: np.ndarray, ys: np.ndarray, kind: str = STEP) -> None:
         """Take one metric's points as columns (a recorded folder's reader).
 
-        ``kind``: :data:`STEP` (per-step values), :data:`EPOCH` (epoch means and
+        ``kind``: :data:`STEP` (per-step values), :data:`RUNNING` (Keras's running
+        means of a metric with no per-step value), :data:`EPOCH` (epoch means and
         ``val_`` metrics; their steps become epoch boundaries) or :data:`SAMPLED`.
         """
         if not len(xs):
@@ -368,6 +369,11 @@ class RunStore:
                 self.epoch_steps = sorted(known.union(new))
         elif kind == SAMPLED:
             self._sampled_track(key).append(x, y)
+        elif kind == RUNNING:
+            track = self._running_track(key)
+            if track is not None:
+                self._cut_gaps(track, x, max(self.spe.values(), default=1))
+                track.append(x, y)
         else:
             track = self._step_track(key)
             self._cut_gaps(track, x, max(self.spe.values(), default=1))

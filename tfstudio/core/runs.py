@@ -49,6 +49,9 @@ RUN_JSON = "run.json"
 DEFAULT_DIRNAME = "tfstudio-runs"
 STEP_PREFIX = "step/"
 EPOCH_PREFIX = "epoch/"
+# Keras's running mean at each step of a metric with no per-step value of its own (AUC,
+# precision: not means, so a batch's value cannot be derived), as the live plot draws it
+RUNNING_PREFIX = "running/"
 # A "running" run whose run.json has not been refreshed for this long is taken as dead
 # (the writer refreshes it every few seconds, even while paused).
 STALE_AFTER_S = 60.0

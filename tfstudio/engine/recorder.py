@@ -57,6 +57,7 @@ from tfstudio.core.locations import GFileFS, UrlPath, fs_for, location
 from tfstudio.core.pump import Pump
 from tfstudio.core.runs import (
     EPOCH_PREFIX,
+    RUNNING_PREFIX,
     STEP_PREFIX,
     new_run_dir,
     resolve_logdir,
@@ -587,6 +588,9 @@ def _fit_ended(rec: Recorder, e: FitEnded) -> None:
 
 def _step_ended(rec: Recorder, e: StepEnded) -> None:
     values = {STEP_PREFIX + k: v for k, v in e.values.items()}
+    for k, v in e.running.items():
+        if k not in e.values:  # drawn where the metric has no value of its own
+            values[RUNNING_PREFIX + k] = v
     if values:
         rec.scalars(e.global_step, values, rec._wall(e.time))
     rec.info["steps"] = e.global_step
@@ -602,6 +606,11 @@ def _step_columns(rec: Recorder, e: StepColumns) -> None:
     walls = rec._t0_wall + np.asarray(e.time, dtype=np.float64)  # (_last_wall: see write)
     columns = {STEP_PREFIX + k: v for k, v in e.values.items()}
     absent = {STEP_PREFIX + k: m for k, m in e.absent.items()}
+    for k, col in e.running.items():
+        if k not in e.values:  # a metric with no value of its own (AUC): its running mean
+            columns[RUNNING_PREFIX + k] = col
+            if k in e.running_absent:
+                absent[RUNNING_PREFIX + k] = e.running_absent[k]
     if columns:
         rec._writer.write_many(
             scalar_records(e.global_step, walls, columns, rec._described, absent)
