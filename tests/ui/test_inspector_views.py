@@ -236,10 +236,24 @@ def test_a_line_plots_key_takes_the_room_it_has_and_never_widens_the_plot(qtbot)
     assert "[7]" in plot.plot.titleLabel.text and "+" not in plot.plot.titleLabel.text
 
 
+def test_outputs_view_says_why_a_fit_has_no_layer_outputs(window, run):
+    window.inspector.show_view("outputs")
+    view = window.inspector.outputs
+    run.started().fit(epochs=1, steps_per_epoch=200).emit(_tree(), _weights(1)).frame()
+    assert view.header.text() == "No layer outputs yet."
+    assert view.picture.isHidden() and view.dead.widget.isHidden()  # no empty axes
+    off = "Layer outputs are not sampled in this fit: its dataset reshuffles every epoch, ..."
+    status = InspectorStatus(0, 1, "budget", 10, 0.03, 0.012, 2.5, 20_480, "", off)
+    run.emit(status).frame()
+    assert view.header.text() == off
+    assert view.picture.isHidden() and view.heatmap.widget.isHidden()
+
+
 def test_outputs_view_feature_maps_for_a_chosen_sample(window, run, tmp_path):
     window.inspector.show_view("outputs")
     _feed(run)
     view = window.inspector.outputs
+    assert not view.picture.isHidden() and not view.dead.widget.isHidden()
     assert view.current().path == "seq/conv1"  # first layer with feature maps
     shown = view.image.image.T  # ImageItem holds (x, y)
     assert shown.shape == mosaic(channel_maps(view.current(), 0)).shape == (6 * 2 + 2, 6 * 2 + 2)

@@ -793,6 +793,8 @@ class InspectorStatus:
         largest_message: bytes of the largest inspector event so far (pickled).
         waiting: what is not sampled yet and why ("" when everything is): the
             gradients, until the budget has paid for tracing their recording step.
+        outputs_off: why layer outputs are not sampled in this fit ("" when they are):
+            no probe batch, or a model that cannot be probed.
     """
 
     fit_index: int
@@ -804,6 +806,7 @@ class InspectorStatus:
     probe_ms: float
     largest_message: int = 0
     waiting: str = ""
+    outputs_off: str = ""
 
 
 @dataclass(frozen=True, slots=True)

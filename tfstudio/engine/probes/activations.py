@@ -119,6 +119,7 @@ class ActivationProbe:
         self._note = note
         self._noted: set[str] = set()
         self.disabled = False
+        self.off_reason = ""  # why it is disabled (the Layer outputs tab says it)
         self.samples = int(tf.nest.flatten(inputs)[0].shape[0] or 0) if inputs is not None else 0
         self._layers = _all_layers(model)
         self._fn: Any = None  # the traced probe; False: eager passes instead
@@ -191,12 +192,12 @@ class ActivationProbe:
         written = written_variables(concrete)
         if written is None:
             self.disabled = True
-            self._note_once(
-                self.model.name,
-                f"Inspector: layer outputs of '{self.model.name}' are not sampled: calling it "
+            self.off_reason = (
+                f"Layer outputs of '{self.model.name}' are not sampled: calling it "
                 "writes a variable the probe cannot put back, and a probe must not change "
-                "what the script computes",
+                "what the script computes"
             )
+            self._note_once(self.model.name, "Inspector: " + self.off_reason)
             return
         self._written = written
         self._meta = [(layer, path, depth) for layer, path, depth, _ in records]
@@ -211,13 +212,13 @@ class ActivationProbe:
                 self.model(self.inputs, training=False)
         except Exception as exc:  # noqa: BLE001 - e.g. call() needs extra arguments
             self.disabled = True
-            self._note_once(
-                self.model.name,
-                f"Inspector: layer outputs of '{self.model.name}' "
-                f"({type(self.model).__name__}) cannot be probed, skipped: "
-                f"calling it on the probe batch failed with {type(exc).__name__}: "
-                f"{brief_error(exc)} (weights and gradients are still sampled)",
+            self.off_reason = (
+                f"Layer outputs of '{self.model.name}' ({type(self.model).__name__}) cannot "
+                f"be probed, skipped: calling it on the probe batch failed with "
+                f"{type(exc).__name__}: {brief_error(exc)} (weights and gradients are still "
+                "sampled)"
             )
+            self._note_once(self.model.name, "Inspector: l" + self.off_reason[1:])
             return None
         return [(layer, path, depth, out) for layer, path, depth, out in records]
 

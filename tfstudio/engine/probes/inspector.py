@@ -107,6 +107,7 @@ class Inspector:
         self._weights_traced = not self._budgeted
         self._waiting_noted = False
         self.waiting = ""  # what is not sampled yet and why (InspectorStatus.waiting)
+        self.outputs_off = ""  # why layer outputs are not sampled (InspectorStatus.outputs_off)
         self._probe_cost: dict[str, float] = {}  # seconds of each probe's last sample
         self._activations_made = False
         self.model: Any = None
@@ -174,17 +175,19 @@ class Inspector:
         except Exception as exc:  # noqa: BLE001
             mon.report_error("inspector: probe batch", exc)
         if inputs is None and reshuffled:
-            mon.note(
-                "Inspector: layer outputs are not sampled in this fit: its dataset reshuffles "
+            self.outputs_off = (
+                "Layer outputs are not sampled in this fit: its dataset reshuffles "
                 "every epoch, and reading a probe batch from it would change the order your "
                 "script trains on (pass validation_data or arrays, or shuffle with "
                 "reshuffle_each_iteration=False, to see them)."
             )
+            mon.note("Inspector: l" + self.outputs_off[1:])
         elif inputs is None:
-            mon.note(
-                "Inspector: no probe batch (fit's x is not an array, tensor or tf.data.Dataset): "
-                "layer outputs are not sampled."
+            self.outputs_off = (
+                "Layer outputs are not sampled: no probe batch (fit's x is not an array, "
+                "tensor or tf.data.Dataset)."
             )
+            mon.note("Inspector: l" + self.outputs_off[1:])
         else:
             self._activations = ActivationProbe(self.model, inputs, mon.note)
             self._activations.allow_trace = not self._budgeted
@@ -249,6 +252,8 @@ class Inspector:
                 cost * 1000.0,
                 self.largest_message,
                 self.waiting,
+                self.outputs_off
+                or (self._activations.off_reason if self._activations is not None else ""),
             )
         )
         self._schedule(step + gap)

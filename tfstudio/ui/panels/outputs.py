@@ -92,7 +92,8 @@ class OutputsView(QWidget):
         self.header.setWordWrap(True)
         self.header.setMinimumHeight(2 * self.header.fontMetrics().lineSpacing() + 6)
         top.addWidget(self.header, 1)
-        top.addWidget(QLabel("probe sample"))
+        self.sample_label = QLabel("probe sample")
+        top.addWidget(self.sample_label)
         self.sample = QSpinBox()
         self.sample.setRange(0, 0)
         self.sample.valueChanged.connect(self._on_sample_changed)
@@ -115,8 +116,25 @@ class OutputsView(QWidget):
         plots.addWidget(self.heatmap.widget, 3)
         plots.addWidget(self.dead.widget, 2)
         col.addLayout(plots, 2)
+        self._plots = (
+            self.picture,
+            self.heatmap.widget,
+            self.dead.widget,
+            self.sample_label,
+            self.sample,
+        )
+        for widget in self._plots:  # hidden, they keep their room: the window does not jump
+            policy = widget.sizePolicy()
+            policy.setRetainSizeWhenHidden(True)
+            widget.setSizePolicy(policy)
+        self._set_plots_shown(False)  # empty axes say nothing: shown with the first outputs
         split.addWidget(right)
         split.setSizes([200, 960])
+
+    def _set_plots_shown(self, shown: bool) -> None:
+        for widget in self._plots:
+            if widget.isHidden() == shown:
+                widget.setVisible(shown)
 
     # -- selection -----------------------------------------------------------
     def set_selection(self, path: str | None) -> None:
@@ -170,7 +188,13 @@ class OutputsView(QWidget):
         self._drawn = self.store.version
         outputs = self.store.last_outputs
         if outputs is None:
+            status = self.store.status
+            off = status.outputs_off if status is not None else ""
+            text = off or "No layer outputs yet."
+            if self.header.text() != text:
+                self.header.setText(text)
             return
+        self._set_plots_shown(True)
         self._fill_list(outputs.layers)
         layer = self.current()
         if layer is None:
