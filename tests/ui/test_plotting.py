@@ -106,19 +106,29 @@ def test_plot_view_follows_data_and_group_shares_the_range(qtbot):
     assert views[0].log and not views[1].log
 
 
-def test_a_narrow_plot_gives_the_title_row_to_the_legend(qtbot):
+def test_a_narrow_plot_stacks_its_legend_then_gives_the_title_row_to_it(qtbot):
     view = PlotView("accuracy")
     qtbot.addWidget(view.widget)
     for name in ("accuracy (per step)", "accuracy (epoch mean)", "val_accuracy"):
         item = view.add_item(pg.PlotDataItem([0, 1], [0, 1], name=name))
         view.legend.addItem(item, name)
-    view.legend.setColumnCount(3)  # one row, as the metric plots lay it out
+    view.set_legend_columns(3)  # one row, as the metric plots lay it out
     view.widget.resize(1200, 300)
     view.widget.show()
     qtbot.waitUntil(lambda: view.plot.geometry().width() > 1000)
-    assert view.title_shown()  # room for both
-    view.widget.resize(520, 300)
+    assert view.title_shown() and view.legend.columnCount == 3  # room for both in one row
+    view.widget.resize(700, 300)  # no room beside one row: the legend takes two rows
+    qtbot.waitUntil(lambda: view.legend.columnCount < 3)
+    assert view.title_shown()
+    legend = view.legend.mapRectToParent(view.legend.boundingRect())
+    title = view.plot.titleLabel.item
+    title_right = view.plot.titleLabel.geometry().x() + title.pos().x()
+    assert title_right + title.boundingRect().width() < legend.left()  # side by side
+    view.widget.resize(300, 300)  # no room at all: the legend (it names the metric) wins
     qtbot.waitUntil(lambda: not view.title_shown())
-    assert view.legend_labels()[0] == "accuracy (per step)"  # the legend still names it
+    assert view.legend_labels()[0] == "accuracy (per step)"
     view.widget.resize(1200, 300)
     qtbot.waitUntil(view.title_shown)
+    qtbot.waitUntil(lambda: view.legend.columnCount == 3)
+
+

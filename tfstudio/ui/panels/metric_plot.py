@@ -449,7 +449,7 @@ class MetricPlot(PlotView):
             self.legend.setVisible(True)
             for item, label in entries:
                 self.legend.addItem(item, label)
-            self.legend.setColumnCount(_legend_columns(len(entries)))
+            self.set_legend_columns(_legend_columns(len(entries)))
             return
         primary = self._primary_label()
         entries = [
@@ -472,7 +472,7 @@ class MetricPlot(PlotView):
         layers = self._layer_entries()
         for item, label in layers:
             self.legend.addItem(item, label)
-        self.legend.setColumnCount(_legend_columns(len(entries) + len(layers)))
+        self.set_legend_columns(_legend_columns(len(entries) + len(layers)))
 
     def _layer_entries(self) -> list[tuple[pg.PlotDataItem, str]]:
         """One legend entry per other run: its first line, named after the run."""

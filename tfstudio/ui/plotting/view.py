@@ -207,6 +207,8 @@ class PlotView:
         self.legend.anchor(itemPos=(1, 0), parentPos=(1, 0), offset=(-12 - 2 * BUTTON_W, 1))
         self.legend.layout.setContentsMargins(4, 0, 4, 0)
         self._title_row = 0
+        self._legend_columns = 1  # the legend's columns when the title has room beside them
+        self._arranging = False
         self._fit_legend_row()  # the title row is as tall as the legend: it never hides data
         self._title = ""
         self.set_title(title)
@@ -306,14 +308,51 @@ class PlotView:
         """False while the legend needs the title's room (a narrow plot)."""
         return self.plot.titleLabel.item.isVisible()
 
+    def set_legend_columns(self, columns: int) -> None:
+        """The legend's columns when the title has room beside it; when it has not, the
+        legend takes more rows (up to three) before the title gives way."""
+        self._legend_columns = max(1, int(columns))
+        if self.legend.columnCount != self._legend_columns:
+            self.legend.setColumnCount(self._legend_columns)
+        self._fit_title()
+
+    def _legend_width(self, columns: int) -> float:
+        """The legend's width in ``columns`` columns (rows filled first, as pyqtgraph does)."""
+        items = self.legend.items
+        spacing = self.legend.layout.horizontalSpacing()
+        left, _, right, _ = self.legend.layout.getContentsMargins()
+        total = left + right + spacing * (2 * columns - 1)
+        for c in range(columns):
+            column = items[c::columns]
+            if column:
+                total += max(sample.boundingRect().width() for sample, _ in column)
+                total += max(label.boundingRect().width() for _, label in column)
+        return total
+
     def _fit_title(self) -> None:
+        """Keep the title beside the legend: the legend in more rows if that makes room,
+        else (a narrow plot) the legend, which names the metric too, wins."""
+        if self._arranging:
+            return
         label = self.plot.titleLabel
         text = label.item
         title_right = label.geometry().x() + text.pos().x() + text.boundingRect().width()
-        legend_left = (
-            self.plot.geometry().width() - self.legend.geometry().width() - 12 - 2 * BUTTON_W
-        )
-        fits = not self.legend.items or title_right + 6 <= legend_left
+        room = self.plot.geometry().width() - 12 - 2 * BUTTON_W - (title_right + 6)
+        items = self.legend.items
+        fits = True
+        if items:
+            n = len(items)
+            wanted = min(self._legend_columns, n)
+            options = [wanted] + [c for c in (-(-n // 2), -(-n // 3)) if c < wanted]
+            chosen = next((c for c in options if self._legend_width(c) <= room), wanted)
+            fits = self._legend_width(chosen) <= room
+            if chosen != self.legend.columnCount:
+                self._arranging = True
+                try:
+                    self.legend.setColumnCount(chosen)
+                finally:
+                    self._arranging = False
+                self._fit_legend_row()
         if fits != text.isVisible():
             text.setVisible(fits)
 
