@@ -130,5 +130,3 @@ def test_a_narrow_plot_stacks_its_legend_then_gives_the_title_row_to_it(qtbot):
     view.widget.resize(1200, 300)
     qtbot.waitUntil(view.title_shown)
     qtbot.waitUntil(lambda: view.legend.columnCount == 3)
-
-
