@@ -61,15 +61,15 @@ B = [3.0 - 0.1 * i for i in range(20)]
 
 
 def test_picked_runs_show_in_the_metrics_view_with_every_tool(window, qtbot, tmp_path):
-    recorded(tmp_path, "a-20260101-000000", A, started=1.0)
-    recorded(tmp_path, "b-20260101-000001", B, started=2.0)
+    recorded(tmp_path, "a-20260101-000000", A, started=2.0)  # the newer: listed first
+    recorded(tmp_path, "b-20260101-000001", B, started=1.0)
     window.runs.set_logdir(tmp_path)
     window.runs.select(["a-20260101-000000", "b-20260101-000001"])
     loaded(window, qtbot)
     metrics = window.metrics
     qtbot.waitUntil(lambda: "loss" in metrics.plots, timeout=10_000)
     plot = metrics.plots["loss"]
-    # the first picked run is on show, with its fits, epochs and markers
+    # the first picked run in the list (the newest) is on show, with its fits and markers
     assert metrics.store.name == "a-20260101-000000"
     assert plot.fit_marker_labels() == ["fit 1: first (Sequential)", "fit 2: second ()"]
     x, y = item_data(plot.steps["loss"].item)

@@ -104,3 +104,4 @@ def test_a_damaged_run_shows_its_good_part_and_says_so(runs_panel, qtbot, tmp_pa
     assert len(hurt.notes) == 1  # one note for the damaged file
     assert len(junk.notes) == 1 and not junk.steps
     assert panel.error_label.isVisible() and "hurt-20260101-000000" in panel.error_label.text()
+    assert "junk-20260101-000000" in panel.error_label.text()  # both damaged runs said

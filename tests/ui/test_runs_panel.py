@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
 from tests.core.tfevents import write_events
@@ -44,8 +45,9 @@ def test_lists_runs_and_picks_them_into_stores_read_off_the_ui_thread(panel, qtb
     make_run(tmp_path, "cnn-20260102-000000", [3.0, 2.5, 1.0])
     panel.set_logdir(tmp_path)
     assert panel.tree.topLevelItemCount() == 2
-    first = panel.tree.topLevelItem(0)
-    assert [first.text(i) for i in (0, 1, 3, 4, 5)] == [
+    second = panel.tree.topLevelItem(1)  # the newest run first
+    assert panel.tree.topLevelItem(0).text(0) == "cnn-20260102-000000"
+    assert [second.text(i) for i in (0, 1, 3, 4, 5)] == [
         "mlp-20260101-000000",
         "mlp.py",
         "finished",
@@ -63,8 +65,8 @@ def test_lists_runs_and_picks_them_into_stores_read_off_the_ui_thread(panel, qtb
     assert x.tolist() == [1, 2, 3, 4] and y.tolist() == pytest.approx([2.0, 1.0, 0.5, 0.4])
     panel.select(["mlp-20260101-000000", "cnn-20260102-000000"])
     stores = loaded(panel, qtbot)
-    assert [s.name for s in stores] == ["mlp-20260101-000000", "cnn-20260102-000000"]
-    assert stores[0] is mlp  # read once, kept while picked
+    assert [s.name for s in stores] == ["cnn-20260102-000000", "mlp-20260101-000000"]
+    assert stores[1] is mlp  # read once, kept while picked
     assert len({colour for _, colour in panel.picked()}) == 2  # one colour per run
     assert picked == [1, 2]
     panel.select(["cnn-20260102-000000"])  # unpicked: forgotten
@@ -72,6 +74,25 @@ def test_lists_runs_and_picks_them_into_stores_read_off_the_ui_thread(panel, qtb
     assert len(panel.stores) == 1
     assert not hasattr(panel, "plots")  # the panel draws no plots of its own
     panel.grab().save(str(tmp_path / "panel.png"))
+
+
+def test_runs_sort_by_a_header_numbers_as_numbers(panel, tmp_path):
+    make_run(tmp_path, "long-20260101-000000", [1.0] * 12)
+    make_run(tmp_path, "short-20260102-000000", [2.0] * 9)
+    make_run(tmp_path, "mid-20260103-000000", [0.5] * 10)
+    panel.set_logdir(tmp_path)
+
+    def names():
+        tree = panel.tree
+        return [tree.topLevelItem(i).text(0) for i in range(tree.topLevelItemCount())]
+
+    assert names() == ["mid-20260103-000000", "short-20260102-000000", "long-20260101-000000"]
+    panel.tree.sortByColumn(4, Qt.SortOrder.AscendingOrder)  # Steps: 9, 10, 12 (not "10" < "9")
+    assert names() == ["short-20260102-000000", "mid-20260103-000000", "long-20260101-000000"]
+    panel.tree.sortByColumn(5, Qt.SortOrder.AscendingOrder)  # Final loss
+    assert names()[0] == "mid-20260103-000000"
+    panel.refresh_list()  # a re-list keeps the order the user chose
+    assert names()[0] == "mid-20260103-000000"
 
 
 def test_delete_asks_first_and_rename(panel, tmp_path, monkeypatch):

@@ -66,7 +66,21 @@ COLOURS = (
     "#1f77b4",
 )
 COLUMNS = ("Name", "Script", "Date", "Status", "Steps", "Final loss")
+DATE_COLUMN = 2
 PATH_ROLE = Qt.ItemDataRole.UserRole
+SORT_ROLE = Qt.ItemDataRole.UserRole + 1  # a column's value to sort by (numbers as numbers)
+
+
+class _RunItem(QTreeWidgetItem):
+    """A row of the runs list, sorted by its values: steps and losses as numbers (not
+    "960" after "1600"), dates by time, runs with no value last."""
+
+    def __lt__(self, other: QTreeWidgetItem) -> bool:
+        column = self.treeWidget().sortColumn() if self.treeWidget() is not None else 0
+        mine, theirs = self.data(column, SORT_ROLE), other.data(column, SORT_ROLE)
+        if mine is None or theirs is None:
+            return self.text(column).lower() < other.text(column).lower()
+        return bool(mine < theirs)
 
 
 class RunsPanel(QWidget):
@@ -117,6 +131,8 @@ class RunsPanel(QWidget):
         self.tree.setColumnCount(len(COLUMNS))
         self.tree.setHeaderLabels(COLUMNS)
         self.tree.setRootIsDecorated(False)
+        self.tree.setSortingEnabled(True)  # click a header to sort by it
+        self.tree.sortByColumn(DATE_COLUMN, Qt.SortOrder.DescendingOrder)  # newest first
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.tree.itemSelectionChanged.connect(self._on_selection_changed)
         self.tree.setToolTip("Select several runs (Ctrl/Shift-click) to overlay them")
@@ -228,17 +244,25 @@ class RunsPanel(QWidget):
         """Re-list runs, keeping the selection."""
         selected = set(self.selected_paths())
         self.tree.blockSignals(True)
+        self.tree.setSortingEnabled(False)  # rows go in as listed, then sort once
         self.tree.clear()
         for run in self.runs():
             loss = "" if run.final_loss is None else f"{run.final_loss:.4g}"
             steps = "" if run.steps is None else str(run.steps)
             script = Path(run.script).name if run.script else ""
-            item = QTreeWidgetItem([run.name, script, run.date(), run.status, steps, loss])
+            item = _RunItem([run.name, script, run.date(), run.status, steps, loss])
             item.setData(0, PATH_ROLE, str(run.path))
             item.setToolTip(0, str(run.path))
+            # an unknown value sorts below every known one, whichever the order
+            item.setData(DATE_COLUMN, SORT_ROLE, run.started if run.started else 0.0)
+            if run.steps is not None:
+                item.setData(4, SORT_ROLE, int(run.steps))
+            if run.final_loss is not None:
+                item.setData(5, SORT_ROLE, float(run.final_loss))
             self.tree.addTopLevelItem(item)
             if run.path in selected:
                 item.setSelected(True)
+        self.tree.setSortingEnabled(True)
         self.tree.blockSignals(False)
         self._mark_colours()
         for col in range(len(COLUMNS)):
@@ -408,7 +432,12 @@ class RunsPanel(QWidget):
             if not result.more:
                 self._pending.discard(path)
             if result.notes:  # a damaged file: its good part is shown, and this says so
-                self.show_error("\n".join(f"{path.name}: {n}" for n in result.notes))
+                # (every picked run's notes: a second damaged run does not hide the first's)
+                self.show_error(
+                    "\n".join(
+                        f"{p.name}: {n}" for p, picked in self.stores.items() for n in picked.notes
+                    )
+                )
         now = time.monotonic()
         if self.follow_box.isChecked():
             # Followed runs are read every POLL_MS; what they read is taken as soon as it is
