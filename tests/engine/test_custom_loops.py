@@ -189,3 +189,20 @@ def test_a_graph_loops_rate_set_by_the_script_and_its_schedule_are_sent(tmp_path
     for e in scheduled:  # each value is the schedule's at the step it is sent at
         step = e.global_step - starts[1]
         assert math.isclose(e.value, 0.1 * 0.5 ** (step / 100), rel_tol=1e-5), (step, e.value)
+
+
+def test_a_graph_loops_own_keras_metrics_are_plotted_as_running_values() -> None:
+    ended, events = run_script(LOOPS / "graph_metrics.py", ["1.5"], capture_output=False)
+    assert ended.status == "finished", ended.summary()
+    steps = _steps(events)
+    sampled = [s for s in steps if s.running]
+    assert len(sampled) >= 4  # several beats of the reader in 1.5 s
+    keys = set().union(*(s.running for s in sampled))
+    assert keys == {"train_acc", "seen"}  # the validation metric is not the train step's
+    for s in sampled:
+        if "seen" in s.running:  # 64 samples a step, never reset: read near its step
+            assert 64 * (s.global_step - 200) <= s.running["seen"] <= 64 * s.global_step, s
+        if "train_acc" in s.running:  # an accuracy, never a reset metric's empty 0
+            assert 0.0 < s.running["train_acc"] <= 1.0
+    assert max(s.running.get("train_acc", 0.0) for s in sampled) > 0.8
+    assert all(s.values["loss"] == s.values["loss"] for s in steps)  # every step's loss still

@@ -85,8 +85,8 @@ class ProgressTracker:
             p.global_step = event.global_step
             self._last_t = event.time
             if p.loss_key not in event.running and p.loss_key not in event.values:
-                # custom loops report their own values only (no running means)
-                p.loss_key = _pick_loss_key(event.running or event.values)
+                # custom loops report their own values (and running values of their metrics)
+                p.loss_key = _pick_loss_key([*event.values, *event.running])
             if p.loss_key:
                 p.loss = event.values.get(p.loss_key, event.running.get(p.loss_key))
             self._update_rate(event.time, event.global_step)

@@ -73,11 +73,17 @@ class LoopEmitter:
             )
         )
 
-    def drain(self, loop: Loop, final: bool = False) -> None:
+    def drain(
+        self, loop: Loop, final: bool = False, running: dict[str, float] | None = None
+    ) -> None:
         """Report the loop's steps whose next primary step exists (all of them if final).
 
         A loop of one series, once announced, reports every step at once: no other
         series can join it any more.
+
+        Args:
+            running: values of the loop's Keras metrics read now: they go with the newest
+                step reported (dropped when no step is).
         """
         if not loop.series:
             return
@@ -120,6 +126,16 @@ class LoopEmitter:
             if missing.all():
                 del values[norm_key]
                 absent = {}
+            columns_running: dict[str, np.ndarray] = {}
+            running_absent: dict[str, np.ndarray] = {}
+            if running:
+                earlier = np.ones(n, dtype=bool)
+                earlier[-1] = False  # only the newest step has them
+                for key, value in running.items():
+                    col = np.full(n, np.nan)
+                    col[-1] = value
+                    columns_running[key] = col
+                    running_absent[key] = earlier
             mon.channel.emit(
                 StepColumns(
                     fit_index,
@@ -129,8 +145,9 @@ class LoopEmitter:
                     np.ones(n, dtype=np.int64),
                     start + tick * ks,
                     values,
-                    {},
+                    columns_running,
                     absent,
+                    running_absent,
                 )
             )
             columns = []
@@ -145,9 +162,8 @@ class LoopEmitter:
                         values[norm_key] = norm
             for s in extras:
                 values.update(s.extra(first + k))
-            step_row(
-                fit_index, g0 + k + 1, 0, s0 + k + 1, 1, values, _NO_RUNNING, start + tick * (k + 1)
-            )
+            means = running if running and k == n - 1 else _NO_RUNNING
+            step_row(fit_index, g0 + k + 1, 0, s0 + k + 1, 1, values, means, start + tick * (k + 1))
         mon.global_step = g0 + (limit - first)
         loop.emitted = limit
         for s in series:

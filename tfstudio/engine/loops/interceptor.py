@@ -18,6 +18,7 @@ from tfstudio.engine.loop_inspect import LoopInspector, new_cadence
 from tfstudio.engine.loops.controls import LoopControls
 from tfstudio.engine.loops.emission import LoopEmitter
 from tfstudio.engine.loops.explicit import ExplicitApi
+from tfstudio.engine.loops.metrics import LoopMetrics
 from tfstudio.engine.loops.owners import discover, variable_label
 from tfstudio.engine.loops.patching import Patches, patch_tensorflow
 from tfstudio.engine.loops.ring import RingReader
@@ -59,6 +60,7 @@ class LoopInterceptor:
         self.reader = RingReader(
             self._read, lambda exc: monitor.report_error("custom loop (reader)", exc)
         )
+        self.metrics = LoopMetrics(monitor.report_error)  # the Keras metrics steps update
 
     # -- install / restore ---------------------------------------------
     def __enter__(self) -> LoopInterceptor:
@@ -93,6 +95,7 @@ class LoopInterceptor:
             self.monitor.report_error("custom loop end", exc)
         self.controls.end()
         self.sampler.clear()
+        self.metrics.clear()
         self.tf = None
 
     # -- hooks the wrappers call -----------------------------------------
@@ -125,12 +128,18 @@ class LoopInterceptor:
         except Exception as exc:  # noqa: BLE001
             self.monitor.report_error(where, exc)
 
-    def sync(self) -> None:
-        """Report every graph step that ran (a device sync): the controls see the true step."""
+    def sync(self, metrics: bool = False) -> None:
+        """Report every graph step that ran (a device sync): the controls see the true step.
+
+        Args:
+            metrics: send the loops' Keras metrics with their newest steps (the reader's
+                beat, at most every ``metrics.SAMPLE_EVERY_S``).
+        """
         with self._lock:
             for loop in self.book.loops:
                 if not loop.ended and loop.is_graph():
-                    self.emitter.drain(loop)
+                    running = self.metrics.sample(loop) if metrics else None
+                    self.emitter.drain(loop, running=running)
 
     def _due_boundary(self) -> None:
         """Before a graph step's call: the step boundary, when the controls have work (a
@@ -141,8 +150,10 @@ class LoopInterceptor:
             self.controls.after_step(None)
 
     def _read(self) -> None:
-        """The reader thread's beat: report the graph steps, ask for a schedule's rate."""
-        self.sync()
+        """The reader thread's beat: report the graph steps (with the loops' metrics),
+        ask for a schedule's rate."""
+        self.metrics.discover(self.tf)  # the graphs traced since the last beat
+        self.sync(metrics=True)
         self.controls.beat()
 
     # -- a step --------------------------------------------------------
@@ -177,6 +188,7 @@ class LoopInterceptor:
             if self.sampler.recording and self.inspector is not None:
                 self.inspector.record_graph(series, found.pairs)
             ring.write(tf, found.target, found.pairs, norm)
+            self.metrics.traced(tf.compat.v1.get_default_graph(), loop)
             self.sampler.traced_step()
             self.graph_active = True
             self.reader.start()
