@@ -286,3 +286,14 @@ def test_the_loss_plot_comes_first_whatever_order_metrics_arrive_in(window, run)
     order = [layout.itemAt(i).widget() for i in range(layout.count())]
     shown = [w for w in order if w is not None and w.isVisibleTo(window.metrics)]
     assert shown[0] is window.metrics.plots["loss"].widget
+
+
+def test_metrics_come_before_the_learning_rate_and_the_gradient_norm(window, run):
+    """The rate arrives at a fit's start, before any metric: it still goes below them."""
+    run.started().fit().emit(LearningRate(0, 0.01, False))
+    values = lambda g: {"loss": 1.0 / g, "gradient norm": 0.5, "accuracy": 1 - 1.0 / g}  # noqa: E731
+    run.steps(5, values=values).frame()
+    run.steps(5, values=lambda g: {"loss": 1.0 / g, "f1": 0.5}).frame()
+    metrics = window.metrics
+    order = sorted(metrics.plots, key=lambda f: metrics._layout.indexOf(metrics.plots[f].widget))
+    assert order == ["loss", "accuracy", "f1", "learning_rate", "gradient norm"]

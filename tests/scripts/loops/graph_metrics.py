@@ -27,7 +27,7 @@ def train_step(xb, yb):
         logits = model(xb, training=True)
         loss = loss_fn(yb, logits)
     grads = tape.gradient(loss, model.trainable_weights)
-    opt.apply_gradients(zip(grads, model.trainable_weights))
+    opt.apply_gradients(zip(grads, model.trainable_weights, strict=True))
     train_acc.update_state(yb, logits)
     seen.update_state(tf.cast(tf.shape(xb)[0], tf.float32))
     return loss

@@ -579,8 +579,20 @@ class MetricsPanel(QWidget):
             plot = MetricPlot(family, self.capacity, self.paint_clock, group, self.smoothing)
             self.plots[family] = plot
             self._placeholder.hide()
-            # loss first (users look there first), the rest in the order they came
-            at = 1 if family == "loss" else self._layout.count() - 1
+            # loss first (users look there first), then the metrics in the order they came,
+            # then the training's own gauges (learning rate, gradient norm): the rate
+            # arrives at a fit's start, before any metric, and took the second place
+            if family == "loss":
+                at = 1
+            elif _is_gauge(family):
+                at = self._layout.count() - 1
+            else:
+                gauges = [
+                    self._layout.indexOf(p.widget)
+                    for f, p in self.plots.items()
+                    if f != family and _is_gauge(f)
+                ]
+                at = min(gauges) if gauges else self._layout.count() - 1
             self._layout.insertWidget(at, plot.widget)
             plot.set_note(self.note())
             plot.sync_epoch_lines(self.store.epoch_steps)
@@ -644,3 +656,9 @@ def _as_set(value: object) -> set[str]:
     if isinstance(value, str):
         return {value}
     return {str(v) for v in value}
+
+
+def _is_gauge(family: str) -> bool:
+    """A family that shows how training runs, not how the model does: drawn after the
+    metrics (the learning rate, a loop's gradient norm)."""
+    return family == LR_KEY or family.startswith("gradient norm")
