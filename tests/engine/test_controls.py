@@ -309,6 +309,16 @@ def test_a_train_step_with_optimizers_of_its_own_shows_and_sets_the_one_that_tra
     session.join(timeout=60)
 
 
+def test_lr_option_reaches_the_optimizer_a_train_step_applies(write_script):
+    """--lr goes to model.optimizer before the first step; once the step shows which
+    optimizer trains, it goes there too."""
+    session, seen = start(write_script(GAN_FIT), lr=0.004)
+    wait_for(lambda: "d_opt lr: 0.004000" in console(seen.poll(), "stdout"))
+    assert of(seen.poll(), LearningRate)[-1].value == pytest.approx(0.004)
+    session.stop()
+    session.join(timeout=60)
+
+
 NAN_AT_STEP_7 = """
 import numpy as np, keras
 

@@ -125,6 +125,7 @@ class TrainingController:
         # looked at once, after the fit's first step (None: nothing to look at).
         self._optimizers_to_check: list[tuple[str, Any, int]] | None = None
         self._check_after = 0
+        self._lr_option_fit = False  # this fit is the first: --lr went to its optimizer
 
     # -- fit boundaries ------------------------------------------------
     def begin(
@@ -174,6 +175,7 @@ class TrainingController:
         if self.eager is not None and keras_fit:
             set_execution_mode(model, self.eager)
         first, self._first_fit = self._first_fit, False
+        self._lr_option_fit = first and self.options.lr is not None
         if first:
             if self.options.restore:
                 self._restore_at_start(self.options.restore)
@@ -264,6 +266,8 @@ class TrainingController:
             f"{model}'s train_step applies {applied}, not model.optimizer: the learning "
             f"rate shown and set is {shown}."
         )
+        if self._lr_option_fit:  # --lr went to model.optimizer before the first step
+            self._set_learning_rate(SetLearningRate(self.options.lr, replace_schedule=True))
         self._send_learning_rate(force=True)
 
     # -- the step boundary (hot path) ----------------------------------
