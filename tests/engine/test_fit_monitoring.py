@@ -47,6 +47,33 @@ def test_per_step_loss_is_the_batch_own_loss(write_script, tmp_path):
     assert epoch_end.metrics["loss"] == pytest.approx(float(np.mean((pred - y) ** 2)), rel=1e-4)
 
 
+def test_a_multi_output_models_metrics_per_step_are_the_batch_own(write_script, tmp_path):
+    """Keras logs an output's metric as "<output>_<metric>" (reg_mae): a running mean, whose
+    batch values are derived like the loss's, not passed on as if they were per batch."""
+    path = write_script(
+        """
+        import numpy as np, keras
+        rng = np.random.default_rng(0)
+        x = rng.normal(size=(96, 3)).astype("float32")
+        y = rng.normal(size=(96, 1)).astype("float32")
+        i = keras.Input((3,))
+        m = keras.Model(i, {"reg": keras.layers.Dense(1, name="reg")(i),
+                            "aux": keras.layers.Dense(1, name="aux")(i)})
+        m.compile(keras.optimizers.SGD(learning_rate=0.0), {"reg": "mse", "aux": "mse"},
+                  metrics={"reg": ["mae"], "aux": ["mae"]})
+        m.fit(x, {"reg": y, "aux": y}, batch_size=32, epochs=1, shuffle=False, verbose=0)
+        np.save("y.npy", y); np.save("pred.npy", m.predict(x, verbose=0)["reg"])
+        """
+    )
+    ended, events = run_script(path, cwd=tmp_path, options=RunOptions(inspector=False))
+    assert ended.status == "finished", console(events)
+    steps = of(events, StepEnded)
+    y, pred = np.load(tmp_path / "y.npy"), np.load(tmp_path / "pred.npy")
+    want = [float(np.mean(np.abs(pred[a : a + 32] - y[a : a + 32]))) for a in (0, 32, 64)]
+    assert [s.values["reg_mae"] for s in steps] == pytest.approx(want, rel=1e-3)
+    assert steps[-1].running["reg_mae"] == pytest.approx(float(np.mean(np.abs(pred - y))))
+
+
 def test_two_fits_and_a_custom_train_step_gan_are_segments(write_script):
     path = write_script(
         """

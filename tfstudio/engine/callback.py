@@ -278,6 +278,13 @@ class StudioCallback(keras.callbacks.Callback):
         kinds = {}
         for key in logs:
             kinds[key] = _MEAN if key in means else (_RUNNING if key in stateful else _RAW)
+            if kinds[key] == _RAW:
+                # a multi-output model logs its outputs' metrics as "<output>_<metric>"
+                # (cls_accuracy for the "accuracy" of output "cls"): running means too
+                if any(key.endswith("_" + name) for name in means):
+                    kinds[key] = _MEAN
+                elif any(key.endswith("_" + name) for name in stateful):
+                    kinds[key] = _RUNNING
         self._kinds = kinds
         return kinds
 
