@@ -132,7 +132,7 @@ def describe(tracker: ProgressTracker) -> str:
         step,
         loss,
         f"paused at step {p.global_step}" if p.paused else f"{p.rate:.0f} steps/s",
-        "" if p.paused else f"ETA {format_duration(p.eta)}",
+        "" if p.paused or not p.epochs else f"ETA {format_duration(p.eta)}",  # a loop has none
     ]
     return (
         f"{bar} " + " | ".join(x for x in parts if x) if bar else " | ".join(x for x in parts if x)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from tfstudio.core.events import FitStarted, ModelSummary, RunEnded, StepEnded
+from tfstudio.core.events import FitEnded, FitStarted, ModelSummary, RunEnded, StepEnded
 from tfstudio.core.progress import ProgressTracker
+from tfstudio.headless import describe
 
 
 def _loop_started() -> FitStarted:
@@ -21,6 +22,12 @@ def test_loop_segment_title_and_progress_without_epochs() -> None:
     p = tracker.progress
     assert p.loss_key == "loss (discriminator)" and p.loss == 1.5
     assert p.epochs == 0 and p.eta is None and p.fraction() is None
+    # a metric's running value in the same step does not take the loss's place
+    tracker.feed(StepEnded(0, 2, 0, 2, 1, values, {"train_accuracy": 0.5}, 0.6))
+    assert tracker.progress.loss_key == "loss (discriminator)"
+    assert "ETA" not in describe(tracker)  # a loop's length is not known
+    tracker.feed(FitEnded(0, 2, False, 0.7))
+    assert tracker.progress.eta is None  # not "ETA 0:00" at its end either
 
 
 def test_run_summary_counts_loops_and_keeps_steps() -> None:

@@ -106,8 +106,8 @@ class ProgressTracker:
             self._restart_rate()
         elif isinstance(event, EpochEnded):
             p.epoch = event.epoch + 1
-        elif isinstance(event, FitEnded) and not event.stopped:
-            p.eta = 0.0
+        elif isinstance(event, FitEnded) and not event.stopped and p.epochs:
+            p.eta = 0.0  # (a loop's length was never known: no ETA, not 0:00)
         elif isinstance(event, RunState):
             p.paused = event.state == "paused"
             p.global_step = event.global_step
