@@ -6,6 +6,7 @@ report the same numbers.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 from tfstudio.core.events import (
@@ -63,8 +64,9 @@ class ProgressTracker:
         self.window = window
         self.progress = Progress()
         self._initial_epoch = 0
-        self._rate_t0: float | None = None
-        self._rate_s0 = 0
+        # (time, global step) of the steps fed over the last ``window`` seconds, and the
+        # newest one before them: the rate is the steps between the oldest and newest
+        self._marks: deque[tuple[float, int]] = deque()
         self._last_t = 0.0
 
     def feed(self, event: object) -> None:
@@ -123,30 +125,31 @@ class ProgressTracker:
         After a fit's start, a pause or a restore the rate is measured from the first
         step that follows: in a block, that is its first row.
         """
-        return self.progress.paused or self._rate_t0 is None
+        return self.progress.paused or not self._marks
 
     def _restart_rate(self) -> None:
         """Forget the rate: the next two steps measure it again."""
         p = self.progress
         p.rate = 0.0
         p.eta = None
-        self._rate_t0 = None
+        self._marks.clear()
 
     def _update_rate(self, t: float, global_step: int) -> None:
+        """Steps per second over the last ``window`` seconds (a sliding window: a stall,
+        such as a trace of a loop's twin, weighs on it for one window, not until the
+        next window ends)."""
         p = self.progress
-        if self._rate_t0 is None:
-            self._rate_t0, self._rate_s0 = t, global_step
+        marks = self._marks
+        if marks and (global_step < marks[-1][1] or t < marks[-1][0]):
+            marks.clear()  # the step went back (a restore): measure anew
+        marks.append((t, global_step))
+        while len(marks) > 2 and t - marks[1][0] >= self.window:
+            marks.popleft()  # the oldest kept is the newest one a window or more ago
+        t0, s0 = marks[0]
+        dt = t - t0
+        if dt <= 0 or global_step <= s0:
             return
-        dt = t - self._rate_t0
-        if global_step < self._rate_s0:  # the step went back (a restore): measure anew
-            self._rate_t0, self._rate_s0 = t, global_step
-            return
-        if dt <= 0:
-            return
-        if dt >= self.window or p.rate == 0.0:
-            p.rate = (global_step - self._rate_s0) / dt
-        if dt >= self.window:  # start a new window; the last rate stands meanwhile
-            self._rate_t0, self._rate_s0 = t, global_step
+        p.rate = (global_step - s0) / dt
         if p.steps_per_epoch and p.epochs and p.rate > 0:
             left = (p.epochs - p.epoch) * p.steps_per_epoch + (p.steps_per_epoch - p.step)
             p.eta = max(0.0, left / p.rate)
