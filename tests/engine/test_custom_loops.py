@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from tests.engine.helpers import run_script
-from tfstudio.core.events import FitEnded, FitStarted, LearningRate, StepEnded, step_rows
+from tfstudio.core.events import (
+    FitEnded,
+    FitStarted,
+    LearningRate,
+    RunDevices,
+    StepEnded,
+    step_rows,
+)
 
 pytestmark = pytest.mark.tf
 
@@ -206,3 +213,6 @@ def test_a_graph_loops_own_keras_metrics_are_plotted_as_running_values() -> None
             assert 0.0 < s.running["train_acc"] <= 1.0
     assert max(s.running.get("train_acc", 0.0) for s in sampled) > 0.8
     assert all(s.values["loss"] == s.values["loss"] for s in steps)  # every step's loss still
+    # the device is named when the loop starts, as for a fit (not at the run's end)
+    kinds = [type(e) for e in events]
+    assert kinds.index(RunDevices) < kinds.index(FitStarted)

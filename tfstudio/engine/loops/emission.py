@@ -58,6 +58,7 @@ class LoopEmitter:
 
     def _started(self, loop: Loop, name: str, params: int, time: float) -> None:
         mon = self.monitor
+        mon.report_devices()  # as a fit does at its start (once a run; None before TF runs)
         mon.channel.emit(
             FitStarted(
                 fit_index=loop.fit_index,
