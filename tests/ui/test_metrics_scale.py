@@ -10,6 +10,7 @@ from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
 from PySide6.QtGui import QMouseEvent, QWheelEvent
 from PySide6.QtWidgets import QApplication
 
+from tfstudio.core.events import LearningRate
 from tfstudio.ui.main_window import MainWindow
 from tfstudio.ui.panels.metrics import MANY_FAMILIES
 
@@ -282,6 +283,28 @@ def test_many_families_show_loss_and_first_metric_and_hidden_ones_are_not_redraw
     assert hidden.steps["m05"].item.xData.tolist() == list(range(1, 41))
     panel.sidebar._family_items["loss"].setCheckState(Qt.CheckState.Unchecked)
     assert panel.shown_families() == ["m01", "m05"]
+
+
+def test_a_loops_gauges_neither_hide_its_metrics_nor_take_the_first_metrics_place(window, run):
+    """A loop's gradient norm comes with its first step, its own metrics later: they are
+    what a user looks at, so they are shown, and the gauges do not make "many"."""
+    run.started().fit(steps_per_epoch=100).emit(LearningRate(0, 0.01, False))
+    run.steps(5, values=lambda g: {"loss": 1.0 / g, "gradient norm": 0.5}).frame()
+    mine = {"train_loss": 0.5, "train_accuracy": 0.7}
+    run.steps(5, values=lambda g: {"loss": 1.0 / g, "gradient norm": 0.5, **mine}).frame()
+    panel = window.metrics
+    assert set(panel.shown_families()) == {
+        "loss",
+        "gradient norm",
+        "learning_rate",
+        "train_loss",
+        "train_accuracy",
+    }
+    # with many metrics at once, the one shown beside the loss is a metric, not a gauge
+    run.started("/tmp/other.py").fit(steps_per_epoch=100)
+    run.steps(5, values=lambda g: {"gradient norm": 0.5, **twelve_families(g, 6)}).frame()
+    shown = window.metrics.shown_families()
+    assert "m01" in shown and not {"m02", "m05"} & set(shown)
 
 
 def test_family_choice_is_remembered_per_script(qtbot, channel, launcher, settings, window, run):

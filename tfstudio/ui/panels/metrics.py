@@ -463,8 +463,13 @@ class MetricsPanel(QWidget):
         stored_shown, stored_hidden = self._stored_choices()
         families = list(self.plots)
         loss = "loss" if "loss" in families else families[0]
-        first_metric = next((f for f in families if f != loss), None)
-        many = len(families) > MANY_FAMILIES
+        # a metric before the gauges (learning rate, gradient norm), which do not count
+        # towards "many" either: a loop's train_loss and train_accuracy are what you
+        # look at, not a fifth plot to hide
+        first_metric = next((f for f in families if f != loss and not _is_gauge(f)), None)
+        if first_metric is None:
+            first_metric = next((f for f in families if f != loss), None)
+        many = len([f for f in families if not _is_gauge(f)]) > MANY_FAMILIES
         running = self.store.running_families()
         for family in self._undecided:
             if family in stored_shown or family in stored_hidden:
