@@ -126,6 +126,7 @@ class TrainingController:
         self._optimizers_to_check: list[tuple[str, Any, int]] | None = None
         self._check_after = 0
         self._lr_option_fit = False  # this fit is the first: --lr went to its optimizer
+        self._followed_said: set[int] = set()  # models whose optimizers the console named
 
     # -- fit boundaries ------------------------------------------------
     def begin(
@@ -262,10 +263,12 @@ class TrainingController:
         model = getattr(self.model, "name", "the model")
         applied = ", ".join(f"{n} ({type(o).__name__})" for n, o in moved)
         shown = "its" if len(moved) == 1 else f"{name}'s"
-        self.monitor.note(
-            f"{model}'s train_step applies {applied}, not model.optimizer: the learning "
-            f"rate shown and set is {shown}."
-        )
+        if id(self.model) not in self._followed_said:  # once a model, not at every fit
+            self._followed_said.add(id(self.model))
+            self.monitor.note(
+                f"{model}'s train_step applies {applied}, not model.optimizer: the learning "
+                f"rate shown and set is {shown}."
+            )
         if self._lr_option_fit:  # --lr went to model.optimizer before the first step
             self._set_learning_rate(SetLearningRate(self.options.lr, replace_schedule=True))
         self._send_learning_rate(force=True)
