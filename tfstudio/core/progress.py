@@ -67,7 +67,6 @@ class ProgressTracker:
         # (time, global step) of the steps fed over the last ``window`` seconds, and the
         # newest one before them: the rate is the steps between the oldest and newest
         self._marks: deque[tuple[float, int]] = deque()
-        self._last_t = 0.0
 
     def feed(self, event: object) -> None:
         """Update from one event; events of other kinds are ignored."""
@@ -85,7 +84,6 @@ class ProgressTracker:
             p.epoch = event.epoch + 1
             p.step = event.step
             p.global_step = event.global_step
-            self._last_t = event.time
             if p.loss_key not in event.running and p.loss_key not in event.values:
                 # custom loops report their own values (and running values of their metrics)
                 p.loss_key = _pick_loss_key([*event.values, *event.running])

@@ -275,16 +275,15 @@ class StudioCallback(keras.callbacks.Callback):
                     self._loss_count = metric.count
             else:
                 stateful.add(metric.name)
+        # a multi-output model logs its outputs' metrics as "<output>_<metric>" (cls_accuracy
+        # for the "accuracy" of output "cls"): the same metrics, by those names too (only
+        # the model's own output names: a train_step's raw "d_loss" stays raw)
+        outputs = [str(o) for o in getattr(self.model, "output_names", None) or []]
+        means |= {f"{o}_{name}" for o in outputs for name in means}
+        stateful |= {f"{o}_{name}" for o in outputs for name in stateful}
         kinds = {}
         for key in logs:
             kinds[key] = _MEAN if key in means else (_RUNNING if key in stateful else _RAW)
-            if kinds[key] == _RAW:
-                # a multi-output model logs its outputs' metrics as "<output>_<metric>"
-                # (cls_accuracy for the "accuracy" of output "cls"): running means too
-                if any(key.endswith("_" + name) for name in means):
-                    kinds[key] = _MEAN
-                elif any(key.endswith("_" + name) for name in stateful):
-                    kinds[key] = _RUNNING
         self._kinds = kinds
         return kinds
 

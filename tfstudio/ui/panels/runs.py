@@ -73,7 +73,7 @@ SORT_ROLE = Qt.ItemDataRole.UserRole + 1  # a column's value to sort by (numbers
 
 class _RunItem(QTreeWidgetItem):
     """A row of the runs list, sorted by its values: steps and losses as numbers (not
-    "960" after "1600"), dates by time, runs with no value last."""
+    "960" after "1600"), dates by time; a row with no value there compares by its text."""
 
     def __lt__(self, other: QTreeWidgetItem) -> bool:
         column = self.treeWidget().sortColumn() if self.treeWidget() is not None else 0
