@@ -204,6 +204,8 @@ def test_a_graph_loops_own_keras_metrics_are_plotted_as_running_values() -> None
     steps = _steps(events)
     sampled = [s for s in steps if s.running]
     assert len(sampled) >= 3  # several beats of the reader in 2 s (5 a second)
+    at = [s.global_step for s in sampled]  # two steps apart at least: drawn as one line
+    assert all(b - a >= 2 for a, b in zip(at, at[1:], strict=False)), at
     keys = set().union(*(s.running for s in sampled))
     assert keys == {"train_acc", "seen"}  # the validation metric is not the train step's
     for s in sampled:

@@ -112,6 +112,10 @@ class LoopEmitter:
             losses, norms = s.values(first, max(upto, first))
             columns.append((s.loss_key, s.norm_key, losses, norms, upto - first))
         extras = [s for s in series if s.has_extra()]
+        if running and limit - loop.metrics_step < 2:
+            running = None  # a step after the last sample: it would read as per-step values
+        elif running:
+            loop.metrics_step = limit
         g0 = mon.global_step
         s0 = g0 - loop.start_step
         n = limit - first

@@ -132,6 +132,9 @@ class Loop:
         self.fit_index = fit_index
         self.series: list[Series] = []
         self.emitted = 0
+        # the loop step its Keras metrics were last sent with: samples go at least two
+        # steps apart, so views take them for a sampled line (see RunStore._cut_gaps)
+        self.metrics_step = -2
         self.announced = False
         self.ended = False
         self.start_step = 0
