@@ -62,6 +62,8 @@ class ProgressLine:
         # The script's stdout and our line end up in one place (a terminal, or a log
         # of both): its open lines there are ours to respect.
         self.shares_terminal = interactive
+        # The fit being run prints each epoch's metrics itself (its verbose is not 0).
+        self.keras_prints_epochs = False
 
     def clear(self) -> None:
         """Erase the line (before other output is written)."""
@@ -245,6 +247,7 @@ def _show(
     elif isinstance(event, FitStarted) and event.kind == "loop":
         line.print(f"tfstudio: {event.title()} (custom training loop)")
     elif isinstance(event, FitStarted):
+        line.keras_prints_epochs = event.verbose != 0
         m = event.model
         line.print(
             f"tfstudio: fit {event.fit_index + 1}: {m.name} ({m.class_name}, "
@@ -255,7 +258,9 @@ def _show(
                 else ""
             )
         )
-    elif isinstance(event, EpochEnded) and not line.interactive:
+    elif isinstance(event, EpochEnded) and not line.interactive and not line.keras_prints_epochs:
+        # (on a terminal the progress line shows the epoch; Keras's own output, when the
+        # fit's verbose is not 0, already has its metrics)
         metrics = " - ".join(f"{k}: {format_value(v)}" for k, v in event.metrics.items())
         line.print(f"tfstudio: epoch {event.epoch + 1}: {metrics}")
     elif isinstance(event, EngineStatus) and event.state == "error":

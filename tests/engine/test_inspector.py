@@ -359,6 +359,52 @@ def test_unprobeable_model_is_skipped_with_one_note(write_script, tmp_path):
     }
 
 
+def test_a_pydataset_fit_probes_its_validation_batch_and_says_so_once(write_script, tmp_path):
+    """fit's x a PyDataset (reading a batch would run the script's data code once more):
+    the layers are probed with validation_data's first rows, told once for two fits; a
+    fit with no validation_data says what its x is."""
+    path = write_script(
+        PRELUDE
+        + textwrap.dedent(
+            """
+            class Batches(keras.utils.PyDataset):
+                def __len__(self):
+                    return 2
+                def __getitem__(self, i):
+                    return x[i * 8 : (i + 1) * 8], y[i * 8 : (i + 1) * 8]
+
+            xv = rng.normal(size=(12, 4)).astype("float32")
+            model = keras.Sequential([keras.Input((4,)), layers.Dense(2, name="d1")])
+            model.compile(keras.optimizers.SGD(0.0), "mse")
+            model.fit(Batches(), validation_data=(xv, y[:12] * 0), epochs=2, verbose=0)
+            model.fit(Batches(), validation_data=(xv, y[:12] * 0), epochs=1, verbose=0)
+            model.fit(Batches(), epochs=1, verbose=0)
+            np.save("d1.npy", model.get_layer("d1")(xv[:8]).numpy())
+            """
+        )
+    )
+    ended, events = run_script(path, cwd=tmp_path, options=RunOptions(sample_every=1))
+    assert ended.status == "finished", console(events)
+    notes = console(events, "tfstudio")
+    assert notes.count("layer outputs are shown for a validation batch") == 1, notes
+    assert "fit's x is a PyDataset (Batches)" in notes
+    outputs = [o for o in of(events, LayerOutputs) if o.fit_index in (0, 1)]
+    assert outputs and {o.fit_index for o in outputs} == {0, 1}
+    want = np.load(tmp_path / "d1.npy")  # learning rate 0: the same weights throughout
+    got = {lo.name: lo for lo in outputs[-1].layers}["d1"]
+    assert outputs[-1].samples == 8
+    np.testing.assert_allclose(
+        [got.mean, got.std, got.min, got.max],
+        [want.mean(), want.std(), want.min(), want.max()],
+        rtol=1e-4,
+        atol=1e-6,
+    )
+    assert not [o for o in of(events, LayerOutputs) if o.fit_index == 2]
+    status = [s for s in of(events, InspectorStatus) if s.fit_index == 2]
+    assert status and "PyDataset (Batches)" in status[-1].outputs_off
+    assert "no validation_data" in status[-1].outputs_off
+
+
 def test_a_keras_error_is_told_in_one_plain_line():
     """Keras wraps a call's error in several lines with bold codes: the note keeps the error."""
     import keras

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pytest
 
@@ -223,17 +225,50 @@ def test_a_line_plots_key_takes_the_room_it_has_and_never_widens_the_plot(qtbot)
     plot.widget.resize(330, 200)
     plot.widget.show()
     x = np.arange(0, 380, 20.0)
-    for i in range(8):  # a bias of 8 values: one line each
+    for i in range(16):  # a bias of 16 values: one line each
         plot.set_line(f"[{i}]", x, np.sin(x / 50 + i))
     plot.done()
     qtbot.wait(10)
     # the plot stays inside its widget (a wide key had pushed the newest steps out of view)
     assert plot.plot.geometry().width() <= plot.widget.width()
     key = plot.plot.titleLabel.text
-    assert "[0]" in key and "[7]" not in key and "+" in key  # the rest counted, not cut
-    plot.widget.resize(900, 200)
+    assert "[0]" in key and "[15]" not in key and "+" in key  # the rest counted, not cut
+    assert key.count("<br>") == 1  # on two rows before any is left out
+    plot.widget.resize(1300, 200)
     qtbot.wait(10)
-    assert "[7]" in plot.plot.titleLabel.text and "+" not in plot.plot.titleLabel.text
+    assert "[15]" in plot.plot.titleLabel.text and "+" not in plot.plot.titleLabel.text
+    assert "<br>" not in plot.plot.titleLabel.text  # one row when it fits
+
+
+def test_a_narrow_line_plots_key_names_both_lines_left_of_its_buttons(qtbot):
+    """The Layer outputs tab's dead-units plot: "dead units" and "zeros" both named (in a
+    smaller font if need be), and the key ends before the buttons (a "+1" had been hidden
+    under "all")."""
+    from tfstudio.ui.panels.inspector_plots import LinePlot
+
+    plot = LinePlot("dead units", "share", [0.0])
+    qtbot.addWidget(plot.widget)
+    plot.widget.resize(270, 170)
+    plot.widget.show()
+    x = np.array([11.0, 83.0])
+    plot.set_line("dead units", x, np.zeros(2), "#d62728")
+    plot.set_line("zeros", x, np.full(2, 0.5), "#1f77b4")
+    plot.done()
+    qtbot.wait(20)
+    key = plot.plot.titleLabel.text
+    assert "dead units" in key and "zeros" in key and "+" not in key
+    item = plot.plot.titleLabel.item
+    right = plot.widget.mapFromScene(item.mapToScene(item.boundingRect().topRight())).x()
+    assert right <= plot.all_button.x(), (right, plot.all_button.x())
+    painter = mock.Mock()  # its legend is empty: no frame (it drew a dash above "all")
+    plot.legend.paint(painter)
+    painter.drawRect.assert_not_called()
+    for width in (200, 150):  # narrower: what does not fit is counted (or no key), left of them
+        plot.widget.resize(width, 170)
+        qtbot.wait(20)
+        item = plot.plot.titleLabel.item
+        right = plot.widget.mapFromScene(item.mapToScene(item.boundingRect().topRight())).x()
+        assert right <= plot.all_button.x() + 1, (width, right, plot.all_button.x())
 
 
 def test_outputs_view_says_why_a_fit_has_no_layer_outputs(window, run):

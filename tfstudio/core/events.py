@@ -100,6 +100,8 @@ class FitStarted:
         kind: ``"fit"``, or ``"loop"`` for a discovered custom training loop
             (``model.name`` then names the models/modules it trains; no epochs).
         loop_index: 1-based number of the loop among the run's loops (0 for a fit).
+        verbose: the fit's ``verbose`` (Keras prints each epoch's metrics itself when
+            it is not 0; headless then leaves them to Keras).
     """
 
     fit_index: int
@@ -112,6 +114,7 @@ class FitStarted:
     time: float
     kind: str = "fit"
     loop_index: int = 0
+    verbose: int = 0
 
     def title(self) -> str:
         """``fit 2: name`` or ``loop 1: name``, for labels."""

@@ -86,6 +86,7 @@ class StudioCallback(keras.callbacks.Callback):
                     steps_per_execution=spe,
                     global_step=self._monitor.global_step,
                     time=self._monitor.now(),
+                    verbose=_verbosity(params.get("verbose")),
                 )
             )
         except Exception as exc:  # noqa: BLE001 - monitoring must never break training
@@ -350,3 +351,13 @@ def _steps_per_execution(model: Any) -> int:
         return max(1, int(spe))
     except (TypeError, ValueError):
         return 1
+
+
+def _verbosity(verbose: Any) -> int:
+    """A fit's ``verbose`` as Keras acts on it (``"auto"`` prints: 1)."""
+    if verbose == "auto":
+        return 1
+    try:
+        return int(verbose or 0)
+    except (TypeError, ValueError):
+        return 0

@@ -43,6 +43,7 @@ class RunMonitor:
         self.resume = threading.Event()
         self.resume.set()
         self._reported: set[str] = set()
+        self._noted: set[str] = set()  # keys of note_once
         self.devices: tuple[str, ...] | None = None
         self.on_keras_imported: list[Callable[[], None]] = []  # when the script imports it
         self.control: Any = None  # the run's TrainingController (engine/control.py), made lazily
@@ -60,6 +61,14 @@ class RunMonitor:
     def note(self, text: str) -> None:
         """A tfstudio message for the run's console."""
         self.channel.emit(ConsoleOutput("tfstudio", text if text.endswith("\n") else text + "\n"))
+
+    def note_once(self, key: str, text: str) -> None:
+        """:meth:`note`, the first time in the run that ``key`` is noted (a script that
+        fits ten folds hears of the inspector's waits once, not ten times)."""
+        if key in self._noted:
+            return
+        self._noted.add(key)
+        self.note(text)
 
     def report_error(self, where: str, exc: BaseException) -> None:
         """Report a failure of tfstudio's own monitoring once per place; training goes on."""

@@ -21,6 +21,7 @@ everything from the start.
 
 from __future__ import annotations
 
+import inspect
 import pickle
 import time
 import weakref
@@ -159,18 +160,24 @@ class Inspector:
         try:
             inputs = probe_batch(self.data)
             reshuffled = inputs is None and reshuffles(self.data)
-            if reshuffled and self.validation is not None:
-                # a training batch cannot be read without changing the script's order: the
-                # first validation batch shows the layers just as well
+            if inputs is None and self.validation is not None:
+                # a training batch cannot be read without changing what the script
+                # computes: the first validation batch shows the layers just as well
                 val = self.validation
                 if isinstance(val, tuple | list) and val:
                     val = val[0]  # (x_val, y_val[, sample_weight])
                 inputs = probe_batch(val)
                 if inputs is not None:
-                    mon.note(
-                        "Inspector: layer outputs are shown for a validation batch: the "
-                        "training dataset reshuffles every epoch, and reading a batch from it "
-                        "would change the order your script trains on."
+                    why = (
+                        "the training dataset reshuffles every epoch, and reading a batch "
+                        "from it would change the order your script trains on."
+                        if reshuffled
+                        else f"fit's x is a {_kind(self.data)}, and reading a batch from it "
+                        "would run your data code once more than your script does."
+                    )
+                    mon.note_once(
+                        "inspector: validation probe",
+                        "Inspector: layer outputs are shown for a validation batch: " + why,
                     )
         except Exception as exc:  # noqa: BLE001
             mon.report_error("inspector: probe batch", exc)
@@ -181,13 +188,16 @@ class Inspector:
                 "script trains on (pass validation_data or arrays, or shuffle with "
                 "reshuffle_each_iteration=False, to see them)."
             )
-            mon.note("Inspector: l" + self.outputs_off[1:])
+            mon.note_once(
+                "inspector: outputs off (reshuffled)", "Inspector: l" + self.outputs_off[1:]
+            )
         elif inputs is None:
             self.outputs_off = (
-                "Layer outputs are not sampled: no probe batch (fit's x is not an array, "
-                "tensor or tf.data.Dataset)."
+                f"Layer outputs are not sampled: no probe batch (fit's x is a "
+                f"{_kind(self.data)}, not an array, tensor or tf.data.Dataset, and the fit "
+                "has no validation_data to take one from)."
             )
-            mon.note("Inspector: l" + self.outputs_off[1:])
+            mon.note_once("inspector: outputs off", "Inspector: l" + self.outputs_off[1:])
         else:
             self._activations = ActivationProbe(self.model, inputs, mon.note)
             self._activations.allow_trace = not self._budgeted
@@ -318,7 +328,10 @@ class Inspector:
             )
             if not self._waiting_noted:
                 self._waiting_noted = True
-                self.monitor.note("Inspector: " + self.waiting[0].lower() + self.waiting[1:])
+                self.monitor.note_once(
+                    "inspector: gradients wait",
+                    "Inspector: " + self.waiting[0].lower() + self.waiting[1:],
+                )
 
     def _arm(self) -> None:
         """Record the gradients of the coming step (when the budget allows the twin)."""
@@ -419,3 +432,16 @@ def _built(model: Any) -> bool:
         return bool(model.built) and all(layer.built for layer in model._flatten_layers())
     except Exception:  # noqa: BLE001
         return bool(getattr(model, "built", False))
+
+
+def _kind(data: Any) -> str:
+    """What fit's x is, in a user's words (``PyDataset``, ``generator``, ...)."""
+    if data is None:
+        return "missing"
+    names = [c.__name__ for c in type(data).__mro__]
+    for known in ("PyDataset", "Sequence"):
+        if known in names:
+            return f"{known} ({type(data).__name__})" if names[0] != known else known
+    if inspect.isgenerator(data):
+        return "generator"
+    return type(data).__name__

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
@@ -15,6 +16,9 @@ from tfstudio.ui.plotting.view import BUTTON_W
 
 HEATMAP_HEIGHT = 170
 LINES_HEIGHT = 170
+# a line key's layouts, in order of preference: (font size in pt, rows)
+KEY_LAYOUTS = ((11.0, 1), (9.0, 1), (9.0, 2))
+KEY_MORE = "<!--more-->"  # ends a key row whose "+N" stands for names left out
 COLOURS = ("#1f77b4", "#e8590c", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 COLORMAP = "viridis"
 
@@ -137,30 +141,62 @@ class LinePlot(PlotView):
         if len(self.curves) < 2:
             return
         title = self.plot.titleLabel
-        font = QFont(title.item.font())
-        font.setPointSizeF(11)
-        width = QFontMetricsF(font).horizontalAdvance
-        room = self.plot.geometry().width() - title.geometry().x() - 2 * BUTTON_W - 16
+        # from the title's left edge to the buttons, in the widget's pixels, less the
+        # margins of the label's text item (~10 px in all) and a gap
+        left = self.widget.mapFromScene(title.mapToScene(0.0, 0.0)).x()
+        buttons = self.widget.width() - 10 - 2 * BUTTON_W  # where _place_buttons puts them
+        room = buttons - left - 16
         entries = list(self.curves.items())
-        shown: list[str] = []
+        # every name on one row at the usual size, else smaller, else on two rows, else
+        # as many as fit and "+N"
+        for size, rows in KEY_LAYOUTS:
+            font = QFont(title.item.font())
+            font.setPointSizeF(size)
+            lines = self._key(entries, QFontMetricsF(font).horizontalAdvance, room, rows)
+            if not lines[-1].endswith(KEY_MORE):
+                break
+        text = "<br>".join("&nbsp;&nbsp;" + line for line in lines if line)
+        if text != self._keyed:
+            self._keyed = text
+            self.plot.setTitle(text, color=FOREGROUND, size=f"{size:g}pt", justify="left")
+            title.setMinimumWidth(0)
+            self.title_row_height()
+
+    @staticmethod
+    def _key(
+        entries: list[tuple[str, pg.PlotDataItem]],
+        width: Callable[[str], float],
+        room: float,
+        rows: int,
+    ) -> list[str]:
+        """The key's rows (HTML), each within ``room`` px: as many entries as fit, then
+        ``+N`` (ending in :data:`KEY_MORE`) for the rest."""
+        lines: list[str] = []
+        line: list[str] = []
         used = width("  ")
         for i, (label, item) in enumerate(entries):
             left = len(entries) - i - 1  # entries after this one
-            need = width(f"\u25a0 {label}  ") + (width(f"+{left}") if left else 0)
-            if shown and used + need > room:
-                shown.append(f"+{len(entries) - i}")
-                break
+
+            def need(last_row: bool, label: str = label, left: int = left) -> float:
+                more = width(f"+{left}") if left and last_row else 0.0
+                return width(f"\u25a0 {label}  ") + more
+
+            if used + need(len(lines) == rows - 1) > room:
+                if line and len(lines) < rows - 1:  # the next row
+                    lines.append("&nbsp;&nbsp;".join(line))
+                    line, used = [], width("  ")
+                if line or used + need(len(lines) == rows - 1) > room:
+                    more = f"+{len(entries) - i}"
+                    if line or used + width(more) <= room:
+                        line.append(more + KEY_MORE)  # (room for it was kept on a row)
+                    break  # a plot too narrow for even "+N" has no key
             used += width(f"\u25a0 {label}  ")
-            shown.append(
+            line.append(
                 f'<span style="color:{item.opts["pen"].color().name()}">'
                 f"&#9632;&nbsp;{html.escape(label)}</span>"
             )
-        text = "&nbsp;&nbsp;" + "&nbsp;&nbsp;".join(shown)
-        if text != self._keyed:
-            self._keyed = text
-            self.plot.setTitle(text, color=FOREGROUND, size="11pt", justify="left")
-            title.setMinimumWidth(0)
-            self.title_row_height()
+        lines.append("&nbsp;&nbsp;".join(line))
+        return lines
 
     def readout(self, x: float) -> str:
         """Each line's value at the sample nearest ``x``."""

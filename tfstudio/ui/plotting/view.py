@@ -574,8 +574,9 @@ class _Legend(pg.LegendItem):
     text_bottom = 0.0  # in its own coordinates (0: unknown, the whole box)
 
     def paint(self, p: object, *args: object) -> None:
-        """Draw the frame (the labels and samples are items of their own)."""
-        if not self.frame:
+        """Draw the frame (the labels and samples are items of their own); an empty
+        legend (a line plot's key is in its title) draws nothing, not a dash."""
+        if not self.frame or not self.items:
             return
         rect = self.boundingRect()
         if self.text_bottom > 0:
