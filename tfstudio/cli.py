@@ -309,7 +309,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--" in argv:
         cut = argv.index("--")
         argv, script_args = argv[:cut], argv[cut + 1 :]
-    ns = gui_parser().parse_args(argv)
+    parser = gui_parser()
+    ns, extra = parser.parse_known_args(argv)
+    if extra:  # the script's own arguments, given without "--" (headless takes them so)
+        script = ns.script or "train.py"
+        parser.error(
+            f"unrecognized arguments: {' '.join(extra)}; the script's own arguments go "
+            f"after --: tfstudio {script} -- {' '.join(extra)}"
+        )
     from tfstudio.app import run_app
 
     return run_app(

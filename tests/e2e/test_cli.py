@@ -64,3 +64,10 @@ def test_no_inspector_flag_reaches_the_run_options_of_both_viewers():
     assert run_options(gui_parser().parse_args([])).inspector is True
     ns = headless_parser().parse_args(["--no-inspector", "train.py"])
     assert run_options(ns).inspector is False
+
+
+def test_script_arguments_without_the_separator_say_where_they_go(tmp_path):
+    """`tfstudio train.py --epochs 3` (as `tfstudio run` takes them) names the fix."""
+    result = run("-m", "tfstudio", str(tmp_path / "train.py"), "--epochs", "3")
+    assert result.returncode == 2
+    assert f"tfstudio {tmp_path / 'train.py'} -- --epochs 3" in result.stderr

@@ -6,6 +6,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.engine.helpers import run_script
@@ -196,6 +197,34 @@ def test_a_graph_loops_rate_set_by_the_script_and_its_schedule_are_sent(tmp_path
     for e in scheduled:  # each value is the schedule's at the step it is sent at
         step = e.global_step - starts[1]
         assert math.isclose(e.value, 0.1 * 0.5 ** (step / 100), rel_tol=1e-5), (step, e.value)
+
+
+def test_an_eager_loops_own_keras_metrics_are_plotted_with_the_step_they_hold(tmp_path) -> None:
+    """No graph tells an eager step's metrics: those its steps change are read at an
+    update, and sent with the step before it (the guides update them after the
+    optimizer), so each value is the script's own at that step, to the bit."""
+    out = tmp_path / "history.npy"
+    ended, events = run_script(LOOPS / "eager_metrics.py", ["1.0", str(out)], capture_output=False)
+    assert ended.status == "finished", ended.summary()
+    history = {int(s): (acc, n) for s, acc, n in np.load(out)}
+    steps = _steps(events)
+    sampled = [s for s in steps if s.running]
+    assert len(sampled) >= 3, len(sampled)  # ~5 reads a second, and the last step's
+    keys = set().union(*(s.running for s in sampled))
+    assert keys == {"train_acc", "seen"}  # the validation metric is not the train step's
+    start = steps[0].global_step - 1
+    for s in sampled:  # a mean at each read, another metric at most twice a second
+        acc, n = history[s.global_step - start]
+        if "seen" in s.running:
+            assert s.running["seen"] == n, (s.global_step, s.running, n)
+        if "train_acc" in s.running:
+            assert s.running["train_acc"] == pytest.approx(acc, rel=1e-6), (s, acc)
+    assert sum("seen" in s.running for s in sampled) >= 2
+    assert sampled[-1].global_step == steps[-1].global_step  # the last step's, at the end
+    at = [s.global_step for s in sampled]
+    assert all(b - a >= 2 for a, b in zip(at, at[1:], strict=False)), at
+    assert len(steps) == len(history)  # every step, the held one included
+    assert all(s.values["loss"] == s.values["loss"] for s in steps)
 
 
 def test_a_graph_loops_own_keras_metrics_are_plotted_as_running_values() -> None:

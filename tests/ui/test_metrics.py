@@ -77,7 +77,7 @@ def test_running_only_metric_draws_its_running_mean(window, run):
     plot = window.metrics.plots["auc"]
     assert not plot.steps
     curve = plot.running["auc"]
-    assert curve.label == "auc (running mean)"
+    assert curve.label == "auc (running)"  # what it holds since its reset: not a mean (an AUC)
     np.testing.assert_allclose(curve_data(curve)[1], [0.51, 0.52, 0.53, 0.54])
     assert "loss" not in window.metrics.plots["loss"].running  # has its own per-step values
 

@@ -75,7 +75,11 @@ class LoopEmitter:
         )
 
     def drain(
-        self, loop: Loop, final: bool = False, running: dict[str, float] | None = None
+        self,
+        loop: Loop,
+        final: bool = False,
+        running: dict[str, float] | None = None,
+        hold_newest: bool = False,
     ) -> None:
         """Report the loop's steps whose next primary step exists (all of them if final).
 
@@ -85,12 +89,14 @@ class LoopEmitter:
         Args:
             running: values of the loop's Keras metrics read now: they go with the newest
                 step reported (dropped when no step is).
+            hold_newest: keep the newest step back even so (an eager loop whose metrics,
+                read at a step's update, hold the steps before it).
         """
         if not loop.series:
             return
         series = loop.series
         counts = [s.snapshot() for s in series]
-        whole = final or (loop.announced and len(series) == 1)
+        whole = final or (loop.announced and len(series) == 1 and not hold_newest)
         limit = counts[0] if whole else counts[0] - 1
         first = loop.emitted
         mon = self.monitor
@@ -174,11 +180,15 @@ class LoopEmitter:
         for s in series:
             s.trim(limit)
 
-    def end(self, loop: Loop) -> None:
-        """Report the loop's last steps and close its segment (once)."""
+    def end(self, loop: Loop, running: dict[str, float] | None = None) -> None:
+        """Report the loop's last steps and close its segment (once).
+
+        Args:
+            running: the loop's Keras metrics read now, for its last step.
+        """
         if loop.ended:
             return
-        self.drain(loop, final=True)
+        self.drain(loop, final=True, running=running)
         if self.inspector is not None:
             self.inspector.flush(loop)
             self.inspector.settle()

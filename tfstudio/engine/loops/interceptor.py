@@ -11,6 +11,7 @@ and ``engine/loop_inspect.py``; ``tfstudio.monitor`` reaches ``explicit.py``.
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import Any
 
@@ -90,7 +91,8 @@ class LoopInterceptor:
         try:
             with self._lock:
                 for loop in self.book.loops:
-                    self.emitter.end(loop)
+                    if not loop.ended:
+                        self.emitter.end(loop, self.metrics.sample(loop, math.inf))
         except Exception as exc:  # noqa: BLE001
             self.monitor.report_error("custom loop end", exc)
         self.controls.end()
@@ -172,9 +174,12 @@ class LoopInterceptor:
         assert loop is not None
         if eager:
             loss = scalar(found.target)
+            # the loop's Keras metrics as of its previous step (read before this one's
+            # update_state), reported with that step: this one waits for the next
+            running = self.metrics.eager_step(loop, self.tf)
             with self._lock:
                 series.add(loss, found.norm, found.small)
-                self.emitter.drain(loop)
+                self.emitter.drain(loop, running=running, hold_newest=self.metrics.holds(loop))
             if self.inspector is not None:
                 self.inspector.eager_step(loop, series, found.pairs)
             if series is loop.series[0]:
@@ -213,7 +218,7 @@ class LoopInterceptor:
         else:
             previous = book.current()
             if previous is not None:
-                self.emitter.end(previous)
+                self.emitter.end(previous, self.metrics.sample(previous, math.inf))
                 self.controls.new_loop()
             mon = self.monitor
             cadence = new_cadence(mon) if self.inspector is not None else None

@@ -29,6 +29,9 @@ import numpy as np
 MEAN_EVERY_S = 0.0
 RESULT_EVERY_S = 0.5
 MAX_METRICS = 16  # per loop: more are not plotted (and not read)
+# An eager loop's metrics are read on the training thread, at most this often (a mean's
+# four reads, ~0.1 ms, beside eager steps of a few ms each).
+EAGER_READ_EVERY_S = 0.2
 
 
 class LoopMetrics:
@@ -46,6 +49,9 @@ class LoopMetrics:
         # loop -> [(key, metric, reader)]: reader gives its value (None: nothing to show)
         self._metrics: dict[int, list[tuple[str, Any, Any]]] = {}
         self._last: dict[int, float] = {}  # metric id -> when it was last read
+        # eager loops: loop -> (the metrics its first update could reach, their states)
+        self._eager: dict[int, tuple[list[Any], list[list[np.ndarray]]]] = {}
+        self._eager_read: dict[int, float] = {}  # loop -> when its metrics were last read
 
     def traced(self, graph: Any, loop: Any) -> None:
         """A step of ``loop`` is being traced in ``graph`` (called while tracing, on the
@@ -87,6 +93,48 @@ class LoopMetrics:
         except Exception as exc:  # noqa: BLE001
             self._report_error("custom loop (metrics)", exc)
 
+    def eager_step(self, loop: Any, tf: Any) -> dict[str, float] | None:
+        """At an eager step's optimizer update (the training thread): the loop's metrics
+        due a read, as they were after the loop's previous step, or None.
+
+        An eager step has no graph to tell its metrics: the Keras metrics the script's
+        frames reach at the loop's first update are read there and at its second; those
+        that changed in between are the loop's training metrics (an evaluation metric
+        changes only between epochs). The guides update them after the optimizer's
+        update, so a read at an update holds the steps before it: the caller reports it
+        with the previous step (:meth:`holds` says when to keep the newest step back).
+        """
+        key = id(loop)
+        pending = self._eager.get(key)
+        try:
+            if pending is None and key not in self._metrics:  # the loop's first update
+                found = _reachable_metrics(sys._getframe(1))[: 4 * MAX_METRICS]
+                self._eager[key] = (found, [_state(m) for m in found])
+                return None
+            if pending is not None:  # its second: the metrics its step changed
+                del self._eager[key]
+                chosen = self._metrics.setdefault(key, [])
+                for metric, before in zip(*pending, strict=True):
+                    if len(chosen) < MAX_METRICS and not _same(before, _state(metric)):
+                        chosen.append((_key(metric, chosen), metric, _reader(tf, metric)))
+                return None
+        except Exception as exc:  # noqa: BLE001
+            self._eager.pop(key, None)
+            self._metrics[key] = []
+            self._report_error("custom loop (metrics)", exc)
+            return None
+        if not self._metrics.get(key):
+            return None
+        now = time.monotonic()
+        if now - self._eager_read.get(key, -math.inf) < EAGER_READ_EVERY_S:
+            return None
+        self._eager_read[key] = now
+        return self.sample(loop, now)
+
+    def holds(self, loop: Any) -> bool:
+        """Whether the eager loop's steps wait for the next one (its metrics are read)."""
+        return bool(self._metrics.get(id(loop)))
+
     def sample(self, loop: Any, now: float | None = None) -> dict[str, float]:
         """The values of the loop's metrics due a read now (a reset one has none)."""
         found = self._metrics.get(id(loop))
@@ -113,6 +161,20 @@ class LoopMetrics:
         self._seen_graphs.clear()
         self._metrics.clear()
         self._last.clear()
+        self._eager.clear()
+        self._eager_read.clear()
+
+
+def _state(metric: Any) -> list[np.ndarray]:
+    """A metric's variables' values now (eagerly)."""
+    return [np.array(v.numpy(), copy=True) for v in metric.variables]
+
+
+def _same(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
+    """Whether two states are bit for bit the same."""
+    if len(a) != len(b):
+        return False
+    return all(x.shape == y.shape and x.tobytes() == y.tobytes() for x, y in zip(a, b, strict=True))
 
 
 def _reachable_metrics(frame: Any) -> list[Any]:

@@ -189,7 +189,7 @@ class MetricPlot(PlotView):
         if curve is not None:  # a new run's line of the same key
             self._remove(curve)
         if track.kind == RUNNING:
-            curve = self._series_curve(track, "running mean", width=1.5, alpha=255)
+            curve = self._series_curve(track, "running", width=1.5, alpha=255)
         elif track.kind == SAMPLED:
             curve = self._series_curve(track, "optimizer", width=1.5, alpha=255)
         else:
