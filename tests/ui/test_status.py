@@ -23,6 +23,17 @@ def test_progress_texts_during_a_fit(window, run):
     assert status.state_text() == "running"
 
 
+def test_a_failed_run_drops_its_eta_a_finished_one_shows_nothing_left(window, run):
+    run.started().fit(epochs=4, steps_per_epoch=100)
+    run.steps(100, epoch=0, dt=0.01).epoch_end(0, loss=0.5).steps(60, epoch=1, dt=0.01).frame()
+    assert window.status.eta_label.text() == "ETA 0:02"  # 240 steps left at 100 steps/s
+    run.ended("failed", exit_code=1).frame()
+    assert window.status.eta_label.text() == ""  # not the last estimate of a run that failed
+    run.started().fit(epochs=1, steps_per_epoch=100)
+    run.steps(100, epoch=0, dt=0.01).fit_end().ended().frame()
+    assert window.status.eta_label.text() == "ETA 0:00"
+
+
 def test_every_n_steps_note(window, run):
     run.started().fit(epochs=1, steps_per_epoch=64, spe=8).steps(2).frame()
     assert window.status.step_label.text() == "step 16/64 (every 8 steps)"

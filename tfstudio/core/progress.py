@@ -14,6 +14,7 @@ from tfstudio.core.events import (
     EpochEnded,
     FitEnded,
     FitStarted,
+    RunEnded,
     RunState,
     StepColumns,
     StepEnded,
@@ -40,6 +41,7 @@ class Progress:
     loss: float | None = None
     loss_key: str = ""
     paused: bool = False  # training is held: rate and ETA mean nothing until it resumes
+    ended: bool = False  # the run ended (a failed or stopped one has no ETA)
 
     def fraction(self) -> float | None:
         """Share of the current fit done, 0..1, or None when unknown."""
@@ -108,6 +110,10 @@ class ProgressTracker:
             p.epoch = event.epoch + 1
         elif isinstance(event, FitEnded) and not event.stopped and p.epochs:
             p.eta = 0.0  # (a loop's length was never known: no ETA, not 0:00)
+        elif isinstance(event, RunEnded):
+            p.ended = True
+            if event.status != "finished":
+                p.eta = None  # it will not end when the last estimate said
         elif isinstance(event, RunState):
             p.paused = event.state == "paused"
             p.global_step = event.global_step

@@ -14,6 +14,7 @@ from tfstudio.core.events import (
     FitEnded,
     FitStarted,
     RunDevices,
+    RunEnded,
     RunStarted,
     RunState,
     StepEnded,
@@ -54,6 +55,7 @@ class StatusPanel(QWidget):
         FitEnded,
         RunState,
         CheckpointRestored,
+        RunEnded,
     )  # the kinds the bridge hands ingest_event / ingest_steps (and no others)
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -115,7 +117,9 @@ class StatusPanel(QWidget):
             if event.available:
                 self.device_memory = event
                 self._dirty = True
-        elif isinstance(event, FitStarted | EpochEnded | FitEnded | RunState | CheckpointRestored):
+        elif isinstance(
+            event, FitStarted | EpochEnded | FitEnded | RunState | CheckpointRestored | RunEnded
+        ):
             self.tracker.feed(event)
             self._dirty = True
 
@@ -134,7 +138,9 @@ class StatusPanel(QWidget):
                 f"epoch {p.epoch}/{p.epochs}" if p.epochs else "",
                 f"step {p.step}{total}{every}",
                 _rate_text(p),
-                f"ETA {format_duration(p.eta)}" if p.eta is not None or p.epochs else "",
+                f"ETA {format_duration(p.eta)}"
+                if p.eta is not None or (p.epochs and not p.ended)
+                else "",
                 f"{p.loss_key or 'loss'} {format_value(p.loss)}",
             )
         labels = (
