@@ -302,3 +302,49 @@ def test_the_controls_say_when_a_saved_checkpoints_side_index_was_not_written(
     notes = [e.text for e in events if isinstance(e, ConsoleOutput)]
     assert len(saved) == 2  # both checkpoints are whole and offered
     assert "not its time and loss in tfstudio's index (the disk is full)" in notes[-1]
+
+
+def test_a_gans_checkpoint_holds_both_of_its_optimizers(tmp_path):
+    """A GAN's `train_step` applies `d_opt` and `g_opt` of its own; the controls save the
+    one that steps, and the model's attributes carry the other: a restore puts back the
+    state of both (Adam's moments), not one."""
+    import keras
+    import tensorflow as tf
+
+    class GAN(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.d = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+            self.g = keras.Sequential([keras.Input((2,)), keras.layers.Dense(4)])
+
+        def compile(self, d_opt, g_opt):
+            super().compile()
+            self.d_opt, self.g_opt = d_opt, g_opt
+
+        def train_step(self, data):
+            z = data[:, :2]
+            with tf.GradientTape() as tape:
+                g_loss = tf.reduce_mean(self.d(self.g(z)))
+            grads = tape.gradient(g_loss, self.g.trainable_weights)
+            self.g_opt.apply_gradients(zip(grads, self.g.trainable_weights, strict=True))
+            with tf.GradientTape() as tape:
+                d_loss = tf.reduce_mean(self.d(data)) - g_loss
+            grads = tape.gradient(d_loss, self.d.trainable_weights)
+            self.d_opt.apply_gradients(zip(grads, self.d.trainable_weights, strict=True))
+            return {"d_loss": d_loss, "g_loss": g_loss}
+
+    gan = GAN()
+    gan.compile(keras.optimizers.Adam(1e-3), keras.optimizers.Adam(1e-3))
+    x = np.random.default_rng(0).normal(size=(64, 4)).astype("float32")
+    gan.fit(x, batch_size=16, epochs=1, verbose=0)
+    store = CheckpointStore(tmp_path / "ck", gan, gan.g_opt)  # the optimizer that stepped
+    saved = {id(v): v.numpy().copy() for o in (gan.d_opt, gan.g_opt) for v in o.variables}
+    record = store.save(4, loss=0.0)
+    gan.fit(x, batch_size=16, epochs=1, verbose=0)  # both optimizers move on
+    for optimizer in (gan.d_opt, gan.g_opt):  # its step count and moments moved
+        changed = [v.path for v in optimizer.variables if not np.array_equal(v, saved[id(v)])]
+        assert len(changed) >= 3, (optimizer.name, changed)
+    store.restore(record.path)
+    for optimizer in (gan.d_opt, gan.g_opt):
+        for v in optimizer.variables:
+            np.testing.assert_array_equal(v.numpy(), saved[id(v)], err_msg=v.path)
