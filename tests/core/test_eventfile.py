@@ -371,3 +371,29 @@ def test_a_range_of_steps_is_read_again_exactly_from_its_pieces(tmp_path, monkey
         assert cols.values.tolist() == full[tag].values[sel].tolist()
     assert sum(read) <= 3 * 100_000  # the pieces holding those steps, not the file
     assert reader.read_steps(10**9, 10**9 + 5) == {}
+
+
+def test_tags_come_in_the_order_they_first_appear_in_the_file():
+    """Records are decoded grouped by their layout (one group per record length and
+    layout), so a tag can be met first in a group of later records; the tags still come
+    in file order, so a reopened run lists its metrics as the live run did (an eager
+    loop's last step had `seen` without `train_acc`: `seen` came first)."""
+    from tfstudio.core.eventfile import _Chunk
+
+    def cols(steps: list[int]) -> TagColumns:
+        a = np.asarray(steps, dtype=np.int64)
+        return TagColumns(a, a * 0.5, a * 1.0)
+
+    chunk = _Chunk()  # as the decoder added them for a real run's file
+    chunk.add("step/loss", np.array([11006, 11090]), cols([3, 4]))
+    chunk.add("step/loss", np.array([141]), cols([1]))
+    chunk.add("running/seen", np.array([33234]), cols([80]))
+    chunk.add("running/train_acc", np.array([11825, 17859]), cols([12, 22]))
+    chunk.add("running/seen", np.array([18840]), cols([33]))
+    chunk.add("running/train_acc", np.array([10902]), cols([2]))
+    chunk.add("running/seen", np.array([10941]), cols([2]))
+    columns = chunk.columns()
+    assert list(columns) == ["step/loss", "running/train_acc", "running/seen"]
+    assert columns["step/loss"].steps.tolist() == [1, 3, 4]
+    assert columns["running/seen"].steps.tolist() == [2, 33, 80]
+    assert columns["running/train_acc"].steps.tolist() == [2, 12, 22]

@@ -431,8 +431,17 @@ class _Chunk:
         self.parts.setdefault(tag, []).append((order, cols))
 
     def columns(self) -> dict[str, TagColumns]:
+        """Each tag's points in file order; the tags in the order they first appear in the
+        file (records are decoded grouped by their layout: a reopened run lists its
+        metrics in the order the live run did)."""
         out: dict[str, TagColumns] = {}
-        for tag, parts in self.parts.items():
+        first = {
+            tag: min(int(p[0][0]) for p in parts if len(p[0]))
+            for tag, parts in self.parts.items()
+            if any(len(p[0]) for p in parts)
+        }
+        for tag in sorted(self.parts, key=lambda t: first.get(t, 1 << 62)):
+            parts = self.parts[tag]
             if len(parts) == 1:
                 out[tag] = parts[0][1]
                 continue
