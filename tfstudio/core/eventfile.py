@@ -435,12 +435,11 @@ class _Chunk:
         file (records are decoded grouped by their layout: a reopened run lists its
         metrics in the order the live run did)."""
         out: dict[str, TagColumns] = {}
-        first = {
-            tag: min(int(p[0][0]) for p in parts if len(p[0]))
-            for tag, parts in self.parts.items()
-            if any(len(p[0]) for p in parts)
-        }
-        for tag in sorted(self.parts, key=lambda t: first.get(t, 1 << 62)):
+        tags = list(self.parts)
+        firsts = [_first_position(parts) for parts in self.parts.values()]
+        if any(a > b for a, b in zip(firsts, firsts[1:], strict=False)):  # (usually not)
+            tags = [tags[i] for i in sorted(range(len(tags)), key=firsts.__getitem__)]
+        for tag in tags:
             parts = self.parts[tag]
             if len(parts) == 1:
                 out[tag] = parts[0][1]
@@ -454,6 +453,14 @@ class _Chunk:
                 cols = TagColumns(cols.steps[idx], cols.values[idx], cols.wall[idx])
             out[tag] = cols
         return out
+
+
+def _first_position(parts: list[tuple[np.ndarray, TagColumns]]) -> int:
+    """Where a tag's first point is in the file (its parts' orders are each ascending)."""
+    if len(parts) == 1:
+        order = parts[0][0]
+        return int(order[0]) if len(order) else 1 << 62
+    return min((int(p[0][0]) for p in parts if len(p[0])), default=1 << 62)
 
 
 class EventFileReader:
