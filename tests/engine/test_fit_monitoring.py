@@ -74,6 +74,48 @@ def test_a_multi_output_models_metrics_per_step_are_the_batch_own(write_script, 
     assert steps[-1].running["reg_mae"] == pytest.approx(float(np.mean(np.abs(pred - y))))
 
 
+def test_class_weights_leave_plain_metrics_per_step_and_weighted_ones_running(
+    write_script, tmp_path
+):
+    """With class_weight a `weighted_metrics` mean counts weights, not samples: its
+    batch's own value cannot come from the logs, so only its running value is sent (it
+    had been derived as if by samples: 0.522 for a batch whose weighted accuracy was
+    0.568). A plain `metrics=` accuracy ignores the weights: still exact per step."""
+    path = write_script(
+        """
+        import numpy as np, keras
+        rng = np.random.default_rng(0)
+        x = rng.normal(size=(256, 4)).astype("float32")
+        y = (x[:, 0] + 0.3 * x[:, 1] > 0.8).astype("int64")  # ~20% ones, weighted 5x
+        m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+        m.compile(keras.optimizers.SGD(0.0),
+                  keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"],
+                  weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="wacc")])
+        m.fit(x, y, batch_size=32, epochs=1, shuffle=False, class_weight={0: 1.0, 1: 5.0},
+              verbose=0)
+        np.save("y.npy", y); np.save("pred.npy", m.predict(x, verbose=0))
+        """
+    )
+    ended, events = run_script(path, cwd=tmp_path, options=RunOptions(inspector=False))
+    assert ended.status == "finished", console(events)
+    steps = of(events, StepEnded)
+    y, pred = np.load(tmp_path / "y.npy"), np.load(tmp_path / "pred.npy")
+    hit = (pred.argmax(axis=1) == y).astype(float)
+    w = np.where(y == 1, 5.0, 1.0)
+    top = pred.max(axis=1)
+    ce = top + np.log(np.exp(pred - top[:, None]).sum(axis=1)) - pred[np.arange(len(y)), y]
+    assert len(steps) == 8
+    for k, s in enumerate(steps):
+        a, b = 32 * k, 32 * (k + 1)
+        assert s.values["accuracy"] == pytest.approx(hit[a:b].mean(), abs=1e-5)
+        # the loss tracker counts samples: the batch's weighted loss is derived exactly
+        assert s.values["loss"] == pytest.approx(float((w * ce)[a:b].mean()), rel=1e-4)
+        assert "wacc" not in s.values  # no batch value to give
+        want = float((hit[:b] * w[:b]).sum() / w[:b].sum())  # weighted, since the epoch began
+        assert s.running["wacc"] == pytest.approx(want, rel=1e-5)
+
+
 def test_two_fits_and_a_custom_train_step_gan_are_segments(write_script):
     path = write_script(
         """

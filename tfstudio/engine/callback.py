@@ -61,6 +61,8 @@ class StudioCallback(keras.callbacks.Callback):
             monitor.control = TrainingController(monitor)
         self.control: TrainingController = monitor.control
         self.fit_data: Any = None  # fit's x, set by the interceptor (the inspector's probe batch)
+        # whether the fit's batches carry sample weights (None: its data cannot tell)
+        self.sample_weighted: bool | None = False
         # fit's validation_data: the probe batch when x cannot give one
         self.fit_validation: Any = None
         self._inspector: Inspector | None = None
@@ -276,6 +278,13 @@ class StudioCallback(keras.callbacks.Callback):
                     self._loss_count = metric.count
             else:
                 stateful.add(metric.name)
+        if self.sample_weighted is not False:
+            # A weighted metric's count is the batches' sum of sample weights, which the
+            # logs do not give: its batch's own value cannot be derived (its running
+            # value is sent). Plain `metrics=` ignore sample weights: derived as usual.
+            weighted = _weighted_metric_names(self.model)
+            stateful |= weighted & means
+            means -= weighted
         # a multi-output model logs its outputs' metrics as "<output>_<metric>" (cls_accuracy
         # for the "accuracy" of output "cls"): the same metrics, by those names too (only
         # the model's own output names: a train_step's raw "d_loss" stays raw)
@@ -333,6 +342,23 @@ def _to_float(value: Any) -> float:
         return float(value)
     except (TypeError, ValueError):
         return math.nan
+
+
+def _weighted_metric_names(model: Any) -> set[str]:
+    """Names of the metrics compiled as ``weighted_metrics`` (their lists flattened)."""
+    compiled = getattr(model, "_compile_metrics", None)
+    todo = list(getattr(compiled, "_flat_weighted_metrics", None) or [])
+    names: set[str] = set()
+    while todo:
+        metric = todo.pop()
+        if metric is None:
+            continue
+        inner = getattr(metric, "metrics", None)
+        if inner and not isinstance(metric, keras.metrics.Mean):
+            todo.extend(inner)  # a MetricsList: one per output
+        else:
+            names.add(metric.name)
+    return names
 
 
 def _flat_metrics(model: Any) -> list[Any]:

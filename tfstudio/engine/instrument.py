@@ -179,6 +179,7 @@ class FitInterceptor:
                 initial_epoch=int(bound.arguments.get("initial_epoch", 0)),
             )
             callback.fit_data = bound.arguments.get("x")
+            callback.sample_weighted = sample_weighted(bound.arguments)
             callback.fit_validation = bound.arguments.get("validation_data")
             user_callbacks = bound.arguments.get("callbacks")
             if isinstance(user_callbacks, keras.callbacks.CallbackList):
@@ -200,3 +201,18 @@ class FitInterceptor:
 
         fit.__tfstudio_wrapped__ = True  # type: ignore[attr-defined]
         return fit
+
+
+def sample_weighted(arguments: dict[str, Any]) -> bool | None:
+    """Whether a fit's batches carry sample weights (``class_weight``, ``sample_weight``,
+    a dataset of ``(x, y, w)``); None when its data cannot tell (a generator, a
+    ``PyDataset``). A weighted metric's running mean then counts weights, not samples."""
+    if arguments.get("class_weight") is not None or arguments.get("sample_weight") is not None:
+        return True
+    x = arguments.get("x")
+    spec = getattr(x, "element_spec", None)
+    if spec is not None:  # a tf.data.Dataset
+        return isinstance(spec, tuple) and len(spec) == 3
+    if x is None or hasattr(x, "shape") or isinstance(x, dict | list | tuple):
+        return False  # arrays: weights come only through the arguments above
+    return None
