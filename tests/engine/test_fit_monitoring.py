@@ -116,6 +116,43 @@ def test_class_weights_leave_plain_metrics_per_step_and_weighted_ones_running(
         assert s.running["wacc"] == pytest.approx(want, rel=1e-5)
 
 
+def test_a_masked_sequence_models_metrics_are_running_its_loss_per_step(write_script, tmp_path):
+    """Padded sequences (Embedding(mask_zero=True)): a compiled metric counts the unmasked
+    share of each batch (20.9, 19.75, ... for 32 samples), so its batch's own value cannot
+    be derived; the loss tracker counts samples, so the loss still is, exactly."""
+    path = write_script(
+        """
+        import numpy as np, keras
+        rng = np.random.default_rng(0)
+        n, T = 128, 12
+        x = np.zeros((n, T), "int64"); y = np.zeros((n, T), "int64")
+        for i, L in enumerate(rng.integers(3, T + 1, size=n)):
+            x[i, :L] = rng.integers(1, 50, size=L); y[i, :L] = x[i, :L] % 3
+        m = keras.Sequential([keras.Input((T,), dtype="int64"),
+                              keras.layers.Embedding(50, 8, mask_zero=True),
+                              keras.layers.GRU(8, return_sequences=True), keras.layers.Dense(3)])
+        m.compile(keras.optimizers.SGD(0.0),
+                  keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"])
+        m.fit(x, y, batch_size=32, epochs=1, shuffle=False, verbose=0)
+        want = [m.evaluate(x[a:a + 32], y[a:a + 32], batch_size=32, verbose=0, return_dict=True)
+                for a in range(0, n, 32)]
+        seen = [m.evaluate(x[:b], y[:b], batch_size=32, verbose=0, return_dict=True)
+                for b in range(32, n + 1, 32)]
+        np.save("want.npy", [[w["loss"], s["accuracy"]] for w, s in zip(want, seen)])
+        """
+    )
+    ended, events = run_script(path, cwd=tmp_path, options=RunOptions(inspector=False))
+    assert ended.status == "finished", console(events)
+    steps = of(events, StepEnded)
+    want = np.load(tmp_path / "want.npy")
+    assert len(steps) == len(want) == 4
+    for s, (loss, running_acc) in zip(steps, want, strict=True):
+        assert s.values["loss"] == pytest.approx(loss, rel=1e-4)
+        assert "accuracy" not in s.values  # no batch value to give
+        assert s.running["accuracy"] == pytest.approx(running_acc, rel=1e-4)
+
+
 def test_two_fits_and_a_custom_train_step_gan_are_segments(write_script):
     path = write_script(
         """

@@ -278,13 +278,19 @@ class StudioCallback(keras.callbacks.Callback):
                     self._loss_count = metric.count
             else:
                 stateful.add(metric.name)
+        # A mean whose count per batch varies unlike the samples' cannot give its batch's
+        # own value from the logs (its running value is sent): a weighted metric under
+        # sample weights (the count sums them), and the compiled metrics of a model whose
+        # outputs carry a Keras mask (padded sequences: they count the unmasked share).
+        # Plain `metrics=` ignore sample weights, and a count of one per batch (a
+        # train_step's Mean tracker) is in proportion: derived as usual.
+        weighted = set()
         if self.sample_weighted is not False:
-            # A weighted metric's count is the batches' sum of sample weights, which the
-            # logs do not give: its batch's own value cannot be derived (its running
-            # value is sent). Plain `metrics=` ignore sample weights: derived as usual.
             weighted = _weighted_metric_names(self.model)
-            stateful |= weighted & means
-            means -= weighted
+        if _outputs_masked(self.model):
+            weighted |= _compiled_metric_names(self.model)
+        stateful |= weighted & means
+        means -= weighted
         # a multi-output model logs its outputs' metrics as "<output>_<metric>" (cls_accuracy
         # for the "accuracy" of output "cls"): the same metrics, by those names too (only
         # the model's own output names: a train_step's raw "d_loss" stays raw)
@@ -344,10 +350,32 @@ def _to_float(value: Any) -> float:
         return math.nan
 
 
+def _outputs_masked(model: Any) -> bool:
+    """Whether any of the model's (symbolic) outputs carries a Keras mask."""
+    try:
+        outputs = list(getattr(model, "outputs", None) or [])
+    except Exception:  # noqa: BLE001 - a subclassed model has no symbolic outputs
+        return False
+    return any(getattr(o, "_keras_mask", None) is not None for o in outputs)
+
+
 def _weighted_metric_names(model: Any) -> set[str]:
     """Names of the metrics compiled as ``weighted_metrics`` (their lists flattened)."""
     compiled = getattr(model, "_compile_metrics", None)
-    todo = list(getattr(compiled, "_flat_weighted_metrics", None) or [])
+    return _names(list(getattr(compiled, "_flat_weighted_metrics", None) or []))
+
+
+def _compiled_metric_names(model: Any) -> set[str]:
+    """Names of every metric given to ``compile`` (``metrics`` and ``weighted_metrics``)."""
+    compiled = getattr(model, "_compile_metrics", None)
+    return _names(
+        list(getattr(compiled, "_flat_metrics", None) or [])
+        + list(getattr(compiled, "_flat_weighted_metrics", None) or [])
+    )
+
+
+def _names(todo: list[Any]) -> set[str]:
+    """The names of these metrics, their lists (a `MetricsList` per output) flattened."""
     names: set[str] = set()
     while todo:
         metric = todo.pop()
