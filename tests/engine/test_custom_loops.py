@@ -227,6 +227,29 @@ def test_an_eager_loops_own_keras_metrics_are_plotted_with_the_step_they_hold(tm
     assert all(s.values["loss"] == s.values["loss"] for s in steps)
 
 
+def test_an_eager_gan_loops_metrics_are_found_at_its_first_models_updates(tmp_path) -> None:
+    """Two optimizers a step: the metrics are updated after both, so they are told by the
+    loop's first series (its updates a step apart), and each value goes with its step."""
+    out = tmp_path / "history.npy"
+    ended, events = run_script(
+        LOOPS / "eager_gan_metrics.py", ["60", str(out)], capture_output=False
+    )
+    assert ended.status == "finished", ended.summary()
+    history = {int(s): (n, acc) for s, n, acc in np.load(out)}
+    steps = _steps(events)
+    assert len(steps) == 60
+    sampled = [s for s in steps if s.running]
+    assert sampled, "no metric was read"
+    assert set().union(*(s.running for s in sampled)) == {"seen", "d_acc"}
+    for s in sampled:
+        n, acc = history[s.global_step - steps[0].global_step + 1]
+        if "seen" in s.running:
+            assert s.running["seen"] == n, (s.global_step, s.running, n)
+        if "d_acc" in s.running:
+            assert s.running["d_acc"] == pytest.approx(acc, rel=1e-6)
+    assert sampled[-1].global_step == steps[-1].global_step  # read at the loop's end
+
+
 def test_a_graph_loops_own_keras_metrics_are_plotted_as_running_values() -> None:
     ended, events = run_script(LOOPS / "graph_metrics.py", ["2.0"], capture_output=False)
     assert ended.status == "finished", ended.summary()

@@ -175,8 +175,12 @@ class LoopInterceptor:
         if eager:
             loss = scalar(found.target)
             # the loop's Keras metrics as of its previous step (read before this one's
-            # update_state), reported with that step: this one waits for the next
-            running = self.metrics.eager_step(loop, self.tf)
+            # update_state), reported with that step: this one waits for the next. Only
+            # at its first series' updates: a GAN's second update of a step comes before
+            # the step's metrics are updated, so it could tell them from nothing
+            running = None
+            if not loop.series or series is loop.series[0]:
+                running = self.metrics.eager_step(loop, self.tf)
             with self._lock:
                 series.add(loss, found.norm, found.small)
                 self.emitter.drain(loop, running=running, hold_newest=self.metrics.holds(loop))
