@@ -153,6 +153,66 @@ def test_a_masked_sequence_models_metrics_are_running_its_loss_per_step(write_sc
         assert s.running["accuracy"] == pytest.approx(running_acc, rel=1e-4)
 
 
+def test_a_train_step_returning_a_trackers_running_mean_as_loss_gets_batch_values(
+    write_script, tmp_path
+):
+    """The Keras VAE example returns its `total_loss` tracker's result as "loss": a
+    running mean under a name no metric has. It was plotted as the batch's own value
+    (a smooth curve labelled per step); its batch values are now derived, told apart at
+    the second batch. A raw value returned beside it stays as it came."""
+    path = write_script(
+        """
+        import numpy as np, keras, tensorflow as tf
+        rng = np.random.default_rng(0)
+        x = rng.normal(size=(128, 4)).astype("float32")
+
+        class AE(keras.Model):
+            def __init__(self):
+                super().__init__()
+                self.enc = keras.layers.Dense(2)
+                self.dec = keras.layers.Dense(4)
+                self.total_loss_tracker = keras.metrics.Mean(name="total_loss")
+                self.rec_tracker = keras.metrics.Mean(name="reconstruction_loss")
+
+            @property
+            def metrics(self):
+                return [self.total_loss_tracker, self.rec_tracker]
+
+            def call(self, x):
+                return self.dec(self.enc(x))
+
+            def train_step(self, data):
+                with tf.GradientTape() as tape:
+                    rec = tf.reduce_mean(tf.square(self(data) - data))
+                    total = rec + 0.1
+                grads = tape.gradient(total, self.trainable_weights)
+                self.optimizer.apply_gradients(zip(grads, self.trainable_weights))
+                self.total_loss_tracker.update_state(total)
+                self.rec_tracker.update_state(rec)
+                return {"loss": self.total_loss_tracker.result(),
+                        "reconstruction_loss": self.rec_tracker.result(),
+                        "raw_total": total}
+
+        m = AE()
+        m.compile(keras.optimizers.SGD(0.0))
+        m.fit(x, batch_size=32, epochs=1, shuffle=False, verbose=0)
+        out = m.predict(x, verbose=0)
+        want = [np.mean((out[a : a + 32] - x[a : a + 32]) ** 2) for a in range(0, 128, 32)]
+        np.save("want.npy", want)
+        """
+    )
+    ended, events = run_script(path, cwd=tmp_path, options=RunOptions(inspector=False))
+    assert ended.status == "finished", console(events)
+    steps = of(events, StepEnded)
+    want = np.load(tmp_path / "want.npy")
+    assert len(steps) == 4
+    for s, rec in zip(steps, want, strict=True):
+        assert s.values["reconstruction_loss"] == pytest.approx(rec, rel=1e-4)
+        assert s.values["loss"] == pytest.approx(rec + 0.1, rel=1e-4)  # the batch's own
+        assert s.values["raw_total"] == pytest.approx(rec + 0.1, rel=1e-4)  # as it came
+    assert steps[-1].running["loss"] == pytest.approx(float(np.mean(want)) + 0.1, rel=1e-4)
+
+
 def test_two_fits_and_a_custom_train_step_gan_are_segments(write_script):
     path = write_script(
         """

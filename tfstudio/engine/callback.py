@@ -48,6 +48,9 @@ class StudioCallback(keras.callbacks.Callback):
         self.initial_epoch = initial_epoch
         self.stopped = False
         self._kinds: dict[str, int] | None = None
+        # Means of the model no log key is named after (a VAE's `total_loss` tracker,
+        # returned as "loss"): looked at once, at the fit's second batch end
+        self._unclaimed: list[Any] = []
         self._loss_count: Any = None  # the loss tracker's sample count variable
         self._steps: int | None = None
         self._epoch = initial_epoch
@@ -225,6 +228,8 @@ class StudioCallback(keras.callbacks.Callback):
         kinds = self._kinds
         if kinds is None:
             kinds = self._classify(logs)
+        elif self._unclaimed and self._prev_k > 0:
+            self._claim(logs, kinds)
         if self._prev_k == 0 and not self._per_batch_read and self._loss_count is not None:
             # An epoch's first batch is a whole one: its size holds for the fit's later
             # epochs (only the last batch of an epoch may be smaller: its count is read).
@@ -301,7 +306,32 @@ class StudioCallback(keras.callbacks.Callback):
         for key in logs:
             kinds[key] = _MEAN if key in means else (_RUNNING if key in stateful else _RAW)
         self._kinds = kinds
+        if any(kind == _RAW for kind in kinds.values()):
+            self._unclaimed = [
+                m
+                for m in _flat_metrics(self.model)
+                if isinstance(m, keras.metrics.Mean) and m.name not in logs and m.name in means
+            ][:8]
         return kinds
+
+    def _claim(self, logs: dict, kinds: dict[str, int]) -> None:
+        """At the fit's second batch end (within an epoch): a raw value that is one of the
+        model's unnamed Means' running value is that running mean, and derived like one
+        (the Keras VAE example returns its `total_loss` tracker's result as "loss"; at
+        the first batch a running mean and the batch's value are the same, so only now
+        can they be told apart). A few variable reads, once a fit."""
+        unclaimed, self._unclaimed = self._unclaimed, []
+        try:
+            results = [float(np.asarray(m.result())) for m in unclaimed]
+        except Exception as exc:  # noqa: BLE001 - the values stay as they came
+            self._monitor.report_error("metric kinds", exc)
+            return
+        for key, value in logs.items():
+            if kinds.get(key) != _RAW:
+                continue
+            v = float(value)
+            if any(r == v or abs(r - v) <= 1e-7 * abs(v) for r in results):
+                kinds[key] = _MEAN
 
     def on_test_batch_end(self, batch: int, logs: dict | None = None) -> None:
         """During the validation pass of a fit, Stop also ends validation at once."""
