@@ -213,6 +213,63 @@ def test_a_train_step_returning_a_trackers_running_mean_as_loss_gets_batch_value
     assert steps[-1].running["loss"] == pytest.approx(float(np.mean(want)) + 0.1, rel=1e-4)
 
 
+def test_a_train_steps_own_trackers_counting_in_other_units_are_exact_at_a_partial_batch(
+    write_script, tmp_path
+):
+    """The Keras guide's custom train_step: a `loss` tracker updated once a batch (it
+    counts batches) beside a MAE metric (it counts samples). An epoch's partial last
+    batch (4 of 100 samples) weighs 1 for the one and 4/32 of a batch for the other:
+    each mean is derived with its own count there (the MAE's had been off)."""
+    path = write_script(
+        """
+        import numpy as np, keras, tensorflow as tf
+        rng = np.random.default_rng(0)
+        x = rng.normal(size=(100, 3)).astype("float32")
+        y = rng.normal(size=(100, 1)).astype("float32")
+
+        class Custom(keras.Model):
+            def __init__(self):
+                super().__init__()
+                self.dense = keras.layers.Dense(1)
+                self.loss_tracker = keras.metrics.Mean(name="loss")
+                self.mae_metric = keras.metrics.MeanAbsoluteError(name="mae")
+
+            def call(self, x):
+                return self.dense(x)
+
+            @property
+            def metrics(self):
+                return [self.loss_tracker, self.mae_metric]
+
+            def train_step(self, data):
+                xb, yb = data
+                with tf.GradientTape() as tape:
+                    pred = self(xb, training=True)
+                    loss = tf.reduce_mean(tf.square(pred - yb))
+                grads = tape.gradient(loss, self.trainable_weights)
+                self.optimizer.apply_gradients(zip(grads, self.trainable_weights))
+                self.loss_tracker.update_state(loss)
+                self.mae_metric.update_state(yb, pred)
+                return {"loss": self.loss_tracker.result(), "mae": self.mae_metric.result()}
+
+        m = Custom()
+        m.compile(keras.optimizers.SGD(0.0))
+        m.fit(x, y, batch_size=32, epochs=2, shuffle=False, verbose=0)
+        np.save("y.npy", y); np.save("pred.npy", m.predict(x, verbose=0))
+        """
+    )
+    ended, events = run_script(path, cwd=tmp_path, options=RunOptions(inspector=False))
+    assert ended.status == "finished", console(events)
+    steps = of(events, StepEnded)
+    y, pred = np.load(tmp_path / "y.npy"), np.load(tmp_path / "pred.npy")
+    bounds = [(0, 32), (32, 64), (64, 96), (96, 100)]
+    assert len(steps) == 8
+    for s, (a, b) in zip(steps, bounds * 2, strict=True):
+        err = pred[a:b] - y[a:b]
+        assert s.values["loss"] == pytest.approx(float(np.mean(err**2)), rel=1e-4)
+        assert s.values["mae"] == pytest.approx(float(np.mean(np.abs(err))), rel=1e-4)
+
+
 def test_two_fits_and_a_custom_train_step_gan_are_segments(write_script):
     path = write_script(
         """

@@ -48,6 +48,12 @@ class StudioCallback(keras.callbacks.Callback):
         self.initial_epoch = initial_epoch
         self.stopped = False
         self._kinds: dict[str, int] | None = None
+        # Means whose count per batch is not the loss tracker's (a train_step's loss
+        # tracker counts batches, its MAE samples): key -> (count variable, per batch),
+        # so an epoch's partial last batch is weighted by its own count
+        self._own: dict[str, tuple[Any, float]] = {}
+        self._own_read = False
+        self._prev_own_c: dict[str, float] = {}
         # Means of the model no log key is named after (a VAE's `total_loss` tracker,
         # returned as "loss"): looked at once, at the fit's second batch end
         self._unclaimed: list[Any] = []
@@ -179,6 +185,7 @@ class StudioCallback(keras.callbacks.Callback):
         self._prev_k = 0
         self._prev_c = 0.0
         self._prev_running = {}
+        self._prev_own_c = {}
         self._base_k = 0
 
     def _rebase(self) -> None:
@@ -186,6 +193,7 @@ class StudioCallback(keras.callbacks.Callback):
         self._base_k = self._prev_k
         self._prev_c = 0.0
         self._prev_running = {}
+        self._prev_own_c = {}
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         """Send the epoch's metrics, ``val_`` metrics included."""
@@ -235,11 +243,16 @@ class StudioCallback(keras.callbacks.Callback):
             # epochs (only the last batch of an epoch may be smaller: its count is read).
             self._per_batch = max(_count(self._loss_count) / k, 1e-12)
             self._per_batch_read = True
+        if not self._own_read:
+            self._own_read = True
+            self._own = self._own_units(kinds, k)
         c_k = (k - self._base_k) * self._per_batch
         if last and self._loss_count is not None:
             c_k = _count(self._loss_count)
         c_j = self._prev_c
         prev = self._prev_running
+        own = self._own
+        prev_own = self._prev_own_c
         running: dict[str, float] = {}
         values: dict[str, float] = {}
         for key, raw in logs.items():
@@ -248,10 +261,16 @@ class StudioCallback(keras.callbacks.Callback):
             kind = kinds.get(key, _RAW)
             if kind == _MEAN:
                 m_j = prev.get(key)
-                if m_j is None or c_j == 0.0:
+                ck, cj = c_k, c_j
+                if own and key in own:  # a mean counting in units of its own
+                    count, per_batch = own[key]
+                    ck = _count(count) if last else (k - self._base_k) * per_batch
+                    cj = prev_own.get(key, 0.0)
+                    prev_own[key] = ck
+                if m_j is None or cj == 0.0:
                     values[key] = m
                 else:
-                    values[key] = (c_k * m - c_j * m_j) / (c_k - c_j)
+                    values[key] = (ck * m - cj * m_j) / (ck - cj)
             elif kind == _RAW:
                 values[key] = m
         self._prev_k = k
@@ -313,6 +332,25 @@ class StudioCallback(keras.callbacks.Callback):
                 if isinstance(m, keras.metrics.Mean) and m.name not in logs and m.name in means
             ][:8]
         return kinds
+
+    def _own_units(self, kinds: dict[str, int], k: int) -> dict[str, tuple[Any, float]]:
+        """At the fit's first batch end: the means (by their own names) whose count per
+        batch differs from the loss tracker's, with theirs (one count read each, once a
+        fit; a compiled model's metrics count samples as its loss tracker does)."""
+        out: dict[str, tuple[Any, float]] = {}
+        try:
+            for metric in _flat_metrics(self.model):
+                name = metric.name
+                count = getattr(metric, "count", None)
+                if name == "loss" or kinds.get(name) != _MEAN or count is None:
+                    continue
+                per_batch = _count(count) / k
+                if per_batch > 0 and abs(per_batch - self._per_batch) > 1e-6 * self._per_batch:
+                    out[name] = (count, per_batch)
+        except Exception as exc:  # noqa: BLE001 - the shared count is used, as before
+            self._monitor.report_error("metric counts", exc)
+            return {}
+        return out
 
     def _claim(self, logs: dict, kinds: dict[str, int]) -> None:
         """At the fit's second batch end (within an epoch): a raw value that is one of the
