@@ -52,8 +52,6 @@ class StudioCallback(keras.callbacks.Callback):
         # tracker counts batches, its MAE samples): key -> (count variable, per batch),
         # so an epoch's partial last batch is weighted by its own count
         self._own: dict[str, tuple[Any, float]] = {}
-        self._own_read = False
-        self._prev_own_c: dict[str, float] = {}
         # Means of the model no log key is named after (a VAE's `total_loss` tracker,
         # returned as "loss"): looked at once, at the fit's second batch end
         self._unclaimed: list[Any] = []
@@ -64,7 +62,6 @@ class StudioCallback(keras.callbacks.Callback):
         self._prev_c = 0.0
         self._prev_running: dict[str, float] = {}
         self._per_batch = 1.0  # samples per batch (weights of the derivation)
-        self._per_batch_read = False  # read once a fit: each read is ~0.25 ms of the step
         self._base_k = 0  # steps of this epoch before the loss tracker was last reset
         if monitor.control is None:
             monitor.control = TrainingController(monitor)
@@ -185,7 +182,6 @@ class StudioCallback(keras.callbacks.Callback):
         self._prev_k = 0
         self._prev_c = 0.0
         self._prev_running = {}
-        self._prev_own_c = {}
         self._base_k = 0
 
     def _rebase(self) -> None:
@@ -193,7 +189,6 @@ class StudioCallback(keras.callbacks.Callback):
         self._base_k = self._prev_k
         self._prev_c = 0.0
         self._prev_running = {}
-        self._prev_own_c = {}
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         """Send the epoch's metrics, ``val_`` metrics included."""
@@ -234,25 +229,22 @@ class StudioCallback(keras.callbacks.Callback):
         if n <= 0:
             return None
         kinds = self._kinds
-        if kinds is None:
+        if kinds is None:  # the fit's first batch end: what to derive how, read once a fit
             kinds = self._classify(logs)
+            if self._loss_count is not None:
+                # An epoch's first batch is a whole one: its size holds for the fit's later
+                # epochs (only the last batch of an epoch may be smaller: its count is
+                # read). Each read is ~0.25 ms of the step.
+                self._per_batch = max(_count(self._loss_count) / k, 1e-12)
+            self._own = self._own_units(kinds, k)
         elif self._unclaimed and self._prev_k > 0:
             self._claim(logs, kinds)
-        if self._prev_k == 0 and not self._per_batch_read and self._loss_count is not None:
-            # An epoch's first batch is a whole one: its size holds for the fit's later
-            # epochs (only the last batch of an epoch may be smaller: its count is read).
-            self._per_batch = max(_count(self._loss_count) / k, 1e-12)
-            self._per_batch_read = True
-        if not self._own_read:
-            self._own_read = True
-            self._own = self._own_units(kinds, k)
         c_k = (k - self._base_k) * self._per_batch
         if last and self._loss_count is not None:
             c_k = _count(self._loss_count)
         c_j = self._prev_c
         prev = self._prev_running
         own = self._own
-        prev_own = self._prev_own_c
         running: dict[str, float] = {}
         values: dict[str, float] = {}
         for key, raw in logs.items():
@@ -265,8 +257,7 @@ class StudioCallback(keras.callbacks.Callback):
                 if own and key in own:  # a mean counting in units of its own
                     count, per_batch = own[key]
                     ck = _count(count) if last else (k - self._base_k) * per_batch
-                    cj = prev_own.get(key, 0.0)
-                    prev_own[key] = ck
+                    cj = (self._prev_k - self._base_k) * per_batch  # (never an epoch's last)
                 if m_j is None or cj == 0.0:
                     values[key] = m
                 else:
@@ -428,33 +419,15 @@ def _outputs_masked(model: Any) -> bool:
 
 
 def _weighted_metric_names(model: Any) -> set[str]:
-    """Names of the metrics compiled as ``weighted_metrics`` (their lists flattened)."""
+    """Names of the metrics compiled as ``weighted_metrics`` (a ``MetricsList`` per output)."""
     compiled = getattr(model, "_compile_metrics", None)
-    return _names(list(getattr(compiled, "_flat_weighted_metrics", None) or []))
+    lists = getattr(compiled, "_flat_weighted_metrics", None) or []
+    return {m.name for each in lists if each is not None for m in getattr(each, "metrics", [each])}
 
 
 def _compiled_metric_names(model: Any) -> set[str]:
     """Names of every metric given to ``compile`` (``metrics`` and ``weighted_metrics``)."""
-    compiled = getattr(model, "_compile_metrics", None)
-    return _names(
-        list(getattr(compiled, "_flat_metrics", None) or [])
-        + list(getattr(compiled, "_flat_weighted_metrics", None) or [])
-    )
-
-
-def _names(todo: list[Any]) -> set[str]:
-    """The names of these metrics, their lists (a `MetricsList` per output) flattened."""
-    names: set[str] = set()
-    while todo:
-        metric = todo.pop()
-        if metric is None:
-            continue
-        inner = getattr(metric, "metrics", None)
-        if inner and not isinstance(metric, keras.metrics.Mean):
-            todo.extend(inner)  # a MetricsList: one per output
-        else:
-            names.add(metric.name)
-    return names
+    return {m.name for m in getattr(getattr(model, "_compile_metrics", None), "metrics", [])}
 
 
 def _flat_metrics(model: Any) -> list[Any]:

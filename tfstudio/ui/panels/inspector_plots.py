@@ -171,26 +171,23 @@ class LinePlot(PlotView):
     ) -> list[str]:
         """The key's rows (HTML), each within ``room`` px: as many entries as fit, then
         ``+N`` (ending in :data:`KEY_MORE`) for the rest."""
+        pad = width("  ")
         lines: list[str] = []
         line: list[str] = []
-        used = width("  ")
+        used = pad
         for i, (label, item) in enumerate(entries):
-            left = len(entries) - i - 1  # entries after this one
-
-            def need(last_row: bool, label: str = label, left: int = left) -> float:
-                more = width(f"+{left}") if left and last_row else 0.0
-                return width(f"\u25a0 {label}  ") + more
-
-            if used + need(len(lines) == rows - 1) > room:
-                if line and len(lines) < rows - 1:  # the next row
-                    lines.append("&nbsp;&nbsp;".join(line))
-                    line, used = [], width("  ")
-                if line or used + need(len(lines) == rows - 1) > room:
-                    more = f"+{len(entries) - i}"
-                    if line or used + width(more) <= room:
-                        line.append(more + KEY_MORE)  # (room for it was kept on a row)
-                    break  # a plot too narrow for even "+N" has no key
-            used += width(f"\u25a0 {label}  ")
+            entry = width(f"\u25a0 {label}  ")
+            rest = len(entries) - i - 1  # entries after this one: the last row keeps "+N"
+            if line and used + entry > room and len(lines) < rows - 1:
+                lines.append("&nbsp;&nbsp;".join(line))  # on the next row
+                line, used = [], pad
+            keep = width(f"+{rest}") if rest and len(lines) == rows - 1 else 0.0
+            if used + entry + keep > room:
+                more = f"+{rest + 1}"
+                if line or used + width(more) <= room:  # (a plot too narrow has no key)
+                    line.append(more + KEY_MORE)
+                break
+            used += entry
             line.append(
                 f'<span style="color:{item.opts["pen"].color().name()}">'
                 f"&#9632;&nbsp;{html.escape(label)}</span>"
