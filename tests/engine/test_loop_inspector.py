@@ -284,6 +284,41 @@ def test_save_now_and_restore_a_custom_loop_bit_exact(tmp_path, mode, update) ->
     assert ended is not None and ended.status == "stopped"
 
 
+def _call_wrapper_sampler():
+    """The run's TwinSampler, from the closure of the patched ``Function.__call__``."""
+    from tensorflow.python.eager.polymorphic_function import polymorphic_function
+
+    wrapper = polymorphic_function.Function.__call__
+    cells = dict(zip(wrapper.__code__.co_freevars, wrapper.__closure__ or (), strict=True))
+    return cells["sampler"].cell_contents
+
+
+def test_a_graph_loops_quiet_calls_count_every_step_and_a_pause_holds_at_the_next_call() -> None:
+    # Between its twins' calls a graph step's call takes the wrapper's quiet path: a
+    # count and a comparison. It must count every step, and a command sent meanwhile
+    # must still be applied at the next call, with every step that ran reported.
+    session, seen = _start("graph", "adam")
+    try:
+        wait_for(lambda: len(seen.steps()) >= 20)
+        sampler = _call_wrapper_sampler()
+        wait_for(lambda: sampler.quiet_until > sampler.calls + 1)  # the quiet path is armed
+        held = pause(seen)
+        iterations = int(session.monitor.control.optimizer.iterations.numpy())
+        assert held.global_step == iterations == sampler.calls
+        assert seen.steps()[-1].global_step == held.global_step
+        seen.channel.send(Resume())
+        wait_for(lambda: seen.steps()[-1].global_step >= held.global_step + 50)
+        wait_for(lambda: sampler.quiet_until > sampler.calls + 1)
+        seen.channel.send(Stop())
+        ended = session.join(60)
+        assert ended is not None and ended.status == "stopped"
+        iterations = int(session.monitor.control.optimizer.iterations.numpy())
+        assert ended.global_step == iterations == sampler.calls
+    finally:
+        seen.channel.send(Stop())
+        session.join(60)
+
+
 @pytest.mark.parametrize("mode", ["eager", "graph"])
 def test_learning_rate_line_and_set_in_a_custom_loop(mode) -> None:
     session, seen = _start(mode, "adam")

@@ -77,12 +77,12 @@ def test_fast_steps_run_it_at_most_twenty_times_a_second(monkeypatch):
     clock = [100.0]
     _, call = sampler_and_step(clock, monkeypatch)
     # ~1 ms steps (2**-10 s): every 10th call would be 100 twins a second; the first
-    # runs at once, then one as soon as 50 ms have passed, looked at every 10 calls:
-    # 52 steps are 50.8 ms, so every 60th call
+    # runs at once, then one as soon as 50 ms have passed: looked at 10 calls on, then
+    # when the gap will have passed at that pace (52 steps are 50.8 ms): every 52nd call
     got = twin_calls(call, clock, 1024, 2**-10)
     assert got[0] == NORM_EVERY
-    assert all(b - a == 60 for a, b in zip(got, got[1:], strict=False)), got
-    assert len(got) == 17  # 1 s of steps: at most 20
+    assert all(b - a == 52 for a, b in zip(got, got[1:], strict=False)), got
+    assert len(got) == 20  # 1 s of steps: at most 20
 
 
 def test_a_graph_loops_norm_says_it_is_sampled():

@@ -179,6 +179,11 @@ class Channel:
         """Cheap check for the per-step path: is any command waiting?"""
         return bool(self._commands)
 
+    @property
+    def command_queue(self) -> deque[Command]:
+        """The waiting commands themselves (a hot path tests ``not queue``: no call)."""
+        return self._commands
+
     def take_commands(self) -> list[Command]:
         """Remove and return the waiting commands, oldest first."""
         return _take_all(self._commands)

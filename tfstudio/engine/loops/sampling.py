@@ -10,11 +10,17 @@ twin* (``engine/loop_inspect.py``), which writes the norm and the gradients'
 summaries. A step function whose graph draws from a stateful random op (whose
 state lives in the op, so a twin would replay its draws) gets no norm twin: its own
 graph writes the norm at every step.
+
+Between those calls the ``Function.__call__`` wrapper (``patching.py``) takes a
+quiet path (a count and a comparison) until call :attr:`TwinSampler.quiet_until`:
+the wrapper's full path sets it after each call, and anything the training thread
+must see at the next call (a stop, a control's rate, a new step function) sets it to 0.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -76,7 +82,9 @@ class TwinSampler:
         self.emitter = emitter
         self.lock = lock
         self.probing = 0  # >0 while the inspector's own tf.functions run: no steps
-        self.tracing: int | None = None  # id of the tf.function being called (traced)
+        # the code of the Function.__call__ wrapper: its outermost frame on the stack
+        # holds the tf.function being called (see calling)
+        self.call_code: Any = None
         self.step_fns: set[int] = set()  # ids of tf.functions whose graph holds a step
         self.recording = False  # the twin is being traced: add the gradient summaries
         self.norming = False  # a norm twin is being traced: write the gradient norm
@@ -86,6 +94,8 @@ class TwinSampler:
         # the first call that is not a plain call of a step function's own graph (the
         # wrapper's one comparison per call)
         self.special_call = min(FIRST_SAMPLE, NORM_EVERY)
+        # calls of step functions before this one take the wrapper's quiet path (0: none)
+        self.quiet_until = 0
         self.every_step: set[int] = set()  # step functions whose graph writes every norm
         self._twins: dict[int, Any] = {}  # the step functions' recording twins
         self._norm_twins: dict[int, Any] = {}  # their norm twins (None: cannot have one)
@@ -93,9 +103,11 @@ class TwinSampler:
         self._norm_done: set[int] = set()  # those that ran it, this round
         self._norm_opened: int | None = None  # the call that opened the round (None: no round)
         self._norm_time = -math.inf  # time.monotonic() when the last round opened
+        self._norm_time_call = 0  # the call that opened it
         self._round: set[int] = set()  # step functions whose twin ran for this sample
         self._round_cost = 0.0
         self._twin_failed = False
+        self._woken = False  # wake() was called since special() began
         # the step boundary that runs before a call when the controls have work (see wake)
         self.before_call: Callable[[], None] = lambda: None
 
@@ -108,10 +120,29 @@ class TwinSampler:
         finally:
             self.probing -= 1
 
+    def calling(self) -> int | None:
+        """The id of the ``tf.function`` the script is calling (and tracing), or None.
+
+        Its call is the outermost frame of the ``Function.__call__`` wrapper on this
+        thread's stack (a twin's call runs in the frame of the function it twins; a
+        nested function's call, made while the outer one traces, is inside it). Walked
+        at trace time only: the wrapper's quiet path keeps no record of its calls.
+        """
+        found = None
+        frame = sys._getframe(1)
+        while frame is not None:
+            if frame.f_code is self.call_code:
+                found = frame.f_locals.get("function")
+            frame = frame.f_back
+        return None if found is None else id(found)
+
     def traced_step(self) -> None:
-        """A trace found a step: the function being called is a step function."""
-        if self.tracing is not None:
-            self.step_fns.add(self.tracing)
+        """A trace found a step: the function being called is a step function (its next
+        call takes the wrapper's full path, which counts it)."""
+        fid = self.calling()
+        if fid is not None:
+            self.step_fns.add(fid)
+        self.quiet_until = 0
 
     def measures_norm(self, graph: Any) -> bool:
         """At trace time of a step: whether this trace writes the step's gradient norm.
@@ -122,16 +153,21 @@ class TwinSampler:
         if self.recording or self.norming:
             return True
         if draws_stateful_random(graph):
-            if self.tracing is not None:
-                self.every_step.add(self.tracing)
+            fid = self.calling()
+            if fid is not None:
+                self.every_step.add(fid)
             return True
         return False
 
     def wake(self) -> None:
         """The controls have work: the next call of a step function takes :meth:`special`
-        (which runs :attr:`before_call`; it does at most NORM_EVERY calls on anyway, should
-        this race with the training thread setting :attr:`special_call`)."""
+        (which runs :attr:`before_call`). From another thread too: a wake while
+        :meth:`special` runs is kept (it looks at :attr:`_woken` after setting
+        :attr:`special_call`; the controller's ``due`` flag is set before this is called,
+        so a wake before it is seen by its :attr:`before_call`)."""
+        self._woken = True
         self.special_call = 0
+        self.quiet_until = 0
 
     def special(self, function: Any, original: Callable[..., Any], args: Any, kwargs: Any) -> Any:
         """A call of a step function at or after :attr:`special_call`: a twin may run it.
@@ -140,21 +176,30 @@ class TwinSampler:
         norm twin once (a GAN may train its two models in two ``tf.function``s); the
         round also ends when a function of the round is called again. The next round
         comes :data:`NORM_EVERY` loop steps after this one began, once
-        :data:`NORM_MIN_GAP_S` has passed (else it is looked at again NORM_EVERY calls
-        on). The inspector's sample comes first (its recording twin writes the norm too).
+        :data:`NORM_MIN_GAP_S` has passed (else it is looked at again about when that
+        gap will have passed, at the calls' pace so far, and NORM_EVERY calls on at the
+        soonest). The inspector's sample comes first (its recording twin writes the norm
+        too).
         """
+        self._woken = False
         self.before_call()
         fid = id(function)
         call = self.calls + 1
         if call >= self.norm_call and self._norm_opened is None:
             now = time.monotonic()
-            if now - self._norm_time >= NORM_MIN_GAP_S:
+            elapsed = now - self._norm_time
+            if elapsed >= NORM_MIN_GAP_S:
                 self._norm_time = now
+                self._norm_time_call = call
                 self._norm_due = self.step_fns - self.every_step
                 self._norm_done = set()
                 self._norm_opened = call
             else:  # fast steps: not yet (the twin's calls stay within ~0.3% of the time)
-                self.norm_call = call + NORM_EVERY
+                # looked at again about when the gap has passed, at the calls' pace so far
+                per_call = elapsed / max(1, call - self._norm_time_call)
+                wait = NORM_MIN_GAP_S - elapsed
+                later = math.ceil(wait / per_call) if per_call > 0 else NORM_EVERY
+                self.norm_call = call + min(max(NORM_EVERY, later), 100 * NORM_EVERY)
         measured = True
         if call >= self.sample_call:
             result = self.sampled_call(function, original, args, kwargs)
@@ -164,7 +209,6 @@ class TwinSampler:
             measured = False
             if fid in self._norm_done:
                 self._norm_due = set()  # called again: the round is over
-            self.tracing = fid
             result = original(function, *args, **kwargs)
         if self._norm_opened is not None:
             if measured:
@@ -176,6 +220,8 @@ class TwinSampler:
                 self._norm_opened = None
         later = call + 1 if self._norm_opened is not None else self.norm_call
         self.special_call = min(self.sample_call, later)
+        if self._woken:  # woken by another thread meanwhile: the next call is special too
+            self.special_call = 0
         return result
 
     def _norm_twin_call(
@@ -183,7 +229,6 @@ class TwinSampler:
     ) -> Any:
         """Run this step with the function's norm twin (made at its first use)."""
         fid = id(function)
-        self.tracing = fid
         if fid not in self._norm_twins:
             twin = None
             try:
@@ -218,11 +263,9 @@ class TwinSampler:
         fid = id(function)
         if self.inspector is None or self._twin_failed:
             self.sample_call = NEVER
-            self.tracing = fid
             return original(function, *args, **kwargs)
         if fid in self._round:
             self._finish_sample()
-            self.tracing = fid
             return original(function, *args, **kwargs)
         twin = self._twins.get(fid)
         if twin is None:
@@ -241,18 +284,15 @@ class TwinSampler:
                         "compute something else (a tf.random.Generator or stateless random ops "
                         "keep the samples)."
                     )
-                    self.tracing = fid
                     return original(function, *args, **kwargs)
                 twin = function._clone(None)  # same Python function, traced again
             except Exception as exc:  # noqa: BLE001
                 self._twin_failed = True
                 self.monitor.report_error("inspector: gradients (tf.function twin)", exc)
-                self.tracing = fid
                 return original(function, *args, **kwargs)
             self._twins[fid] = twin
         started = time.perf_counter()
         self.recording = True
-        self.tracing = fid
         try:
             result = original(twin, *args, **kwargs)
         finally:
