@@ -358,8 +358,16 @@ def test_checkpoint_every_and_restore_at_start_in_a_graph_loop(tmp_path: Path) -
     # comes right after it and the run's steps go on from the restored step 12.
     assert [s.global_step for s in steps] == list(range(13, 19))
     _close([s.values["loss"] for s in steps], own["losses"])
-    # step 2 trains the restored weights: its loss follows on from the first run's last
-    assert abs(own["losses"][1] - first["losses"][-1]) < abs(own["losses"][1] - own["losses"][0])
+    # step 2 trains the restored weights: its loss is theirs (the first run's last
+    # weights; each run's fresh weights are drawn anew, unseeded)
+    weights = {
+        path.split("/", 1)[-1]: np.asarray(v, "float32") for path, v in first["final"].items()
+    }
+    x = np.random.default_rng(0).normal(size=(32, 4)).astype("float32")
+    hidden = np.maximum(x @ weights["hidden/kernel"] + weights["hidden/bias"], 0)
+    out = hidden @ weights["out/kernel"] + weights["out/bias"]
+    expected = float(np.mean(np.square(out - x.sum(axis=1, keepdims=True))))
+    assert math.isclose(own["losses"][1], expected, rel_tol=1e-5), (own["losses"], expected)
 
 
 def test_ring_buffer_wraps_and_names_overwritten_steps(tmp_path: Path, monkeypatch) -> None:

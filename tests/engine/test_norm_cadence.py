@@ -85,6 +85,39 @@ def test_fast_steps_run_it_at_most_twenty_times_a_second(monkeypatch):
     assert len(got) == 20  # 1 s of steps: at most 20
 
 
+def test_two_step_functions_share_the_cap_of_twenty_twin_calls_a_second(monkeypatch):
+    # A GAN's two tf.functions: each round runs both twins, so rounds are 100 ms apart
+    clock = [100.0]
+    monkeypatch.setattr(sampling.time, "monotonic", lambda: clock[0])
+    monitor = RunMonitor(Channel())
+    sampler = sampling.TwinSampler(
+        monitor, None, LoopBook(), LoopEmitter(monitor, None), threading.RLock()
+    )
+    functions = [Function("d"), Function("g")]
+    sampler.step_fns.update(id(f) for f in functions)
+
+    def original(fn: Function, *args: Any, **kwargs: Any) -> str:
+        return fn.name
+
+    twins = []
+    for k in range(2048):  # 1,024 loop steps of two ~0.5 ms calls: 1 s
+        function = functions[k % 2]
+        if sampler.calls + 1 >= sampler.special_call:
+            ran = sampler.special(function, original, (), {})
+        else:
+            ran = original(function)
+        sampler.calls += 1
+        if ran.endswith("twin"):
+            twins.append((k, ran))
+        clock[0] += 2**-11
+    assert {name for _, name in twins} == {"d twin", "g twin"}
+    assert len(twins) <= 20  # twin calls in 1 s, both functions together
+    rounds = [k for k, _ in twins[::2]]  # each round's first twin call
+    pairs = zip(twins[::2], twins[1::2], strict=True)
+    assert all({a[1], b[1]} == {"d twin", "g twin"} for a, b in pairs)
+    assert all((b - a) * 2**-11 >= 0.1 for a, b in zip(rounds, rounds[1:], strict=False))
+
+
 def test_a_graph_loops_norm_says_it_is_sampled():
     series = Series(frozenset({1}), "generator", [], [])
     series.graph_ring()  # its steps are traced: the norm twin measures the norm

@@ -140,7 +140,7 @@ class LoopInterceptor:
         with self._lock:
             for loop in self.book.loops:
                 if not loop.ended and loop.is_graph():
-                    running = self.metrics.sample(loop) if metrics else None
+                    running = self.metrics.sample(loop, settle=True) if metrics else None
                     self.emitter.drain(loop, running=running)
 
     def _due_boundary(self) -> None:

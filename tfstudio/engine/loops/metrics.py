@@ -28,6 +28,7 @@ import numpy as np
 # beat of the graph reader; another metric (one traced read, ~0.13 ms) twice a second.
 MEAN_EVERY_S = 0.0
 RESULT_EVERY_S = 0.5
+SETTLE_S = 0.001  # between a mean's two reads on the reader's thread (see _reader)
 MAX_METRICS = 16  # per loop: more are not plotted (and not read)
 # An eager loop's metrics are read on the training thread, at most this often (a mean's
 # four reads, ~0.1 ms, beside eager steps of a few ms each).
@@ -135,8 +136,14 @@ class LoopMetrics:
         """Whether the eager loop's steps wait for the next one (its metrics are read)."""
         return bool(self._metrics.get(id(loop)))
 
-    def sample(self, loop: Any, now: float | None = None) -> dict[str, float]:
-        """The values of the loop's metrics due a read now (a reset one has none)."""
+    def sample(self, loop: Any, now: float | None = None, settle: bool = False) -> dict[str, float]:
+        """The values of the loop's metrics due a read now (a reset one has none).
+
+        Args:
+            settle: read off the training thread (the reader's beat): a mean's two reads
+                are a moment apart, so a reset the training thread is half-way through
+                (``total`` zeroed, ``count`` not yet: an accuracy of 0) is seen to move.
+        """
         found = self._metrics.get(id(loop))
         if not found:
             return {}
@@ -147,7 +154,7 @@ class LoopMetrics:
                 if now - self._last.get(id(metric), -math.inf) < reader.every:
                     continue
                 self._last[id(metric)] = now
-                value = reader()
+                value = reader(settle)
                 if value is not None:
                     out[key] = value
         except Exception as exc:  # noqa: BLE001
@@ -270,12 +277,17 @@ def _reader(tf: Any, metric: Any) -> Any:
         total = (_handle(parts["total"]), tf.as_dtype(parts["total"].dtype))
         count = (_handle(parts["count"]), tf.as_dtype(parts["count"].dtype))
 
-        def mean() -> float | None:
+        def mean(settle: bool = False) -> float | None:
             # the steps go on while we read: both must read the same twice (a count read
             # before a step and a total after it gave 1.05 for an accuracy), else read
-            # again, at most three times
+            # again, at most three times. Off the training thread the second read waits
+            # a moment, time for the training thread to finish a reset it is in the middle
+            # of (it waits for the GIL between its two eager assigns): else an epoch's
+            # reset read as an accuracy of 0 (total 0, count not yet 0) now and then.
             for _ in range(3):
                 t, c = float(read(*total).numpy()), float(read(*count).numpy())
+                if settle:
+                    time.sleep(SETTLE_S)
                 if (float(read(*total).numpy()), float(read(*count).numpy())) == (t, c):
                     return None if c == 0 else t / c
             return None
@@ -292,7 +304,7 @@ def _reader(tf: Any, metric: Any) -> Any:
     except Exception:  # noqa: BLE001 - eagerly, then
         traced = None
 
-    def result() -> float | None:
+    def result(settle: bool = False) -> float | None:
         if traced is not None:
             value, held = traced()
             if not bool(held):

@@ -34,7 +34,8 @@ NORM_EVERY = 10
 # ... and at most every NORM_MIN_GAP_S seconds: a call of the norm twin, a graph of its
 # own, costs TensorFlow ~0.12-0.15 ms more than a call of the graph it follows (switching
 # graphs; the twin alone runs as fast: bench/loop_split.py), ~12 us a step at every 10th
-# call of a 0.7 ms step. At most 20 such calls a second take ~0.3% of any loop's time.
+# call of a 0.7 ms step. At most 20 such calls a second take ~0.3% of any loop's time
+# (a loop of two step functions, a GAN's, runs a round of two twins' calls every 0.1 s).
 NORM_MIN_GAP_S = 0.05
 
 

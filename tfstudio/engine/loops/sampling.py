@@ -104,6 +104,7 @@ class TwinSampler:
         self._norm_opened: int | None = None  # the call that opened the round (None: no round)
         self._norm_time = -math.inf  # time.monotonic() when the last round opened
         self._norm_time_call = 0  # the call that opened it
+        self._norm_size = 1  # the twins' calls in the last round (one per step function)
         self._round: set[int] = set()  # step functions whose twin ran for this sample
         self._round_cost = 0.0
         self._twin_failed = False
@@ -176,10 +177,11 @@ class TwinSampler:
         norm twin once (a GAN may train its two models in two ``tf.function``s); the
         round also ends when a function of the round is called again. The next round
         comes :data:`NORM_EVERY` loop steps after this one began, once
-        :data:`NORM_MIN_GAP_S` has passed (else it is looked at again about when that
-        gap will have passed, at the calls' pace so far, and NORM_EVERY calls on at the
-        soonest). The inspector's sample comes first (its recording twin writes the norm
-        too).
+        :data:`NORM_MIN_GAP_S` has passed for each twin's call of the last round (the
+        twins' calls, not the rounds, are capped at 20 a second); else it is looked at
+        again about when that gap will have passed, at the calls' pace so far, and
+        NORM_EVERY calls on at the soonest. The inspector's sample comes first (its
+        recording twin writes the norm too).
         """
         self._woken = False
         self.before_call()
@@ -188,7 +190,8 @@ class TwinSampler:
         if call >= self.norm_call and self._norm_opened is None:
             now = time.monotonic()
             elapsed = now - self._norm_time
-            if elapsed >= NORM_MIN_GAP_S:
+            gap = NORM_MIN_GAP_S * self._norm_size  # a GAN's round is two twins' calls
+            if elapsed >= gap:
                 self._norm_time = now
                 self._norm_time_call = call
                 self._norm_due = self.step_fns - self.every_step
@@ -197,7 +200,7 @@ class TwinSampler:
             else:  # fast steps: not yet (the twin's calls stay within ~0.3% of the time)
                 # looked at again about when the gap has passed, at the calls' pace so far
                 per_call = elapsed / max(1, call - self._norm_time_call)
-                wait = NORM_MIN_GAP_S - elapsed
+                wait = gap - elapsed
                 later = math.ceil(wait / per_call) if per_call > 0 else NORM_EVERY
                 self.norm_call = call + min(max(NORM_EVERY, later), 100 * NORM_EVERY)
         measured = True
@@ -215,7 +218,7 @@ class TwinSampler:
                 self._norm_due.discard(fid)
                 self._norm_done.add(fid)
             if not self._norm_due:
-                calls_per_step = max(1, len(self._norm_done))
+                self._norm_size = calls_per_step = max(1, len(self._norm_done))
                 self.norm_call = self._norm_opened + NORM_EVERY * calls_per_step
                 self._norm_opened = None
         later = call + 1 if self._norm_opened is not None else self.norm_call
