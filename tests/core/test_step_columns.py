@@ -23,7 +23,7 @@ from tfstudio.core.events import (
     step_rows,
 )
 from tfstudio.core.run_store import RunStore
-from tfstudio.engine.recorder import scalar_records, scalars_event
+from tfstudio.engine.recorder import scalar_blocks, scalar_records, scalars_event
 
 
 def fit(index: int, start: int) -> FitStarted:
@@ -246,6 +246,37 @@ def test_a_block_with_several_absence_patterns_is_recorded_as_its_rows_would_be(
     assert len(want) == n - 3
     assert got == want
     assert described == expected_described == set(columns)
+
+
+def test_steps_framed_as_blocks_are_the_bytes_of_their_records_framed_one_by_one(tmp_path):
+    # The recorder frames a block of steps with numpy (write_blocks): a loop's loss at
+    # every step and its norm at every 10th, a tag's first (described) value, rows with
+    # nothing, step numbers whose varint grows a byte (127 -> 128, 16383 -> 16384):
+    # the file holds exactly what writing each record in order holds.
+    from tfstudio.core.eventfile import RecordFileWriter
+
+    rng = np.random.default_rng(3)
+    for first, n in ((100, 60), (16_300, 300), (5, 3)):
+        steps = np.arange(first, first + n)
+        walls = 1.8e9 + np.cumsum(rng.random(n))
+        columns = {"step/loss": rng.normal(size=n), "step/gradient norm": rng.random(n)}
+        norm_absent = np.ones(n, dtype=bool)
+        norm_absent[1::10] = False
+        loss_absent = np.zeros(n, dtype=bool)
+        loss_absent[2] = True  # with the norm absent too: no record for that row
+        absent = {"step/loss": loss_absent, "step/gradient norm": norm_absent}
+        blocks = scalar_blocks(steps, walls, columns, set(), absent)
+        records = scalar_records(steps, walls, columns, set(), absent)
+        assert len(records) == n - 1
+        framed, one_by_one = RecordFileWriter(tmp_path / "a"), RecordFileWriter(tmp_path / "b")
+        framed.write_blocks(blocks)
+        for record in records:
+            one_by_one.write(record)
+        framed.close()
+        one_by_one.close()
+        assert (tmp_path / "a").read_bytes() == (tmp_path / "b").read_bytes()
+        (tmp_path / "a").unlink()
+        (tmp_path / "b").unlink()
 
 
 def test_a_block_with_more_sporadic_tags_than_bits_in_an_integer_is_recorded_exactly():

@@ -193,20 +193,63 @@ class RecordFileWriter:
             if len(set(map(len, records))) == 1:
                 self._file.write(self._framed(records, n))
                 return
-        parts: list[bytes] = []
-        head, pack, crc = self._head, _CRC.pack, masked_crc
-        for record in records:
-            parts += (head(len(record)), record, pack(crc(record)))
-        self._file.write(b"".join(parts))
+        self._file.write(b"".join(self._framed_one_by_one(records)))
 
     def _framed(self, records: Sequence[bytes], n: int) -> bytes:
         rows = np.frombuffer(b"".join(records), dtype=np.uint8).reshape(len(records), n)
-        out = np.empty((len(records), _HEADER + n + _FOOTER), dtype=np.uint8)
+        return self._framed_matrix(rows).tobytes()
+
+    def _framed_matrix(self, rows: np.ndarray) -> np.ndarray:
+        """Records of one length (a row each, uint8) framed, a row each."""
+        k, n = rows.shape
+        out = np.empty((k, _HEADER + n + _FOOTER), dtype=np.uint8)
         out[:, :_HEADER] = np.frombuffer(self._head(n), dtype=np.uint8)
         out[:, _HEADER : _HEADER + n] = rows
-        crcs = _mask(_group_crcs(rows, _varying_columns(rows))).astype("<u4")
-        out[:, _HEADER + n :] = crcs.view(np.uint8).reshape(len(records), _FOOTER)
-        return out.tobytes()
+        if k >= 4 and 0 < n <= _TABLE_DISTANCES:
+            crcs = _mask(_group_crcs(rows, _varying_columns(rows))).astype("<u4")
+        else:  # a few rows (a tag's first value), or long ones: one by one
+            crcs = np.array([masked_crc(r.tobytes()) for r in rows], dtype="<u4")
+        out[:, _HEADER + n :] = crcs.view(np.uint8).reshape(k, _FOOTER)
+        return out
+
+    def write_blocks(self, blocks: Sequence[tuple[np.ndarray, Any]]) -> None:
+        """Append records given as blocks, in one write, in their order.
+
+        Args:
+            blocks: ``(positions, records)``: each record's place in the file's order
+                (the blocks' positions together are distinct; gaps are left out), and
+                the records: of one length as the rows of a uint8 matrix (framed with
+                numpy, no Python per record: a recorder's steps come as a block per
+                pattern of tags and length of the step's varint), or a list of bytes
+                (a few records, framed one by one).
+        """
+        blocks = [(np.asarray(at, dtype=np.int64), rows) for at, rows in blocks if len(at)]
+        if not blocks:
+            return
+        if len(blocks) == 1 and not isinstance(blocks[0][1], list):
+            self._file.write(self._framed_matrix(blocks[0][1]).data)
+            return
+        width = np.zeros(max(int(at.max()) for at, _ in blocks) + 1, dtype=np.int64)
+        for at, rows in blocks:
+            if isinstance(rows, list):
+                width[at] = [_HEADER + len(r) + _FOOTER for r in rows]
+            else:
+                width[at] = _HEADER + rows.shape[1] + _FOOTER
+        offsets = np.cumsum(width) - width
+        out = np.empty(int(width.sum()), dtype=np.uint8)
+        for at, rows in blocks:
+            if isinstance(rows, list):
+                framed_rows = self._framed_one_by_one(rows)
+                for start, framed in zip(offsets[at].tolist(), framed_rows, strict=True):
+                    out[start : start + len(framed)] = np.frombuffer(framed, dtype=np.uint8)
+            else:
+                framed = self._framed_matrix(rows)
+                out[offsets[at][:, None] + np.arange(framed.shape[1])] = framed
+        self._file.write(out.data)
+
+    def _framed_one_by_one(self, records: Sequence[bytes]) -> list[bytes]:
+        head, pack, crc = self._head, _CRC.pack, masked_crc
+        return [head(len(r)) + r + pack(crc(r)) for r in records]
 
     def flush(self) -> None:
         """Push what is buffered to the file."""

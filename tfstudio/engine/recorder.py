@@ -414,13 +414,50 @@ def scalar_records(
 
     Row ``i`` is the event at ``steps[i]``, ``walls[i]`` with ``columns[tag][i]`` per
     tag (tags whose ``absent`` mask is set at ``i`` left out), byte for byte what
-    :func:`scalars_event` makes of it; the rows are encoded with numpy, a few
-    hundred nanoseconds each however many there are. ``described`` is updated.
+    :func:`scalars_event` makes of it (a row with no value: no record). ``described``
+    is updated. The records of :func:`scalar_blocks`, in row order.
+    """
+    return records_in_order(scalar_blocks(steps, walls, columns, described, absent), len(steps))
+
+
+def records_in_order(blocks: list[tuple[np.ndarray, Any]], n: int) -> list[bytes]:
+    """The records of :func:`scalar_blocks`' blocks (of ``n`` rows), one by one, in order."""
+    out: list[bytes | None] = [None] * n
+    for at, rows in blocks:
+        if isinstance(rows, list):
+            for i, record in zip(at.tolist(), rows, strict=True):
+                out[i] = record
+            continue
+        raw, width = rows.tobytes(), rows.shape[1]
+        for j, i in enumerate(at.tolist()):
+            out[i] = raw[j * width : (j + 1) * width]
+    return [r for r in out if r is not None]
+
+
+def scalar_blocks(
+    steps: np.ndarray,
+    walls: np.ndarray,
+    columns: Mapping[str, np.ndarray],
+    described: set[str],
+    absent: Mapping[str, np.ndarray] | None = None,
+) -> list[tuple[np.ndarray, Any]]:
+    """:func:`scalar_records`' records as ``(rows, records)`` blocks (``write_blocks``).
+
+    A block is the records of some rows: of one length, as a uint8 matrix (a record a
+    row: rows with the same tags present and a step number of the same length, encoded
+    with numpy, a few hundred nanoseconds each however many there are), or, for the
+    rows encoded one by one (a tag's first value, patterns of a few rows), a list.
     """
     n = len(steps)
     tags = list(columns)
     absent = absent or {}
-    out: list[bytes | None] = [None] * n
+    blocks: list[tuple[np.ndarray, Any]] = []
+    singles: dict[int, bytes] = {}  # rows encoded one by one: a block of their own
+
+    def one(i: int, present: Iterable[str]) -> None:
+        values = {t: float(columns[t][i]) for t in present}
+        singles[i] = scalars_event(int(steps[i]), values, float(walls[i]), described)
+
     dense = np.ones(n, dtype=bool)  # rows left for the block-wise encoding below
     for tag in tags:
         if tag not in described and n:
@@ -429,22 +466,21 @@ def scalar_records(
             present = np.nonzero(~mask)[0] if mask is not None else (0,)
             if len(present):
                 dense[present[0]] = False
-    slow = np.nonzero(~dense)[0].tolist()
-    for i in slow:
-        values = {t: float(columns[t][i]) for t in tags if t not in absent or not absent[t][i]}
-        out[i] = scalars_event(int(steps[i]), values, float(walls[i]), described)
+    for i in np.nonzero(~dense)[0].tolist():
+        one(i, [t for t in tags if t not in absent or not absent[t][i]])
     for present, rows in _patterns(n, tags, absent, dense):
         if not present:
             continue  # a row with no value at all: no record (as Recorder.scalars)
         if len(rows) < SMALL_BLOCK:  # numpy's fixed cost per call outweighs a few rows' Python
             for i in rows.tolist():
-                values = {t: float(columns[t][i]) for t in present}
-                out[i] = scalars_event(int(steps[i]), values, float(walls[i]), described)
+                one(i, present)
         else:
             for tag in present:
                 described.add(tag)
-            _dense_records(steps, walls, columns, present, rows, out)
-    return [r for r in out if r is not None]
+            blocks += _dense_blocks(steps, walls, columns, present, rows)
+    if singles:
+        blocks.append((np.fromiter(singles, dtype=np.int64), list(singles.values())))
+    return blocks
 
 
 def _patterns(
@@ -477,15 +513,15 @@ def _patterns(
     return out
 
 
-def _dense_records(
+def _dense_blocks(
     steps: np.ndarray,
     walls: np.ndarray,
     columns: Mapping[str, np.ndarray],
     tags: list[str],
     rows: np.ndarray,
-    out: list[bytes | None],
-) -> None:
-    """Fill ``out`` at ``rows`` (every tag present and described) with numpy-built records."""
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The records of ``rows`` (every tag present and described), built with numpy: a
+    ``(rows, records)`` block per length of the step's varint."""
     u8 = np.uint8
     prefixes = []
     for tag in tags:
@@ -505,6 +541,7 @@ def _dense_records(
         f32 = [np.asarray(columns[t], dtype=np.float64)[rows].astype("<f4") for t in tags]
     wall64 = np.asarray(walls, dtype="<f8")[rows]
     low, high = int(lengths.min()), int(lengths.max())  # (np.unique costs ~0.3 ms)
+    out = []
     for length in range(low, high + 1):
         pick = np.nonzero(lengths == length)[0] if low != high else np.arange(len(rows))
         if not len(pick):
@@ -528,9 +565,8 @@ def _dense_records(
             pos += len(prefix)
             buf[:, pos : pos + 4] = col[pick].view(u8).reshape(-1, 4)
             pos += 4
-        raw = buf.tobytes()
-        for j, i in enumerate(rows[pick].tolist()):
-            out[i] = raw[j * width : (j + 1) * width]
+        out.append((rows[pick], buf))
+    return out
 
 
 def _scalar_value(tag: str, v: float, described: bool) -> bytes:
@@ -612,9 +648,12 @@ def _step_columns(rec: Recorder, e: StepColumns) -> None:
             if k in e.running_absent:
                 absent[RUNNING_PREFIX + k] = e.running_absent[k]
     if columns:
-        rec._writer.write_many(
-            scalar_records(e.global_step, walls, columns, rec._described, absent)
-        )
+        blocks = scalar_blocks(e.global_step, walls, columns, rec._described, absent)
+        write_blocks = getattr(rec._writer, "write_blocks", None)
+        if write_blocks is not None:  # framed with numpy, no Python per record
+            write_blocks(blocks)
+        else:  # TensorFlow's writer (a URL's file system): record by record
+            rec._writer.write_many(records_in_order(blocks, len(e)))
     rec.info["steps"] = int(e.global_step[-1])
     if "loss" in e.values:
         steps, losses = e.column("loss")
