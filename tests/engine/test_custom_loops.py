@@ -318,3 +318,27 @@ def test_a_command_or_stop_sent_during_quiet_calls_is_taken_before_the_next_call
     with pytest.raises(RunStopped):
         call(step)
     assert len(log) == 5  # stopped before the call: no step after the stop
+
+
+def test_a_mean_read_while_the_script_is_half_way_through_a_reset_is_not_a_zero(monkeypatch):
+    # The script's eager reset_state zeroes `total`, then waits for the GIL before it
+    # zeroes `count`: the reader thread's two reads could both fall in between and read an
+    # accuracy of 0. Off the training thread they are a moment apart: the wait is where
+    # the script finishes its reset (here, the stand-in for that moment does it).
+    import keras
+    import tensorflow as tf
+
+    from tfstudio.engine.loops import metrics
+
+    acc = keras.metrics.BinaryAccuracy()
+    acc.update_state([1.0, 0.0, 1.0, 1.0], [1.0, 0.0, 0.0, 1.0])
+    read = metrics._reader(tf, acc)
+    assert read(True) == 0.75
+    total, count = acc.variables
+    total.assign(0.0)  # half-way through the reset
+
+    def finish_reset(seconds: float) -> None:
+        count.assign(0.0)
+
+    monkeypatch.setattr(metrics.time, "sleep", finish_reset)
+    assert read(True) is None  # a reset metric holds nothing: no point, not a 0
