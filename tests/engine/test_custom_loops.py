@@ -323,8 +323,8 @@ def test_a_command_or_stop_sent_during_quiet_calls_is_taken_before_the_next_call
 def test_a_mean_read_while_the_script_is_half_way_through_a_reset_is_not_a_zero(monkeypatch):
     # The script's eager reset_state zeroes `total`, then waits for the GIL before it
     # zeroes `count`: the reader thread's two reads could both fall in between and read an
-    # accuracy of 0. Off the training thread they are a moment apart: the wait is where
-    # the script finishes its reset (here, the stand-in for that moment does it).
+    # accuracy of 0. Off the training thread such a 0 is read again a moment later, once
+    # the script has finished its reset (here, the stand-in for that moment does it).
     import keras
     import tensorflow as tf
 

@@ -140,9 +140,9 @@ class LoopMetrics:
         """The values of the loop's metrics due a read now (a reset one has none).
 
         Args:
-            settle: read off the training thread (the reader's beat): a mean's two reads
-                are a moment apart, so a reset the training thread is half-way through
-                (``total`` zeroed, ``count`` not yet: an accuracy of 0) is seen to move.
+            settle: read off the training thread (the reader's beat): a mean read as 0
+                is read again a moment later, so a reset the training thread is half-way
+                through (``total`` zeroed, ``count`` not yet) is not taken for a value.
         """
         found = self._metrics.get(id(loop))
         if not found:
@@ -280,16 +280,19 @@ def _reader(tf: Any, metric: Any) -> Any:
         def mean(settle: bool = False) -> float | None:
             # the steps go on while we read: both must read the same twice (a count read
             # before a step and a total after it gave 1.05 for an accuracy), else read
-            # again, at most three times. Off the training thread the second read waits
-            # a moment, time for the training thread to finish a reset it is in the middle
-            # of (it waits for the GIL between its two eager assigns): else an epoch's
-            # reset read as an accuracy of 0 (total 0, count not yet 0) now and then.
+            # again, at most three times. A total of 0 with a count (an accuracy of 0) may
+            # be a reset half done: the script's eager reset zeroes the total, then waits
+            # for the GIL before it zeroes the count. Off the training thread, the reads
+            # are then made again a moment later, once the script has finished it.
             for _ in range(3):
                 t, c = float(read(*total).numpy()), float(read(*count).numpy())
-                if settle:
+                if (float(read(*total).numpy()), float(read(*count).numpy())) != (t, c):
+                    continue
+                if settle and t == 0 and c != 0:
+                    settle = False
                     time.sleep(SETTLE_S)
-                if (float(read(*total).numpy()), float(read(*count).numpy())) == (t, c):
-                    return None if c == 0 else t / c
+                    continue
+                return None if c == 0 else t / c
             return None
 
         mean.every = MEAN_EVERY_S  # type: ignore[attr-defined]
