@@ -205,13 +205,24 @@ def _qt_garbage_is_collected_on_the_main_thread(request):
     The widgets pytest-qt closed get their deferred deletion now too: left pending
     (no event loop runs between tests), every window of the session stayed alive, and
     each collection walked them all (a quarter of the quick lane's time went there).
+
+    It happens when the next test is set up: at this fixture's teardown, pytest still
+    holds the test's fixture values (its window), so they were not garbage yet, and a
+    later test's training thread collected them (seen once in CI: it destroyed a
+    QObject while the main thread destroyed a QMenu, each waiting for the other).
     """
-    yield
-    if "qtbot" in request.fixturenames or "qapp" in request.fixturenames:
+    if _qt_garbage["pending"]:
         from PySide6.QtCore import QCoreApplication, QEvent
 
+        _qt_garbage["pending"] = False
         QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
         gc.collect()
+    yield
+    if "qtbot" in request.fixturenames or "qapp" in request.fixturenames:
+        _qt_garbage["pending"] = True
+
+
+_qt_garbage = {"pending": False}  # a Qt test ran: collect before the next one is set up
 
 
 def pytest_collection_finish(session):
