@@ -9,7 +9,7 @@ a fresh random order every round, one step each, every call timed:
 - ``W``: the same bare traces through tfstudio's ``Function.__call__`` wrapper;
 - ``G``: a monitored trace through the unpatched call (the graph's write alone);
 - ``M``: the same monitored traces through the wrapper (a monitored step: the write,
-  the wrapper, every tenth call the norm twin).
+  the wrapper, in rounds of at most 20 twin calls a second the traces' norm twins).
 
 ``W - B`` and ``M - G`` compare the same traces (a trace's own speed differs by up to
 ~1.5%); ``G - B`` compares different traces. The worker side of ``bench/overhead.py``

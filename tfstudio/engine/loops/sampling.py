@@ -100,11 +100,10 @@ class TwinSampler:
         self._twins: dict[int, Any] = {}  # the step functions' recording twins
         self._norm_twins: dict[int, Any] = {}  # their norm twins (None: cannot have one)
         self._norm_due: set[int] = set()  # step functions yet to run their norm twin
-        self._norm_done: set[int] = set()  # those that ran it, this round
+        self._norm_done: set[int] = set()  # those that ran it (kept until the next round opens)
         self._norm_opened: int | None = None  # the call that opened the round (None: no round)
         self._norm_time = -math.inf  # time.monotonic() when the last round opened
         self._norm_time_call = 0  # the call that opened it
-        self._norm_size = 1  # the twins' calls in the last round (one per step function)
         self._round: set[int] = set()  # step functions whose twin ran for this sample
         self._round_cost = 0.0
         self._twin_failed = False
@@ -190,7 +189,9 @@ class TwinSampler:
         if call >= self.norm_call and self._norm_opened is None:
             now = time.monotonic()
             elapsed = now - self._norm_time
-            gap = NORM_MIN_GAP_S * self._norm_size  # a GAN's round is two twins' calls
+            # per twin call of the last round (its set is kept until the next opens):
+            # a GAN's round is two twins' calls
+            gap = NORM_MIN_GAP_S * max(1, len(self._norm_done))
             if elapsed >= gap:
                 self._norm_time = now
                 self._norm_time_call = call
@@ -218,7 +219,7 @@ class TwinSampler:
                 self._norm_due.discard(fid)
                 self._norm_done.add(fid)
             if not self._norm_due:
-                self._norm_size = calls_per_step = max(1, len(self._norm_done))
+                calls_per_step = max(1, len(self._norm_done))
                 self.norm_call = self._norm_opened + NORM_EVERY * calls_per_step
                 self._norm_opened = None
         later = call + 1 if self._norm_opened is not None else self.norm_call
