@@ -18,7 +18,8 @@ import psutil
 import pytest
 
 from tests.conftest import wait_for
-from tests.e2e.workers import run_in_worker
+from tests.e2e.workers import of, run_in_worker
+from tfstudio.core.events import MonitorError, RunRecording, StepEnded
 from tfstudio.core.options import RunOptions
 from tfstudio.core.runs import describe_run, read_run_json, read_scalars
 
@@ -413,3 +414,50 @@ def test_a_full_disk_during_recording_and_checkpoints_leaves_the_run_going(
     assert run.steps is not None and run.status in ("interrupted", "finished", "running"), run
     scalars = read_scalars(run_dir)  # the event file, its end cut off by the full disk
     assert scalars and max(len(curve.steps) for curve in scalars.values()) >= 1
+
+
+TWO_FITS = """
+import time
+import numpy as np, keras
+m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+m.compile("sgd", "mse")
+x, y = np.zeros((256, 4)), np.zeros((256, 1))
+m.fit(x, y, batch_size=8, epochs=2, verbose=0)
+time.sleep(0.3)
+m.fit(x, y, batch_size=8, epochs=2, verbose=0)
+"""
+
+
+def test_a_batch_the_window_cannot_read_is_reported_and_the_run_goes_on(tmp_path, monkeypatch):
+    """A message that fails to unpickle (here: the first block of steps) is skipped.
+
+    The reader used to die with it: the run never ended in the window, and the worker
+    blocked on its full socket.
+    """
+    import tfstudio.core.events as events_module
+
+    unpack = events_module._unpack_steps
+    failed: list[bool] = []
+
+    def damaged(*args):
+        if not failed:
+            failed.append(True)
+            raise ValueError("damaged in transit")
+        return unpack(*args)
+
+    monkeypatch.setattr(events_module, "_unpack_steps", damaged)
+    script = tmp_path / "two_fits.py"
+    script.write_text(TWO_FITS)
+    ended, events = run_in_worker(
+        script, options=RunOptions(logdir=str(tmp_path / "runs"), inspector=False), timeout=90
+    )
+    assert failed and ended.status == "finished", ended
+    errors = of(events, MonitorError)
+    assert len(errors) == 1 and errors[0].where == "receiving events"
+    assert "ValueError: damaged in transit" in errors[0].message
+    # The second fit's steps all arrived (batches after the damaged one are read).
+    second = [e.step for e in of(events, StepEnded) if e.fit_index == 1]
+    assert len(second) == 64 and second[-1] == 32
+    # The record has every step, the skipped ones too.
+    run_dir = next(e.run_dir for e in events if isinstance(e, RunRecording))
+    assert read_scalars(run_dir)["step/loss"].steps == list(range(1, 129))

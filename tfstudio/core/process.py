@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from tfstudio.core.events import (
     ConsoleOutput,
     EngineStatus,
     FitStarted,
+    MonitorError,
     RunEnded,
     RunStarted,
     StepColumns,
@@ -410,6 +412,20 @@ class _Worker:
             message = self.conn.recv()
         except (EOFError, OSError):
             return False
+        except Exception as exc:  # noqa: BLE001 - one message that cannot be read
+            # recv() had taken the whole message before unpickling it failed: the stream
+            # is still in step. Reading on keeps the run going (a reader that died here
+            # would leave the worker blocked on a full socket and the run never ending).
+            self.launcher.channel.emit(
+                MonitorError(
+                    "receiving events",
+                    "A batch of events from the run could not be read and was skipped (the "
+                    "live plots miss its steps; the run's record has them): "
+                    f"{type(exc).__name__}: {exc}",
+                    traceback.format_exc(),
+                )
+            )
+            return True
         kind = message[0]
         if kind == "events":
             self._events(message[1])
