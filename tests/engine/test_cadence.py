@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from tfstudio.engine.probes.cadence import FIRST_GAP, Cadence
+from tfstudio.engine.probes.cadence import FIRST_GAP, MIN_INTERVAL_S, Cadence
 
 
 def test_first_gap_while_the_step_time_is_unknown():
@@ -32,10 +32,29 @@ def test_a_trace_is_paid_back_before_the_next_sample():
 
 
 def test_without_debt_the_gap_keeps_each_sample_within_the_budget():
-    cadence = Cadence(0.03)
+    cadence = Cadence(0.03, min_interval=0.0)
     cadence.gap_after(0.001, None, train=10.0)
     gap = cadence.gap_after(0.006, 0.002, train=10.0)
     assert gap == math.ceil(0.006 / (0.03 * 0.002))  # 100 steps of 2 ms per 6 ms sample
+    assert not cadence.capped
+
+
+def test_a_cheap_sample_comes_at_most_once_a_second_of_training():
+    cadence = Cadence(0.03)  # default floor: MIN_INTERVAL_S
+    cadence.gap_after(0.001, None, train=10.0)
+    # A 6 ms sample on 2 ms steps: the budget allows one every 100 steps (0.2 s).
+    gap = cadence.gap_after(0.006, 0.002, train=10.0)
+    assert gap == math.ceil(MIN_INTERVAL_S / 0.002) and cadence.capped
+    # A 90 ms sample on the same steps: the budget's spacing (3 s) is wider than the floor.
+    gap = Cadence(0.03).gap_after(0.090, 0.002, train=10.0)
+    assert gap == math.ceil(0.090 / (0.03 * 0.002))
+    # Custom loops' spacing has the same floor.
+    loop = Cadence(0.03)
+    loop.next_gap(0.05, 1, 1.0)  # the first sample: FIRST_GAP
+    gap = loop.next_gap(0.001, 1000, 2.0)
+    assert gap == math.ceil(MIN_INTERVAL_S / ((2.0 - loop.probe_seconds) / 1000))
+    assert loop.capped
+    assert Cadence(0.03, every=3).gap_after(0.001, 0.002, train=1.0) == 3  # fixed: no floor
 
 
 def test_credit_is_what_the_budget_still_allows():

@@ -798,6 +798,8 @@ class InspectorStatus:
             gradients, until the budget has paid for tracing their recording step.
         outputs_off: why layer outputs are not sampled in this fit ("" when they are):
             no probe batch, or a model that cannot be probed.
+        capped: the gap is the budget's floor of one sample a second of training, not
+            what the budget would allow (a sample costs less than 3% of a second).
     """
 
     fit_index: int
@@ -810,6 +812,7 @@ class InspectorStatus:
     largest_message: int = 0
     waiting: str = ""
     outputs_off: str = ""
+    capped: bool = False
 
 
 @dataclass(frozen=True, slots=True)

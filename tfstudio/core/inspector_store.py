@@ -170,7 +170,8 @@ class InspectorStore:
         if s.mode == "fixed":
             cadence = f"every {s.every} steps (fixed)"
         else:
-            cadence = f"every {s.every} steps (budget {s.budget:.0%})"
+            limit = ", at most one a second" if s.capped else ""
+            cadence = f"every {s.every} steps (budget {s.budget:.0%}{limit})"
         return (
             f"Sampling {cadence} · overhead {s.overhead:.1%} · last sample "
             f"{s.probe_ms:.1f} ms · largest message {s.largest_message / 1024:.1f} kB"

@@ -255,6 +255,7 @@ class LoopInspector:
                 cadence.overhead(now - loop.t0 + loop.first_cost),
                 cost * 1000.0,
                 self.largest_message,
+                capped=cadence.capped,
             )
         )
 

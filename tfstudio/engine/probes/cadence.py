@@ -7,6 +7,12 @@ inspector spends, one-off traces included, against the budget: the next sample
 waits until the cost per gap fits the budget *and* the probe time so far is paid
 back (``probe time <= budget x training time``); :meth:`Cadence.credit` says how
 much a one-off expense (a trace) may cost now without breaking the budget.
+
+Under a budget, samples also come at most once per ``MIN_INTERVAL_S`` of training:
+the views show no more than that, and a fast small model (whose sample costs a few
+steps) would otherwise spend its whole budget on pictures nobody sees, where a
+sample a second costs it well under 1%. A model whose sample costs more than 3% of
+a second of training is spaced by the budget alone.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import math
 
 FIRST_GAP = 10  # steps before the second sample, while step time is still unknown
 MAX_GAP = 100_000
+MIN_INTERVAL_S = 1.0  # under a budget, at most one sample per second of training
 
 
 class Cadence:
@@ -28,11 +35,16 @@ class Cadence:
     Args:
         budget: share of training time probes may take (e.g. 0.03).
         every: fixed gap in steps (0: adapt to the budget).
+        min_interval: under the budget, training seconds between two samples at least.
     """
 
-    def __init__(self, budget: float = 0.03, every: int = 0) -> None:
+    def __init__(
+        self, budget: float = 0.03, every: int = 0, min_interval: float = MIN_INTERVAL_S
+    ) -> None:
         self.budget = max(float(budget), 1e-6)
         self.fixed = max(int(every), 0)
+        self.min_interval = max(float(min_interval), 0.0)
+        self.capped = False  # the last gap was set by min_interval, not by the budget
         self.gap = self.fixed or 1
         self.probe_seconds = 0.0
         self.last_cost = 0.0
@@ -93,8 +105,14 @@ class Cadence:
         # cost: wait until training has paid for both.
         owed = (self.probe_seconds + self._cost) / self.budget - train
         debt = math.ceil(owed / step_time)
-        self.gap = int(min(max(per_gap, debt, 1), MAX_GAP))
+        self.gap = self._spaced(max(per_gap, debt, 1), step_time)
         return self.gap
+
+    def _spaced(self, gap: int, step_time: float) -> int:
+        """``gap``, widened to ``min_interval`` of training, within ``MAX_GAP``."""
+        floor = math.ceil(self.min_interval / step_time) if step_time > 0.0 else 1
+        self.capped = floor > gap
+        return int(min(max(gap, floor), MAX_GAP))
 
     def next_gap(self, cost: float, steps: int, elapsed: float) -> int:
         """The next gap, after a sample that cost ``cost`` s; ``steps`` steps took ``elapsed`` s."""
@@ -112,5 +130,5 @@ class Cadence:
         train = max(elapsed - self.probe_seconds, 1e-9)
         step_time = train / max(steps, 1)
         gap = math.ceil(self._cost / (self.budget * step_time))
-        self.gap = int(min(max(gap, 1), MAX_GAP))
+        self.gap = self._spaced(max(gap, 1), step_time)
         return self.gap
