@@ -110,7 +110,7 @@ def test_gradients_come_once_the_budget_has_paid_for_their_trace():
     saved = Inspector.clock
     Inspector.clock = staticmethod(lambda: now[0])
     try:
-        events = _fit(model, data, 120, RunOptions(), callbacks=[SlowSteps()])
+        events = _fit(model, data, 250, RunOptions(), callbacks=[SlowSteps()])
     finally:
         Inspector.clock = saved
     assert not of(events, MonitorError), of(events, MonitorError)[0].traceback
@@ -120,11 +120,52 @@ def test_gradients_come_once_the_budget_has_paid_for_their_trace():
     # after 0.33 s: 34 steps. Samples before that have weights but no gradients.
     assert grads[0].step > 34
     status = of(events, InspectorStatus)
+    # Samples this cheap come once a second of training (100 steps), not as often as
+    # the budget would allow.
+    assert status[-1].capped and status[-1].every >= 100
     assert status[0].waiting and not status[-1].waiting  # no longer waiting once they come
     assert of(events, WeightStats)[0].step == 1
     # Layer outputs from the second sample on: eager passes first, then the trace.
     outputs = of(events, LayerOutputs)
     assert outputs and outputs[0].step > 1
+
+
+def test_a_later_fit_of_the_model_expects_the_twins_trace_to_cost_what_its_first_fit_showed():
+    """A second fit reuses Keras's trace and starts fast: its first steps are no estimate.
+
+    Clock: 10 ms per training step, 0.5 s more for the first fit's first step (Keras's
+    trace), nothing in the inspector. The second fit's 2.5 s of training earn 75 ms of
+    credit, far from the 0.5 s the twin's trace is expected to cost: no gradients. Taken
+    from the second fit's own first step (10 ms), the twin traced in it.
+    """
+    import keras
+
+    from tfstudio.engine.probes.inspector import Inspector
+
+    now = [0.0]
+
+    class SlowSteps(keras.callbacks.Callback):  # runs before the StudioCallback's hook
+        def __init__(self, first: float) -> None:
+            super().__init__()
+            self.first = first
+
+        def on_train_batch_end(self, batch, logs=None):
+            now[0] += 0.010 + self.first
+            self.first = 0.0
+
+    model, data = _model_and_data()
+    saved = Inspector.clock
+    Inspector.clock = staticmethod(lambda: now[0])
+    try:
+        first = _fit(model, data, 20, RunOptions(), callbacks=[SlowSteps(0.5)])
+        second = _fit(model, data, 250, RunOptions(), callbacks=[SlowSteps(0.0)])
+    finally:
+        Inspector.clock = saved
+    for events in (first, second):
+        assert not of(events, MonitorError), of(events, MonitorError)[0].traceback
+    assert len(of(second, WeightStats)) >= 3  # sampled on, at most once a second
+    assert not of(second, GradientStats)
+    assert of(second, InspectorStatus)[-1].waiting.startswith("Gradients start once")
 
 
 def test_a_budget_run_is_bit_identical_to_plain_python(tmp_path):

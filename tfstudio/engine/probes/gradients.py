@@ -98,6 +98,9 @@ class GradientProbe:
         self._wrapped: list[Any] = []
         self.armed = False
         self.traced = False  # whether the recording twin has run (been traced) yet
+        # Seconds a trace of the model's train step took: its first fit's first steps (a
+        # later fit reuses Keras's trace and starts fast). The twin's trace costs about that.
+        self.trace_estimate = 0.0
 
     def _ensure_buffers(self) -> None:
         """Index the trainable variables and make the buffers, once they exist.

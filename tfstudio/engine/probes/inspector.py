@@ -243,8 +243,14 @@ class Inspector:
         cost = ended - started
         if self._first_end is None:
             # The fit's first steps include Keras's trace of its train function: about
-            # what a trace of the recording twin will cost.
-            self._trace_estimate = started - self._t0 - cadence.probe_seconds
+            # what a trace of the recording twin will cost. A later fit of the model
+            # reuses that trace, so its first steps say nothing: the model's first says.
+            first = started - self._t0 - cadence.probe_seconds
+            grads = self._gradients
+            if grads is not None:
+                grads.trace_estimate = max(grads.trace_estimate, first)
+                first = grads.trace_estimate
+            self._trace_estimate = first
         train = ended - self._t0 - cadence.probe_seconds - cost
         gap = cadence.gap_after(cost, self._step_time(ended - cost), train)
         if self._first_end is None:
@@ -264,6 +270,7 @@ class Inspector:
                 self.waiting,
                 self.outputs_off
                 or (self._activations.off_reason if self._activations is not None else ""),
+                cadence.capped,
             )
         )
         self._schedule(step + gap)
