@@ -170,3 +170,37 @@ def test_the_segment_training_now_is_always_in_view(window, run, settings):
     shown = metrics.shown_families()
     assert "m2" in shown  # hidden by default before; its segment trains now
     assert "m3" not in shown  # hidden by the user: stays hidden
+
+
+def test_a_previous_runs_line_is_not_painted_again_when_only_the_live_line_moves(
+    window, run, qtbot, tmp_path, monkeypatch
+):
+    """Lines that change seldom (an earlier run's, epoch means) paint from a cached pixmap."""
+    import pyqtgraph as pg
+
+    previous = [1.0 - 0.009 * i for i in range(100)]  # within the live run's y range
+    recorded(tmp_path, "train-20260101-000000", previous, script="/tmp/train.py", started=1.0)
+    window.runs.set_logdir(tmp_path)
+    run.emit(RunStarted("/tmp/train.py", ("train.py",), "/tmp", time.time()))
+    run.fit(epochs=1, steps_per_epoch=100).steps(20).frame()
+    loaded(window, qtbot)
+    plot = window.metrics.plots["loss"]
+    [layer] = plot.layers
+    qtbot.waitUntil(lambda: "loss" in layer.curves, timeout=10_000)
+    painted: list[object] = []
+    paint = pg.PlotCurveItem.paint
+
+    def counted(self, *args):
+        painted.append(self)
+        return paint(self, *args)
+
+    monkeypatch.setattr(pg.PlotCurveItem, "paint", counted)
+    window.bridge.flush()
+    plot.widget.viewport().repaint()
+    earlier = layer.curves["loss"].item.curve
+    live = plot.steps["loss"].item.curve
+    assert earlier.isVisible() and live in painted
+    painted.clear()
+    run.steps(3, start=20, values=lambda g: {"loss": 0.5}).frame()  # x and y stay put
+    plot.widget.viewport().repaint()
+    assert live in painted and earlier not in painted

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QPixmapCache
+from PySide6.QtWidgets import QGraphicsItem
 
 from tfstudio.core.exact_points import (
     ExactPoints,
@@ -279,6 +281,7 @@ class MetricPlot(PlotView):
                     else:
                         item.setClipToView(True)
                         item.setDownsampling(auto=True, method="peak")
+                    _cached(item)
                     curve.item = self.add_item(item, z=0.5, ranged=not layer.faint)
                     layer.curves[track.key] = curve
                 else:
@@ -386,6 +389,7 @@ class MetricPlot(PlotView):
             antialias=True,
         )
         item.setVisible(self.x_mode == GLOBAL)
+        _cached(item)
         return self.add_item(item, z=3 if is_val else 2)
 
     def _make_item(self, curve: Curve, make: Callable[[], pg.PlotDataItem]) -> None:
@@ -939,3 +943,20 @@ def _labelled(key: str, kind: str) -> str:
     the kind inside them: ``loss (generator, per step)``, ``gradient norm (sampled, per
     step)``, not two pairs."""
     return f"{key[:-1]}, {kind})" if key.endswith(")") else f"{key} ({kind})"
+
+
+PIXMAP_CACHE_KB = 64 * 1024  # Qt keeps item caches in QPixmapCache: 10 MB by default
+
+
+def _cached(item: pg.PlotDataItem) -> None:
+    """Paint ``item`` from a pixmap of itself while neither it nor the view changed.
+
+    For lines that change seldom (an earlier run's, epoch means): a live curve's
+    update repaints the whole data area, and these were drawn again with it. Qt
+    keeps the pixmaps in ``QPixmapCache``, whose default 10 MB a maximised window
+    with a few compared runs outgrows (a pixmap dropped is painted again): 64 MB.
+    """
+    if QPixmapCache.cacheLimit() < PIXMAP_CACHE_KB:
+        QPixmapCache.setCacheLimit(PIXMAP_CACHE_KB)
+    for part in (item.curve, item.scatter):
+        part.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
