@@ -130,3 +130,32 @@ def test_a_narrow_plot_stacks_its_legend_then_gives_the_title_row_to_it(qtbot):
     view.widget.resize(1200, 300)
     qtbot.waitUntil(view.title_shown)
     qtbot.waitUntil(lambda: view.legend.columnCount == 3)
+
+
+def test_an_axis_asked_to_paint_with_nothing_exposed_does_no_work(qtbot, monkeypatch):
+    from PySide6.QtCore import QRectF
+    from PySide6.QtGui import QImage, QPainter
+    from PySide6.QtWidgets import QStyleOptionGraphicsItem
+
+    from tfstudio.ui.panels.system import SystemPanel
+    from tfstudio.ui.plotting.view import QuietAxis
+
+    view = PlotView("loss")
+    qtbot.addWidget(view.widget)
+    system = SystemPanel()
+    qtbot.addWidget(system)
+    axes = [view.plot.getAxis("left"), view.plot.getAxis("bottom")]
+    axes += [system.step_plot.getAxis("left"), system.memory_plot.getAxis("bottom")]
+    assert all(isinstance(axis, QuietAxis) for axis in axes)
+    drawn = []
+    monkeypatch.setattr(pg.AxisItem, "paint", lambda self, *args: drawn.append(self))
+    image = QImage(100, 100, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    option = QStyleOptionGraphicsItem()
+    option.exposedRect = QRectF()  # what Qt passes when the repainted region misses it
+    axes[0].paint(painter, option, None)
+    assert drawn == []
+    option.exposedRect = QRectF(0, 0, 10, 10)
+    axes[0].paint(painter, option, None)
+    painter.end()
+    assert drawn == [axes[0]]

@@ -41,6 +41,7 @@ from tfstudio.core.gpu import GpuReader, GpuSample, IdleGpuWatch
 from tfstudio.core.series import Series
 from tfstudio.core.system import ProcessSampler, SystemSample, format_bytes
 from tfstudio.ui.panels.visibility import out_of_sight
+from tfstudio.ui.plotting.view import quiet_axes
 
 SAMPLE_MS = 1000
 STEP_SERIES_CAPACITY = 20_000
@@ -167,7 +168,7 @@ class SystemPanel(QWidget):
         layout.addWidget(self.plots, 1)
 
     def _plot(self, row: int, label: str) -> pg.PlotItem:
-        plot = self.plots.addPlot(row=2 * row, col=0)
+        plot = self.plots.addPlot(row=2 * row, col=0, axisItems=quiet_axes())
         plot.setLabel("left", label)
         # Horizontal major lines only: a full grid cost ~90 ms a paint (as in metrics.py).
         plot.showGrid(x=False, y=True, alpha=0.15)
