@@ -38,6 +38,11 @@ class _FullDiskWriter:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         self.real.write_many(records)
 
+    def write_blocks(self, blocks):
+        if self.full[0]:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self.real.write_blocks(blocks)
+
     def flush(self):
         if self.full[0]:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))

@@ -304,6 +304,10 @@ class _TFRecords:
         for record in records:
             self._writer.write(record)
 
+    def write_blocks(self, blocks: list[tuple[np.ndarray, Any]]) -> None:
+        """:func:`scalar_blocks`' records, record by record (no framing of our own here)."""
+        self.write_many(records_in_order(blocks))
+
     def flush(self) -> None:
         self._writer.flush()
 
@@ -417,11 +421,12 @@ def scalar_records(
     :func:`scalars_event` makes of it (a row with no value: no record). ``described``
     is updated. The records of :func:`scalar_blocks`, in row order.
     """
-    return records_in_order(scalar_blocks(steps, walls, columns, described, absent), len(steps))
+    return records_in_order(scalar_blocks(steps, walls, columns, described, absent))
 
 
-def records_in_order(blocks: list[tuple[np.ndarray, Any]], n: int) -> list[bytes]:
-    """The records of :func:`scalar_blocks`' blocks (of ``n`` rows), one by one, in order."""
+def records_in_order(blocks: list[tuple[np.ndarray, Any]]) -> list[bytes]:
+    """The records of :func:`scalar_blocks`' blocks, one by one, in row order."""
+    n = max((int(at.max()) + 1 for at, _ in blocks if len(at)), default=0)
     out: list[bytes | None] = [None] * n
     for at, rows in blocks:
         if isinstance(rows, list):
@@ -648,12 +653,9 @@ def _step_columns(rec: Recorder, e: StepColumns) -> None:
             if k in e.running_absent:
                 absent[RUNNING_PREFIX + k] = e.running_absent[k]
     if columns:
-        blocks = scalar_blocks(e.global_step, walls, columns, rec._described, absent)
-        write_blocks = getattr(rec._writer, "write_blocks", None)
-        if write_blocks is not None:  # framed with numpy, no Python per record
-            write_blocks(blocks)
-        else:  # TensorFlow's writer (a URL's file system): record by record
-            rec._writer.write_many(records_in_order(blocks, len(e)))
+        rec._writer.write_blocks(
+            scalar_blocks(e.global_step, walls, columns, rec._described, absent)
+        )
     rec.info["steps"] = int(e.global_step[-1])
     if "loss" in e.values:
         steps, losses = e.column("loss")
