@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -171,17 +172,21 @@ def test_restore_at_start_from_a_corrupt_checkpoint_says_which_file(write_script
     assert ended.status != "finished"
 
 
+def _small_adam_model() -> object:
+    """A Dense(4) over 8 inputs, compiled with Adam (its slots are saved too)."""
+    import keras
+
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4)])
+    model.compile(keras.optimizers.Adam(), "mse")
+    return model
+
+
 def test_a_save_that_never_completed_is_never_offered_and_goes_when_the_folder_opens(tmp_path):
     import shutil
 
-    import keras
     import tensorflow as tf
 
-    def build():
-        m = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4)])
-        m.compile(keras.optimizers.Adam(), "mse")
-        return m
-
+    build = _small_adam_model
     model = build()
     folder = tmp_path / "ck"
     store = CheckpointStore(folder, model, model.optimizer)
@@ -348,3 +353,29 @@ def test_a_gans_checkpoint_holds_both_of_its_optimizers(tmp_path):
     for optimizer in (gan.d_opt, gan.g_opt):
         for v in optimizer.variables:
             np.testing.assert_array_equal(v.numpy(), saved[id(v)], err_msg=v.path)
+
+
+def test_a_checkpoint_whose_side_index_write_never_happened_is_still_listed_last(tmp_path):
+    # A SIGKILL between TensorFlow's save (data, index, state file) and tfstudio's side index
+    # of times and losses: the folder's latest checkpoint must be listed, or a restore of
+    # "the latest" and the list the controls show would disagree.
+    build = _small_adam_model
+    model = build()
+    folder = tmp_path / "ck"
+    store = CheckpointStore(folder, model, model.optimizer)
+    store.save(1, loss=1.0)
+    store.save(2, loss=0.5)
+    store.step.assign(3)
+    store.manager.save(checkpoint_number=3)  # what the killed save completed
+
+    fresh = build()
+    reopened = CheckpointStore(folder, fresh, fresh.optimizer)
+    listed = reopened.entries()
+    assert [e.step for e in listed] == [1, 2, 3]
+    assert listed[-1].path == resolve(folder)
+    assert math.isnan(listed[-1].loss) and listed[-1].wall_time >= listed[1].wall_time
+    assert [e.loss for e in listed[:2]] == [1.0, 0.5]  # the recorded ones keep their losses
+    assert reopened.restore(listed[-1].path).step == 3
+    reopened.save(4, loss=0.25)  # the side index now holds the unrecorded one too
+    steps = [c["step"] for c in json.loads((folder / INDEX_FILE).read_text())["checkpoints"]]
+    assert steps == [1, 2, 3, 4]

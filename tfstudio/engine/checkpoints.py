@@ -193,14 +193,29 @@ class CheckpointStore:
                 pass
 
     def entries(self) -> list[CheckpointSaved]:
-        """The checkpoints still on disk, oldest first."""
+        """The checkpoints still on disk, oldest first.
+
+        A checkpoint TensorFlow's manager lists is listed even without a record in our
+        side index (a run killed between the two writes, or a full disk at the second):
+        its step is read from its name, its wall time from TensorFlow's state file, its loss
+        and run time unknown. The order is the manager's.
+        """
         import tensorflow as tf
 
-        kept = set(self.manager.checkpoints)
+        kept = self.manager.checkpoints
         for path in list(self._index):
             if path not in kept and not tf.io.gfile.exists(path + ".index"):
                 del self._index[path]
-        return sorted(self._index.values(), key=lambda r: (r.wall_time, r.step))
+        unrecorded = [path for path in kept if path not in self._index]
+        if unrecorded:
+            saved_at = _save_times(str(self.directory))
+            for path in unrecorded:
+                if tf.io.gfile.exists(path + ".index"):
+                    self._index[path] = _unrecorded(path, saved_at.get(path, math.nan))
+        order = {path: i for i, path in enumerate(kept)}  # the manager's, oldest first
+        return sorted(
+            self._index.values(), key=lambda r: (order.get(r.path, -1), r.wall_time, r.step)
+        )
 
     # -- restoring -----------------------------------------------------
     def validate(self, path: str) -> None:
@@ -418,6 +433,29 @@ def _read_every_tensor(reader: Any, path: str, keys: list[str]) -> None:
                 f"checkpoint {path} is corrupt: {', '.join(shards)} cannot be read "
                 f"({key}: {_first_line(exc)}); the model was left as it was"
             ) from exc
+
+
+def _save_times(directory: str) -> dict[str, float]:
+    """When TensorFlow's manager saved each checkpoint it lists (its ``checkpoint`` state file)."""
+    import tensorflow as tf
+
+    state = tf.train.get_checkpoint_state(directory)
+    if state is None:
+        return {}
+    times = state.all_model_checkpoint_timestamps  # may be shorter: a state file by hand
+    return dict(zip(state.all_model_checkpoint_paths, times, strict=False))
+
+
+def _unrecorded(path: str, wall_time: float) -> CheckpointSaved:
+    """The record of a whole checkpoint our side index never got, from what TensorFlow kept."""
+    number = path.rsplit("-", 1)[-1]
+    return CheckpointSaved(
+        path=path,
+        step=int(number) if number.isdigit() else 0,
+        time=math.nan,
+        loss=math.nan,
+        wall_time=wall_time,
+    )
 
 
 def _first_line(exc: BaseException) -> str:

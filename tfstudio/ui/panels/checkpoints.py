@@ -200,7 +200,8 @@ class CheckpointsPanel(QWidget):
         entries = sorted(self.entries.values(), key=lambda e: (e.step, e.wall_time))
         self.table.setRowCount(len(entries))
         for row, e in enumerate(entries):
-            saved_at = time.strftime("%H:%M:%S", time.localtime(e.wall_time))
+            known = math.isfinite(e.wall_time)
+            saved_at = time.strftime("%H:%M:%S", time.localtime(e.wall_time)) if known else "—"
             loss = f"{e.loss:.4g}" if not math.isnan(e.loss) else "—"
             kind = "automatic" if e.automatic else "saved"
             if e.path == self.restored:
