@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from tfstudio.engine.probes.cadence import FIRST_GAP, MIN_INTERVAL_S, Cadence
+from tfstudio.engine.probes.cadence import FIRST_GAP, MIN_INTERVAL_S, OVERHEAD_BASIS_S, Cadence
 
 
 def test_first_gap_while_the_step_time_is_unknown():
@@ -55,6 +55,16 @@ def test_a_cheap_sample_comes_at_most_once_a_second_of_training():
     assert gap == math.ceil(MIN_INTERVAL_S / ((2.0 - loop.probe_seconds) / 1000))
     assert loop.capped
     assert Cadence(0.03, every=3).gap_after(0.001, 0.002, train=1.0) == 3  # fixed: no floor
+
+
+def test_the_share_is_said_once_a_second_of_training_backs_it():
+    # A later fit of a model starts without Keras's trace: its first sample (30 ms of
+    # set-up and summaries) came after 40 ms of steps, and the dock read "overhead 43%".
+    cadence = Cadence(0.03)
+    cadence.charge(0.030)
+    assert math.isnan(cadence.overhead(0.070))
+    assert math.isnan(cadence.overhead(OVERHEAD_BASIS_S - 0.001 + 0.030))
+    assert math.isclose(cadence.overhead(2.030), 0.015)
 
 
 def test_credit_is_what_the_budget_still_allows():

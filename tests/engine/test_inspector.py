@@ -435,7 +435,9 @@ model.fit(x, y, batch_size=2, epochs=40, verbose=0)
     assert status and all(s.mode == "budget" and s.budget == 0.03 for s in status)
     steps = [w.step for w in of(events, WeightStats)]
     assert steps[0] == 1 and len(steps) < 320 / 2  # far fewer samples than steps
-    assert all(s.overhead >= 0 for s in status)
+    # said once a second of training backs it (NaN before), never negative
+    assert all(s.overhead >= 0 or s.overhead != s.overhead for s in status)
+    assert any(s.overhead >= 0 for s in status)
     # A sample costs milliseconds and a step less: the gap grows past one step.
     assert max(s.every for s in status) > 1
 

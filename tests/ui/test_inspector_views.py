@@ -165,6 +165,9 @@ def test_model_tree_summary_and_selection_drive_the_views(window, run, qtbot):
     assert "overhead 1.2%" in panel.status.text() and "20.0 kB" in panel.status.text()
     run.emit(InspectorStatus(0, 20, "budget", 480, 0.03, 0.004, 2.5, 20_480, capped=True)).frame()
     assert "every 480 steps (budget 3%, at most one a second)" in panel.status.text()
+    nan = float("nan")  # a later fit's first sample: too little training to say
+    run.emit(InspectorStatus(1, 21, "budget", 10, 0.03, nan, 2.5, 20_480)).frame()
+    assert "overhead — (measuring)" in panel.status.text()
     dialog = panel.show_summary()
     assert "Total params: 42" in dialog.findChild(type(dialog.children()[-1])).toPlainText()
     dialog.close()

@@ -791,7 +791,8 @@ class InspectorStatus:
     Args:
         mode: ``"budget"`` (cadence adapts to ``budget``) or ``"fixed"`` (every ``every`` steps).
         every: steps between samples now.
-        overhead: measured probe time / training time so far in this fit.
+        overhead: measured probe time / training time so far in this fit (NaN while
+            under a second of training backs it).
         probe_ms: what the last sample cost (all probes), milliseconds.
         largest_message: bytes of the largest inspector event so far (pickled).
         waiting: what is not sampled yet and why ("" when everything is): the

@@ -7,6 +7,7 @@ dense), so memory stays flat however long the run.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -172,8 +173,10 @@ class InspectorStore:
         else:
             limit = ", at most one a second" if s.capped else ""
             cadence = f"every {s.every} steps (budget {s.budget:.0%}{limit})"
+        # NaN until a second of training backs the share (see Cadence.overhead)
+        overhead = f"{s.overhead:.1%}" if math.isfinite(s.overhead) else "— (measuring)"
         return (
-            f"Sampling {cadence} · overhead {s.overhead:.1%} · last sample "
+            f"Sampling {cadence} · overhead {overhead} · last sample "
             f"{s.probe_ms:.1f} ms · largest message {s.largest_message / 1024:.1f} kB"
         )
 

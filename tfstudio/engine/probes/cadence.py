@@ -22,6 +22,9 @@ import math
 FIRST_GAP = 10  # steps before the second sample, while step time is still unknown
 MAX_GAP = 100_000
 MIN_INTERVAL_S = 1.0  # under a budget, at most one sample per second of training
+# The share is said once this much training backs it: at a fit's first sample (a later
+# fit of a model starts without Keras's trace) it would divide by a few steps' time.
+OVERHEAD_BASIS_S = 1.0
 
 
 class Cadence:
@@ -57,9 +60,10 @@ class Cadence:
         return "fixed" if self.fixed else "budget"
 
     def overhead(self, elapsed: float) -> float:
-        """Probe time / training time over ``elapsed`` seconds of fit."""
+        """Probe time / training time over ``elapsed`` seconds of fit (NaN: too little
+        training yet, under ``OVERHEAD_BASIS_S``, to say)."""
         train = elapsed - self.probe_seconds
-        return self.probe_seconds / train if train > 0 else 0.0
+        return self.probe_seconds / train if train >= OVERHEAD_BASIS_S else math.nan
 
     def charge(self, seconds: float) -> None:
         """Count probe time spent outside a sample (a recording step's extra time, a set-up)."""
