@@ -17,6 +17,8 @@ from tfstudio.core.commands import (
     SetLearningRate,
 )
 from tfstudio.core.events import (
+    CheckpointDeleted,
+    CheckpointList,
     CheckpointRefused,
     CheckpointRestored,
     CheckpointSaved,
@@ -72,6 +74,13 @@ def test_checkpoints_panel_lists_restores_while_paused_and_deletes_with_confirma
     assert panel.table.item(0, 0).text() == "10" and panel.table.item(0, 3).text() == "0.25"
     assert panel.table.item(0, 4).text() == "automatic"
     assert panel.table.rowHeight(0) <= panel.table.fontMetrics().height() + 8  # compact rows
+    # a checkpoint TensorFlow completed but tfstudio never noted (the worker was killed
+    # between the two): listed from TensorFlow's files, its run time and loss unknown
+    unnoted = CheckpointSaved("/ck/ckpt-30", 30, math.nan, math.nan, math.nan)
+    run.emit(CheckpointList("/ck", (saved("/ck/ckpt-10", 10), unnoted))).frame()
+    assert [panel.table.item(1, c).text() for c in range(4)] == ["30", "—", "—", "—"]
+    run.emit(saved("/ck/ckpt-10", 10, loss=0.25, automatic=True), saved("/ck/ckpt-20", 20))
+    run.emit(CheckpointDeleted("/ck/ckpt-30")).frame()
     panel.select("/ck/ckpt-10")
     assert not panel.restore_button.isEnabled()  # running, not paused
     panel.restore_selected()

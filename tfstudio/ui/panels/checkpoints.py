@@ -206,7 +206,8 @@ class CheckpointsPanel(QWidget):
             kind = "automatic" if e.automatic else "saved"
             if e.path == self.restored:
                 kind += " · restored"
-            cells = (str(e.step), saved_at, format_duration(e.time), loss, kind, e.path)
+            ran = format_duration(e.time) if math.isfinite(e.time) else "—"
+            cells = (str(e.step), saved_at, ran, loss, kind, e.path)
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 if col == 0:
