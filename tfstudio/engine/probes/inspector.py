@@ -104,7 +104,6 @@ class Inspector:
         self._step0 = 0
         self._spe = 1
         self._budgeted = not options.sample_every
-        self._trace_estimate = 0.0  # what one trace of the model's step costs (s)
         self._first_end: tuple[float, float, int] | None = None  # (time, probe s, step)
         self._armed_t: float | None = None  # when the recording twin was armed
         self._twin_allowed = not self._budgeted
@@ -244,16 +243,13 @@ class Inspector:
         self._sample(step)
         ended = clock()
         cost = ended - started
-        if self._first_end is None:
+        grads = self._gradients
+        if self._first_end is None and grads is not None:
             # The fit's first steps include Keras's trace of its train function: about
             # what a trace of the recording twin will cost. A later fit of the model
             # reuses that trace, so its first steps say nothing: the model's first says.
             first = started - self._t0 - cadence.probe_seconds
-            grads = self._gradients
-            if grads is not None:
-                grads.trace_estimate = max(grads.trace_estimate, first)
-                first = grads.trace_estimate
-            self._trace_estimate = first
+            grads.trace_estimate = max(grads.trace_estimate, first)
         train = ended - self._t0 - cadence.probe_seconds - cost
         gap = cadence.gap_after(cost, self._step_time(ended - cost), train)
         if self._first_end is None:
@@ -315,7 +311,7 @@ class Inspector:
             if grads.traced:  # traced in an earlier fit of this model: free now
                 self._twin_allowed = True
             else:
-                pending.append(("twin", self._trace_estimate))
+                pending.append(("twin", grads.trace_estimate))
         for what, estimate in pending:
             if estimate > credit:
                 continue
@@ -328,12 +324,13 @@ class Inspector:
             else:
                 self._weights_traced = True
             return
-        if any(what == "twin" for what, _ in pending):
+        if grads is not None and any(what == "twin" for what, _ in pending):
+            estimate = grads.trace_estimate
             self.waiting = (
                 "Gradients start once the inspector's time budget "
                 f"({self.cadence.budget:.0%}) has paid for tracing their recording step "
-                f"(~{self._trace_estimate:.1f} s), after about "
-                f"{self._trace_estimate / self.cadence.budget:.0f} s of training "
+                f"(~{estimate:.1f} s), after about "
+                f"{estimate / self.cadence.budget:.0f} s of training "
                 "(a fixed cadence shows them at once: every N steps in the Model dock, or "
                 "--sample-every N)"
             )
