@@ -24,11 +24,14 @@ sampled through NVML. The checks:
     python bench/gpu_check.py [--only NAME] [--cpu]
 
 Prints ``gpu: NAME ok (...)`` or ``gpu: NAME FAILED why`` per check and ends
-``gpu: K/N checks hold``. Without an NVIDIA GPU (no NVML or ``nvidia-smi``
-sees none, or TensorFlow lists none) it prints ``gpu: no NVIDIA GPU: skipped``
-and exits 0; ``--cpu`` runs the checks anyway (to develop them on a CPU
-machine: the GPU figures then fail, the rest is exercised). Exit status: 0 when
-every check held (or skipped), 1 otherwise.
+``gpu: K/N checks hold``. Without an NVIDIA GPU (NVML and ``nvidia-smi`` see
+none, or ``CUDA_VISIBLE_DEVICES`` hides them) it prints ``gpu: no NVIDIA GPU:
+skipped`` and exits 0. When NVML sees a GPU that TensorFlow cannot use (not
+installed, or it lists none), ``nvml`` and ``idle-notice`` run against a
+stand-in load (a PyTorch or CuPy process, sampled from outside as the window
+samples a worker) and the rest print ``gpu: NAME not run``. ``--cpu`` runs the
+checks anyway (to develop them on a CPU machine: the GPU figures then fail, the
+rest is exercised). Exit status: 0 when every check held (or skipped), 1 otherwise.
 """
 
 from __future__ import annotations
@@ -99,19 +102,31 @@ def tensorflow_gpu_count() -> tuple[int, str]:
     for line in proc.stdout.splitlines():
         if line.startswith("GPUS "):
             return int(line.split()[1]), ""
-    return 0, f"TensorFlow failed to import (exit {proc.returncode})"
+    last = [line for line in proc.stderr.splitlines() if line.strip()][-1:]
+    return (
+        0,
+        f"TensorFlow failed to import (exit {proc.returncode}{': ' + last[0] if last else ''})",
+    )
 
 
 def why_no_gpu() -> str | None:
-    """None when an NVIDIA GPU is usable here; else why not (cheap checks first)."""
+    """None when an NVIDIA GPU is there to check; else why not ("" for no NVIDIA GPU at all).
+
+    Cheap checks only: TensorFlow is not asked here (see :func:`why_tensorflow_cannot`).
+    """
     names = nvml_gpu_names()
     if not names:
         return ""
     if os.environ.get("CUDA_VISIBLE_DEVICES", "unset").strip() in ("", "-1"):
         return f"NVML sees {len(names)} GPU(s) but CUDA_VISIBLE_DEVICES hides them all"
+    return None
+
+
+def why_tensorflow_cannot() -> str | None:
+    """None when TensorFlow lists a GPU here; else why not (asked in a child process)."""
     count, problem = tensorflow_gpu_count()
     if count == 0:
-        return problem or f"NVML sees {len(names)} GPU(s) but TensorFlow lists none"
+        return problem or "TensorFlow lists no GPU"
     return None
 
 
@@ -476,6 +491,209 @@ SCRIPTS: dict[str, Callable[..., str]] = {
 }
 
 
+# -- without TensorFlow on the GPU: the window's side, against a stand-in load ---------
+# On a machine whose GPU TensorFlow cannot use (no TensorFlow, or one built for another
+# CUDA), what the window does without TensorFlow can still be checked against the
+# real device: NVML's figures, the run's own memory found by pid, the system view's busy
+# figure and idle notice, the headless peak line. The load is a process that uses the
+# GPU as a run would, through whichever of these libraries is there.
+STAND_IN_LIBRARIES = ("torch", "cupy")
+STAND_IN_READY_S = 180.0  # importing the library and making a CUDA context
+
+
+def script_stand_in() -> str:
+    """A process that loads the GPU like a run: ``busy SECONDS`` or ``starved SECONDS``.
+
+    ``busy`` multiplies 4096x4096 matrices back to back holding 1 GiB; ``starved``
+    runs one 64x64 product every 50 ms, as a fit waiting on a slow input pipeline
+    does. It prints ``GPUCHECK {"ready": ...}`` once its first kernel ran, and a
+    summary at the end; without a usable library it prints why and exits 3.
+    """
+    return textwrap.dedent(
+        """\
+        import json, sys, time
+
+        mode, seconds = sys.argv[1], float(sys.argv[2])
+
+
+        def with_torch():
+            import torch
+            if not torch.cuda.is_available():
+                raise RuntimeError("torch sees no CUDA device")
+            dev = torch.device("cuda")
+            return ("torch " + torch.__version__,
+                    lambda n: torch.randn(n, n, device=dev) / n ** 0.5,
+                    lambda nbytes: torch.ones(nbytes // 4, dtype=torch.float32, device=dev),
+                    torch.cuda.synchronize)
+
+
+        def with_cupy():
+            import cupy
+            cupy.cuda.runtime.getDeviceCount()
+            return ("cupy " + cupy.__version__,
+                    lambda n: cupy.random.standard_normal((n, n), dtype=cupy.float32) / n ** 0.5,
+                    lambda nbytes: cupy.ones(nbytes // 4, dtype=cupy.float32),
+                    cupy.cuda.Device().synchronize)
+
+
+        errors = []
+        for name, make in (("torch", with_torch), ("cupy", with_cupy)):
+            try:
+                library, matrix, hold, sync = make()
+                break
+            except Exception as exc:
+                errors.append(f"{name}: {type(exc).__name__}: {exc}")
+        else:
+            print("GPUCHECK " + json.dumps({"error": "; ".join(errors)}), flush=True)
+            sys.exit(3)
+        busy = mode == "busy"
+        x = matrix(4096 if busy else 64)
+        held = hold(2 ** 30) if busy else None
+        y = x @ x
+        sync()
+        print("GPUCHECK " + json.dumps({"ready": library}), flush=True)
+        t0, count = time.time(), 0
+        while time.time() - t0 < seconds:
+            y = x
+            for _ in range(10 if busy else 1):
+                y = y @ x
+            sync()  # wait for the GPU, so the work does not queue up unbounded
+            count += 10 if busy else 1
+            if not busy:
+                time.sleep(0.05)
+        print("GPUCHECK " + json.dumps({"library": library, "products": count,
+              "held": 2 ** 30 if busy else 0}), flush=True)
+        """
+    )
+
+
+OnSample = Callable[[float, tuple[Any, ...]], bool]
+
+
+def run_stand_in(
+    mode: str,
+    seconds: float,
+    folder: Path,
+    every: float,
+    on_sample: OnSample | None = None,
+    gpu_reader: Any = None,
+) -> Outcome:
+    """Run the stand-in load and sample it from outside, as the window samples a worker.
+
+    Args:
+        mode: ``"busy"`` or ``"starved"``.
+        seconds: how long the load runs once its first kernel ran.
+        folder: where its script is written.
+        every: seconds between samples (the window's system view takes one a second).
+        on_sample: called with each sample's time (from the load's start) and figures;
+            returning True ends the load early.
+        gpu_reader: NVML access (a ``GpuReader`` over a fake NVML in tests); a real
+            one when None. It is closed at the end either way.
+    """
+    from tfstudio.core.gpu import GpuReader
+    from tfstudio.core.system import ProcessSampler
+
+    script = folder / "stand_in_load.py"
+    script.write_text(script_stand_in())
+    proc = subprocess.Popen(
+        [sys.executable, str(script), mode, str(seconds)],
+        cwd=folder,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: list[str] = []
+    ready = threading.Event()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith(MARK) and "ready" in line:
+                ready.set()
+        ready.set()  # ended without becoming ready
+
+    reader_thread = threading.Thread(target=read, daemon=True)
+    reader_thread.start()
+    outcome = Outcome()
+    reader = gpu_reader if gpu_reader is not None else GpuReader()
+    try:
+        if not ready.wait(STAND_IN_READY_S):
+            outcome.timed_out = True
+        sampler = ProcessSampler(proc.pid)  # the load itself, as the window's is the worker
+        t0 = time.monotonic()
+        while proc.poll() is None and not outcome.timed_out:
+            sampler.sample()
+            gpus = reader.read(sampler.pids())
+            t = time.monotonic() - t0
+            outcome.gpu_samples.append((t, gpus))
+            if on_sample is not None and on_sample(t, gpus):
+                outcome.stopped_by_check = True
+                break
+            if t > seconds + 60:
+                outcome.timed_out = True
+                break
+            time.sleep(every)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(30)
+        reader_thread.join(5)
+        reader.close()
+    outcome.console = "".join(lines)
+    return outcome
+
+
+def _raise_on_stand_in_failure(out: Outcome, returncode_ok: bool = True) -> None:
+    error = out.report("error")
+    if error:
+        raise CheckFailed(f"no library to load the GPU with ({error})")
+    if out.timed_out:
+        raise CheckFailed("the stand-in load did not start or end in time")
+    if out.report("ready") is None:
+        tail = [line for line in out.console.splitlines() if line.strip()][-3:]
+        raise CheckFailed("the stand-in load failed" + (f" [{' | '.join(tail)}]" if tail else ""))
+
+
+def check_nvml_stand_in(folder: Path, gpu_reader: Any = None) -> str:
+    """NVML sees a stand-in load busy and holding memory (TensorFlow cannot use the GPU)."""
+    out = run_stand_in("busy", 6.0, folder, GPU_SAMPLE_S, gpu_reader=gpu_reader)
+    _raise_on_stand_in_failure(out)
+    return f"{judge_busy_samples(out.gpu_samples)}; load: {out.report('ready')}"
+
+
+def check_idle_notice_stand_in(folder: Path, gpu_reader: Any = None) -> str:
+    """The system view's idle rule gives its notice on a starved stand-in load."""
+    from tfstudio.core.gpu import IdleGpuWatch, run_utilization
+    from tfstudio.core.system import SAMPLE_INTERVAL_S
+
+    watch = IdleGpuWatch()
+    fired: list[float] = []
+
+    def on_sample(t: float, gpus: tuple[Any, ...]) -> bool:
+        # Every sample counts as training: a run's steps would be arriving all along.
+        if watch.feed(t, run_utilization(gpus), training=True):
+            fired.append(t)
+        return bool(fired)
+
+    out = run_stand_in(
+        "starved", watch.sustain_s + 20, folder, SAMPLE_INTERVAL_S, on_sample, gpu_reader
+    )
+    _raise_on_stand_in_failure(out)
+    samples = [gpus for _, gpus in out.gpu_samples if gpus]
+    if not samples:
+        raise CheckFailed("NVML gave no GPU figures while the load lasted")
+    busiest = max(run_utilization(gpus) or 0 for gpus in samples)
+    if not fired:
+        raise CheckFailed(f"no idle notice over {len(samples)} samples (busiest {busiest:.0f}%)")
+    own = any(g.process_memory for gpus in samples for g in gpus)
+    return (
+        f"notice after {fired[0]:.0f} s of a starved load (busiest {busiest:.0f}%, "
+        f"{'on the GPU it holds memory on' if own else 'over all GPUs: its memory not found'}); "
+        f"the rule without the Qt panel; load: {out.report('ready')}"
+    )
+
+
 # -- the checks ---------------------------------------------------------------------
 class CheckFailed(Exception):
     """A check did not hold; the message says why."""
@@ -485,7 +703,21 @@ def check_nvml(folder: Path) -> str:
     """NVML sees the worker busy and holding memory."""
     out = run_in_worker(script_nvml(), folder, "nvml_busy.py")
     _raise_on_failure(out)
-    samples = [gpus for _, gpus in out.gpu_samples if gpus]
+    return judge_busy_samples(out.gpu_samples)
+
+
+def judge_busy_samples(timed: list[tuple[float, tuple[Any, ...]]]) -> str:
+    """What NVML showed of a run that kept its GPU busy: utilisation, memory, its own memory.
+
+    Judged as the window uses them: the system view's busy figure (the GPUs the run
+    holds memory on) must read busy through most of the load, and the headless
+    runner's peak-memory line must name the run's GPU. Raises :class:`CheckFailed`
+    when a figure the window shows was missing or wrong.
+    """
+    from tfstudio.core.gpu import IdleGpuWatch, run_utilization
+    from tfstudio.core.system import PeakTracker
+
+    samples = [gpus for _, gpus in timed if gpus]
     if not samples:
         raise CheckFailed("NVML gave no GPU figures while the run lasted")
     busiest = max(g.utilization for gpus in samples for g in gpus)
@@ -501,9 +733,34 @@ def check_nvml(folder: Path) -> str:
             "the run's own process memory was never found (NVML lists processes by pid; "
             "in a container without the host's pid namespace the pids do not match)"
         )
+    # The first samples can fall before the first kernel: judge the busy figure's median.
+    figures = sorted(u for u in (run_utilization(gpus) for gpus in samples) if u is not None)
+    median = figures[len(figures) // 2]
+    threshold = IdleGpuWatch().threshold
+    if median < threshold:
+        raise CheckFailed(
+            f"the system view's busy figure had a median of {median:.0f}% under back-to-back "
+            f"matmuls (its idle notice counts under {threshold:.0f}% as idle)"
+        )
+    peaks = PeakTracker()
+    for gpus in samples:
+        peaks.add_gpus(gpus)
+    summary = peaks.summary().replace("host --, ", "")  # the bench samples no host figures
+    if "GPU:" not in summary:
+        raise CheckFailed(f"the headless summary names no GPU: {summary!r}")
+    last = samples[-1][0]
+    sensors = ", ".join(
+        text
+        for text, value in (
+            (f"{last.temperature:.0f} C", last.temperature),
+            (f"{last.power:.0f} of {last.power_limit or 0:.0f} W", last.power),
+        )
+        if value is not None
+    )
     return (
-        f"busiest {busiest:.0f}%, used {used / 1e9:.2f} of {total / 1e9:.1f} GB, "
-        f"run's process {max(own) / 1e9:.2f} GB, {len(samples)} samples"
+        f"{last.name}: busiest {busiest:.0f}% (median {median:.0f}%), used {used / 1e9:.2f} "
+        f"of {total / 1e9:.1f} GB, run's process {max(own) / 1e9:.2f} GB, "
+        f"{sensors or 'no sensors'}, {len(samples)} samples; headless '{summary}'"
     )
 
 
@@ -730,13 +987,32 @@ CHECKS: dict[str, Callable[[Path], str]] = {
 }
 
 
-def run_checks(names: list[str]) -> int:
-    """Run the named checks, one line each; returns how many held."""
+# The checks that still mean something when TensorFlow cannot use the GPU, in that form.
+STAND_INS: dict[str, Callable[[Path], str]] = {
+    "nvml": check_nvml_stand_in,
+    "idle-notice": check_idle_notice_stand_in,
+}
+
+
+def run_checks(names: list[str], without_tensorflow: str | None = None) -> int:
+    """Run the named checks, one line each; returns how many held.
+
+    Args:
+        names: the checks to run, in order.
+        without_tensorflow: why TensorFlow cannot use the GPU here, when it cannot:
+            the checks with a stand-in form run in it, the others are not run.
+    """
     held = 0
     for name in names:
+        check = CHECKS[name]
+        if without_tensorflow is not None:
+            if name not in STAND_INS:
+                print(f"gpu: {name} not run (TensorFlow cannot use the GPU here)", flush=True)
+                continue
+            check = STAND_INS[name]
         with tempfile.TemporaryDirectory(prefix=f"gpu-check-{name}-") as tmp:
             try:
-                detail = CHECKS[name](Path(tmp))
+                detail = check(Path(tmp))
             except CheckFailed as exc:
                 print(f"gpu: {name} FAILED {exc}", flush=True)
                 continue
@@ -757,13 +1033,22 @@ def main(argv: list[str] | None = None) -> int:
         "--cpu", action="store_true", help="run the checks even without a GPU (to develop them)"
     )
     args = parser.parse_args(argv)
+    without_tensorflow = None
     if not args.cpu:
         reason = why_no_gpu()
         if reason is not None:
             print(SKIP_LINE + (f" ({reason})" if reason else ""), flush=True)
             return 0
+        without_tensorflow = why_tensorflow_cannot()
+        if without_tensorflow is not None:
+            print(
+                f"gpu: TensorFlow cannot use the GPU here ({without_tensorflow}): "
+                f"{', '.join(STAND_INS)} run against a stand-in load "
+                f"({' or '.join(STAND_IN_LIBRARIES)}), the rest are not run",
+                flush=True,
+            )
     names = [args.only] if args.only else list(CHECKS)
-    held = run_checks(names)
+    held = run_checks(names, without_tensorflow)
     return 0 if held == len(names) else 1
 
 

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -70,6 +71,7 @@ def test_every_check_has_a_script_that_compiles():
         source = generate()
         compile(source, f"{name}.py", "exec")
         assert bench.MARK.strip() in source or name == "idle-notice", name
+    compile(bench.script_stand_in(), "stand_in_load.py", "exec")
 
 
 def test_mirrored_script_records_into_the_folder_it_is_given(tmp_path):
@@ -100,3 +102,79 @@ def test_only_takes_a_known_check_name():
     )
     assert proc.returncode == 2
     assert "invalid choice" in proc.stderr and "mixed-precision" in proc.stderr
+
+
+def test_without_tensorflow_on_the_gpu_the_other_checks_say_they_did_not_run(capsys):
+    bench = _load_bench()
+    assert set(bench.STAND_INS) <= set(bench.CHECKS)
+    assert bench.run_checks(["tf-memory", "mirrored"], without_tensorflow="no TensorFlow") == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "gpu: tf-memory not run (TensorFlow cannot use the GPU here)",
+        "gpu: mirrored not run (TensorFlow cannot use the GPU here)",
+        "gpu: 0/2 checks hold",
+    ]
+
+
+# A GPU library the stand-in load can import: numpy on the CPU, sizes ignored.
+FAKE_TORCH = """\
+import numpy as np
+__version__ = "0.0-fake"
+
+
+class cuda:
+    @staticmethod
+    def is_available():
+        return True
+
+    @staticmethod
+    def synchronize():
+        pass
+
+
+float32 = np.float32
+
+
+def device(name):
+    return name
+
+
+def randn(n, m, device=None):
+    return np.eye(8, dtype=np.float32)
+
+
+def ones(count, dtype=None, device=None):
+    return np.ones(8, dtype=np.float32)
+"""
+
+
+def test_the_stand_in_load_is_found_by_its_pid_and_judged_busy(tmp_path, monkeypatch):
+    import psutil
+
+    from tests.fake_nvml import GB, H100, FakeNvml
+    from tfstudio.core.gpu import GpuReader
+
+    class SeesTheLoad(FakeNvml):
+        """NVML as a driver would answer: the stand-in holds 1 GB, another process 8 GB."""
+
+        def nvmlDeviceGetComputeRunningProcesses(self, h):
+            loads = [
+                p.pid
+                for p in psutil.process_iter(["cmdline"])
+                if any("stand_in_load.py" in part for part in (p.info["cmdline"] or ()))
+            ]
+            return [SimpleNamespace(pid=pid, usedGpuMemory=GB) for pid in loads] + [
+                SimpleNamespace(pid=1, usedGpuMemory=8 * GB)
+            ]
+
+    (tmp_path / "lib" / "torch").mkdir(parents=True)
+    (tmp_path / "lib" / "torch" / "__init__.py").write_text(FAKE_TORCH)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "lib"))
+    bench = _load_bench()
+    work = tmp_path / "work"
+    work.mkdir()
+    detail = bench.check_nvml_stand_in(work, gpu_reader=GpuReader(SeesTheLoad([H100])))
+    assert detail.startswith("NVIDIA H100 80GB HBM3: busiest 87% (median 87%)"), detail
+    assert "run's process 1.00 GB" in detail  # its own memory, not the other process's
+    assert "headless 'peak memory: GPU:0 1.00 GB'" in detail
+    assert "61 C, 310 of 700 W" in detail
+    assert detail.endswith("load: torch 0.0-fake")

@@ -220,6 +220,18 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text != type(exc).__name__ else text
 
 
+def run_utilization(gpus: Collection[GpuSample]) -> float | None:
+    """How busy the run keeps its GPUs: the highest utilisation among those it holds memory on.
+
+    When NVML cannot tell which GPUs the run holds (no per-process figures), every
+    GPU counts. None when there are no figures at all.
+    """
+    if not gpus:
+        return None
+    own = [g for g in gpus if g.process_memory]
+    return max(g.utilization for g in (own or gpus))
+
+
 class IdleGpuWatch:
     """Spots a GPU left mostly idle while training runs: the input pipeline is then suspect.
 

@@ -37,7 +37,7 @@ from tfstudio.core.events import (
     StepColumns,
     StepEnded,
 )
-from tfstudio.core.gpu import GpuReader, GpuSample, IdleGpuWatch
+from tfstudio.core.gpu import GpuReader, GpuSample, IdleGpuWatch, run_utilization
 from tfstudio.core.series import Series
 from tfstudio.core.system import ProcessSampler, SystemSample, format_bytes
 from tfstudio.ui.panels.visibility import out_of_sight
@@ -423,10 +423,9 @@ class SystemPanel(QWidget):
             self._render()
 
     def _watch_idle(self, t: float, gpus: tuple[GpuSample, ...]) -> None:
-        if not gpus:
+        busy = run_utilization(gpus)
+        if busy is None:
             return
-        own = [g for g in gpus if g.process_memory]  # the GPUs the run holds memory on
-        busy = max(g.utilization for g in (own or gpus))
         training = self._in_fit and t - self._last_step_arrival < TRAINING_GAP_S
         if self.idle_watch.feed(t, busy, training):
             self.notice_text = (
