@@ -8,7 +8,10 @@ eager step, in this one process, on the same model, data and thread.
 before monitoring starts) and several monitored traces (made under
 :class:`tfstudio.engine.loops.LoopInterceptor`, so their graphs record the loss and
 gradient norm) are called in a fresh random order every round, one step each, and
-every call is timed. A bare call goes through the unpatched ``Function.__call__`` (what
+every call is timed. What the training thread schedules by time (the norm twins' cap
+of calls a second, the inspector's budget) runs on the monitored side's own clock
+(``OwnClock``: it advances only during monitored calls), as in a run of its own. A
+bare call goes through the unpatched ``Function.__call__`` (what
 an unmonitored script runs); a monitored call goes the monitored way (the wrapper, the
 recording ops: each step's loss, and in rounds of norm twins, one call of each trace's
 twin, which measures the gradient norm too: the monitored traces are the step functions
@@ -133,12 +136,15 @@ def _helper_clock(*threads: threading.Thread | None) -> Any:
 
 def graph_interleaved(args: argparse.Namespace) -> tuple[float, str]:
     """The ``tf.function`` loop, step by step in random order: ``(R, summary line)``."""
+    from interleave import OwnClock
     from overhead import WorkerSide
     from tensorflow.python.eager.polymorphic_function import polymorphic_function
 
     from tfstudio.core.options import RunOptions
+    from tfstudio.engine.loop_inspect import LoopInspector
     from tfstudio.engine.loops import LoopInterceptor
     from tfstudio.engine.loops.ring import NORM_EVERY
+    from tfstudio.engine.loops.sampling import TwinSampler
 
     x, y, step = mlp_step()
     original = polymorphic_function.Function.__call__  # unpatched: the bare call
@@ -149,10 +155,28 @@ def graph_interleaved(args: argparse.Namespace) -> tuple[float, str]:
     # of every monitored trace (they are step functions of one loop, as a GAN's two
     # are): paid once per run, run untimed.
     warm = (13 if args.inspector else NORM_EVERY + 1) * args.traces
+    # What is scheduled by time on the training thread (the norm twins' cap of calls a
+    # second, the inspector's budget) runs on the monitored side's own clock: with bare
+    # steps interleaved, the wall clock would also run through theirs, and twins and
+    # samples would come twice as often per monitored step as in a run of its own.
+    own = OwnClock()
+    saved = TwinSampler.clock, LoopInspector.clock
+    TwinSampler.clock = LoopInspector.clock = own
     with LoopInterceptor(monitor) as interceptor:
+        own.enter()
         mons = traces(step, x, y, args.traces)
         for k in range(warm):
             mons[k % len(mons)](x, y)
+        own.leave()
+        sampler, twin_calls = interceptor.sampler, [0]
+        norm_twin_call = sampler._norm_twin_call  # noqa: SLF001
+
+        def counted(*a: Any, **k: Any) -> Any:
+            twin_calls[0] += 1
+            return norm_twin_call(*a, **k)
+
+        sampler._norm_twin_call = counted  # noqa: SLF001 - counted, for the summary line
+        timed_from = own()
         calls = [(i, True, fn) for i, fn in enumerate(mons)]
         calls += [(i, False, fn) for i, fn in enumerate(bare)]
         times: dict[tuple[int, bool], list[float]] = {(i, m): [] for i, m, _ in calls}
@@ -165,26 +189,32 @@ def graph_interleaved(args: argparse.Namespace) -> tuple[float, str]:
             for i, monitored, fn in calls:
                 p, h = process(), helpers()
                 if monitored:
+                    own.enter()
                     t = clock()
                     fn(x, y)
                     times[i, True].append(clock() - t)
+                    own.leave()
                 else:
                     t = clock()
                     original(fn, x, y)
                     times[i, False].append(clock() - t)
                 # the training's own CPU (TensorFlow's pools included, the helpers not)
                 cpus[i, monitored].append(process() - p - (helpers() - h))
+        twins, own_time = twin_calls[0], own() - timed_from
         # What the reader and the pump cost per step of a run that is all monitored: a
         # stretch of monitored steps alone, their threads' CPU time over its steps.
         reader, alone = interceptor.reader.thread, args.steps
         read0, pump0 = _cpu(reader), side.pump_cpu()
+        own.enter()  # all monitored now: its own time is the wall's
         for k in range(alone):
             mons[k % len(mons)](x, y)
         mons[0](x, y).numpy()
+        own.leave()
         read_cost = (_cpu(reader) - read0) / (alone + 1)
         pump_cost = (side.pump_cpu() - pump0) / (alone + 1)
         charge = read_cost + pump_cost
     seen = side.close()
+    TwinSampler.clock, LoopInspector.clock = saved
     made = args.traces * (args.steps + 1) + warm + alone + 1
     pool = [t for (_, m), ts in times.items() if m for t in ts]
     bare_pool = [t for (_, m), ts in times.items() if not m for t in ts]
@@ -207,7 +237,8 @@ def graph_interleaved(args: argparse.Namespace) -> tuple[float, str]:
         f"{pump_cost * 1e6:.1f} us/step), control bare/bare {control:.3f}; CPU per step "
         f"{cpu_b / cpu_m:.3f} (control {cpu_control:.3f}), "
         f"steps lost {made - seen}, {args.traces}+{args.traces} traces x {args.steps} "
-        "steps interleaved"
+        f"steps interleaved; norm twins {twins / own_time:.1f} calls a second of "
+        "monitored time"
     )
     return ratio, line
 

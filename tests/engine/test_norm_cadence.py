@@ -34,7 +34,7 @@ class Function:
 
 def sampler_and_step(clock: list[float], monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
     """A sampler with one step function, and ``call()`` -> the graph that ran that call."""
-    monkeypatch.setattr(sampling.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(sampling.TwinSampler, "clock", staticmethod(lambda: clock[0]))
     monitor = RunMonitor(Channel())
     sampler = sampling.TwinSampler(
         monitor, None, LoopBook(), LoopEmitter(monitor, None), threading.RLock()
@@ -88,7 +88,7 @@ def test_fast_steps_run_it_at_most_twenty_times_a_second(monkeypatch):
 def test_two_step_functions_share_the_cap_of_twenty_twin_calls_a_second(monkeypatch):
     # A GAN's two tf.functions: each round runs both twins, so rounds are 100 ms apart
     clock = [100.0]
-    monkeypatch.setattr(sampling.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(sampling.TwinSampler, "clock", staticmethod(lambda: clock[0]))
     monitor = RunMonitor(Channel())
     sampler = sampling.TwinSampler(
         monitor, None, LoopBook(), LoopEmitter(monitor, None), threading.RLock()

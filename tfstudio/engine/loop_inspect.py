@@ -73,6 +73,11 @@ class LoopInspector:
             ignores ``tf.function`` calls (the probes' own functions are no steps).
     """
 
+    # Seconds, for the budget's schedule (a loop's elapsed time and its samples' cost).
+    # A benchmark interleaving monitored steps with bare ones gives it a clock of the
+    # loop's own time, as ``Inspector.clock`` for fits (a callable object, not a function).
+    clock: Callable[[], float] = time.perf_counter
+
     def __init__(self, monitor: RunMonitor, probing: Callable[[], Any]) -> None:
         self.monitor = monitor
         self.probing = probing
@@ -132,13 +137,13 @@ class LoopInspector:
             sample = loop.sample = _Sample(j)
         if j != sample.step or any(s is series for s in sample.series):
             return
-        started = time.perf_counter()
+        started = self.clock()
         sample.series.append(series)
         try:
             sample.grads.extend(_eager_gradients(pairs))
         except Exception as exc:  # noqa: BLE001
             self._error("inspector: gradients (custom loop)", exc)
-        sample.cost += time.perf_counter() - started
+        sample.cost += self.clock() - started
         if len(sample.series) >= len(loop.series):
             self.flush(loop)
 
@@ -204,7 +209,7 @@ class LoopInspector:
         """After the twin ran a step: read what it recorded, per loop, and emit it."""
         for loop in loops:
             grads: list[GradientVariable] = []
-            started = time.perf_counter()
+            started = self.clock()
             found = False
             for s in loop.series:
                 if s.grads is None:
@@ -217,13 +222,13 @@ class LoopInspector:
             if not found:
                 continue
             step = loop.series[0].snapshot()
-            self._emit_sample(loop, step, grads, cost + time.perf_counter() - started)
+            self._emit_sample(loop, step, grads, cost + self.clock() - started)
 
     # -- both ------------------------------------------------------------
     def _emit_sample(
         self, loop: Any, step: int, grads: list[GradientVariable], cost: float
     ) -> None:
-        started = time.perf_counter()
+        started = self.clock()
         weights = self._weights(loop)
         global_step = loop.start_step + step
         if weights is not None:
@@ -231,7 +236,7 @@ class LoopInspector:
         if grads:
             total = math.sqrt(sum(g.norm * g.norm for g in grads))
             self._emit(GradientStats(loop.fit_index, global_step, total, tuple(grads)))
-        now = time.perf_counter()
+        now = self.clock()
         cost += now - started
         cadence = loop.cadence
         # The step time is measured from the end of the first sample on: before it, the

@@ -68,6 +68,12 @@ class TwinSampler:
         lock: the interceptor's lock (the reader thread drains loops too).
     """
 
+    # Seconds, for the norm twins' cap of calls a second. A benchmark that interleaves
+    # a monitored loop's steps with bare ones gives it a clock of the loop's own time,
+    # as it would have in a run of its own (as ``Inspector.clock``; a callable object,
+    # not a function, which would bind as a method).
+    clock: Callable[[], float] = time.monotonic
+
     def __init__(
         self,
         monitor: RunMonitor,
@@ -187,7 +193,7 @@ class TwinSampler:
         fid = id(function)
         call = self.calls + 1
         if call >= self.norm_call and self._norm_opened is None:
-            now = time.monotonic()
+            now = self.clock()
             elapsed = now - self._norm_time
             # per twin call of the last round (its set is kept until the next opens):
             # a GAN's round is two twins' calls
