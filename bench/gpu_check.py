@@ -499,6 +499,7 @@ SCRIPTS: dict[str, Callable[..., str]] = {
 # GPU as a run would, through whichever of these libraries is there.
 STAND_IN_LIBRARIES = ("torch", "cupy")
 STAND_IN_READY_S = 180.0  # importing the library and making a CUDA context
+STAND_IN_BUSY_S = 6.0  # the busy load's length, once its first kernel ran
 
 
 def script_stand_in() -> str:
@@ -657,7 +658,7 @@ def _raise_on_stand_in_failure(out: Outcome, returncode_ok: bool = True) -> None
 
 def check_nvml_stand_in(folder: Path, gpu_reader: Any = None) -> str:
     """NVML sees a stand-in load busy and holding memory (TensorFlow cannot use the GPU)."""
-    out = run_stand_in("busy", 6.0, folder, GPU_SAMPLE_S, gpu_reader=gpu_reader)
+    out = run_stand_in("busy", STAND_IN_BUSY_S, folder, GPU_SAMPLE_S, gpu_reader=gpu_reader)
     _raise_on_stand_in_failure(out)
     return f"{judge_busy_samples(out.gpu_samples)}; load: {out.report('ready')}"
 
@@ -715,7 +716,7 @@ def judge_busy_samples(timed: list[tuple[float, tuple[Any, ...]]]) -> str:
     when a figure the window shows was missing or wrong.
     """
     from tfstudio.core.gpu import IdleGpuWatch, run_utilization
-    from tfstudio.core.system import PeakTracker
+    from tfstudio.core.system import PeakTracker, format_bytes
 
     samples = [gpus for _, gpus in timed if gpus]
     if not samples:
@@ -758,9 +759,10 @@ def judge_busy_samples(timed: list[tuple[float, tuple[Any, ...]]]) -> str:
         if value is not None
     )
     return (
-        f"{last.name}: busiest {busiest:.0f}% (median {median:.0f}%), used {used / 1e9:.2f} "
-        f"of {total / 1e9:.1f} GB, run's process {max(own) / 1e9:.2f} GB, "
-        f"{sensors or 'no sensors'}, {len(samples)} samples; headless '{summary}'"
+        f"{last.name}: busiest {busiest:.0f}% (median {median:.0f}%), used "
+        f"{format_bytes(used)} of {format_bytes(total)}, run's process "
+        f"{format_bytes(max(own))}, {sensors or 'no sensors'}, {len(samples)} samples; "
+        f"headless '{summary}'"
     )
 
 

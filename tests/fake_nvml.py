@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-GB = 1_000_000_000
+GB = 1 << 30  # a GiB: memory figures are shown in binary units
+H100_TOTAL = 85_520_809_984  # what NVML reported for a real H100 80GB HBM3 (2026-11-27)
 
 
 class NVMLError(Exception):
@@ -77,7 +78,7 @@ H100 = {
     "name": b"NVIDIA H100 80GB HBM3",  # older pynvml returns bytes
     "util": 87,
     "used": 30 * GB,
-    "total": 80 * GB,
+    "total": H100_TOTAL,
     "temp": 61,
     "power_mw": 310_500,
     "limit_mw": 700_000,

@@ -170,11 +170,12 @@ def test_the_stand_in_load_is_found_by_its_pid_and_judged_busy(tmp_path, monkeyp
     (tmp_path / "lib" / "torch" / "__init__.py").write_text(FAKE_TORCH)
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "lib"))
     bench = _load_bench()
+    monkeypatch.setattr(bench, "STAND_IN_BUSY_S", 1.5)  # the fake's figures do not change
     work = tmp_path / "work"
     work.mkdir()
     detail = bench.check_nvml_stand_in(work, gpu_reader=GpuReader(SeesTheLoad([H100])))
     assert detail.startswith("NVIDIA H100 80GB HBM3: busiest 87% (median 87%)"), detail
-    assert "run's process 1.00 GB" in detail  # its own memory, not the other process's
-    assert "headless 'peak memory: GPU:0 1.00 GB'" in detail
+    assert "run's process 1.00 GiB" in detail  # its own memory, not the other process's
+    assert "headless 'peak memory: GPU:0 1.00 GiB'" in detail
     assert "61 C, 310 of 700 W" in detail
     assert detail.endswith("load: torch 0.0-fake")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fake_nvml import GB, H100, T4, FakeNvml
+from tests.fake_nvml import GB, H100, H100_TOTAL, T4, FakeNvml
 from tfstudio.core import gpu as gpu_module
 from tfstudio.core.gpu import GpuReader
 
@@ -15,7 +15,7 @@ def test_reads_names_utilisation_memory_and_extras():
     first, second = reader.read(pids=(100, 101))
     assert (first.index, first.name) == (0, "NVIDIA H100 80GB HBM3")
     assert first.utilization == 87.0
-    assert (first.memory_used, first.memory_total) == (30 * GB, 80 * GB)
+    assert (first.memory_used, first.memory_total) == (30 * GB, H100_TOTAL)
     assert first.process_memory == 22 * GB  # the run's process and its child, not pid 555
     assert first.temperature == 61.0
     assert first.power == pytest.approx(310.5) and first.power_limit == pytest.approx(700.0)

@@ -102,21 +102,22 @@ def test_pid_zero_samples_this_process():
 def test_peak_tracker_summary_with_and_without_gpus():
     peaks = PeakTracker()
     assert peaks.summary() == "peak memory: host --"
-    peaks.host_rss = 1_230_000_000
-    assert peaks.summary() == "peak memory: host 1.23 GB"
-    peaks.add_device_memory(DeviceMemory(1.0, ("GPU:0",), (2 * 10**9,), (3_400_000_000,)))
-    peaks.add_device_memory(DeviceMemory(2.0, ("GPU:0",), (10**9,), (3_100_000_000,)))
-    peaks.add_gpus([GpuSample(1, "B", 5.0, 10, 100, process_memory=512 * MB)])
+    peaks.host_rss = 1_320_702_444  # 1.23 GiB
+    assert peaks.summary() == "peak memory: host 1.23 GiB"
+    peaks.add_device_memory(DeviceMemory(1.0, ("GPU:0",), (2 << 30,), (3_650_722_202,)))
+    peaks.add_device_memory(DeviceMemory(2.0, ("GPU:0",), (1 << 30,), (3_100_000_000,)))
+    peaks.add_gpus([GpuSample(1, "B", 5.0, 10, 100, process_memory=512 << 20)])
     assert peaks.summary() == (
-        "peak memory: host 1.23 GB, GPU:0 3.40 GB (TensorFlow peak), GPU:1 512 MB"
+        "peak memory: host 1.23 GiB, GPU:0 3.40 GiB (TensorFlow peak), GPU:1 512 MiB"
     )
 
 
 def test_format_bytes_and_device_line():
     assert format_bytes(None) == "--"
     assert format_bytes(999) == "999 B"
-    assert format_bytes(12_345) == "12.3 KB"
-    assert format_bytes(80 * 10**9) == "80.0 GB"
+    assert format_bytes(12_345) == "12.1 KiB"
+    assert format_bytes(85_520_809_984) == "79.6 GiB"  # an H100 80GB's total, as NVML gives it
+    assert format_bytes(300 << 20) == "300 MiB"
     assert device_line(RunDevices(("GPU 0: NVIDIA H100",))) == "device: GPU 0: NVIDIA H100"
     assert device_line(RunDevices(("CPU",))) == "device: CPU"
 
@@ -155,11 +156,11 @@ def test_resource_watch_gpu_peaks_from_nvml_and_tensorflow(tree):
         assert watch.ingest(RunDevices(("GPU 0: NVIDIA H100 80GB HBM3",))) == (
             "device: GPU 0: NVIDIA H100 80GB HBM3"
         )
-        watch.ingest(DeviceMemory(1.0, ("GPU:0",), (2 * GB,), (2_500_000_000,)))
+        watch.ingest(DeviceMemory(1.0, ("GPU:0",), (2 * GB,), (2_684_354_560,)))
         time.sleep(0.2)
         watch.ingest(RunEnded("finished", 0, 1, 10, 0.3))
     summary = watch.summary()
     assert summary.startswith("peak memory: host ")
-    assert summary.endswith(", GPU:0 3.00 GB (TensorFlow peak 2.50 GB)")  # GPU 1: unused
+    assert summary.endswith(", GPU:0 3.00 GiB (TensorFlow peak 2.50 GiB)")  # GPU 1: unused
     assert watch.peaks.gpu_process == {0: 3 * GB, 1: 0}
     assert nvml.shutdowns == 1  # close() let NVML go

@@ -45,7 +45,7 @@ def test_cpu_only_run_shows_process_and_machine_and_no_gpu(window, run):
     text = panel.summary()
     assert "device CPU" in text
     assert f"worker pid {os.getpid()}" not in text and "this window's process" in text
-    assert "run CPU" in text and re.search(r"RSS [\d.]+ [MG]B", text)  # GB once TF is loaded
+    assert "run CPU" in text and re.search(r"RSS [\d.]+ [MG]iB", text)  # GiB once TF is loaded
     assert "machine CPU" in text and "cores" in text
     assert "GPU" not in text.replace("GPU memory not available", "")
     assert "GPU memory not available" in text
@@ -68,10 +68,10 @@ def test_gpu_run_shows_gpu_figures_and_tensorflow_memory(window, run):
     panel.sample_now()
     text = panel.summary()
     assert "GPU 0 NVIDIA H100 80GB HBM3" in text
-    assert "util 87%" in text and "memory 30.0 GB / 80.0 GB" in text
-    assert "run 22.0 GB" in text  # only this run's process, not pid 999999
+    assert "util 87%" in text and "memory 30.0 GiB / 79.6 GiB" in text
+    assert "run 22.0 GiB" in text  # only this run's process, not pid 999999
     assert "61 °C" in text and "310 / 700 W" in text
-    assert "TensorFlow GPU:0: 28.0 GB in use, peak 29.0 GB" in text
+    assert "TensorFlow GPU:0: 28.0 GiB in use, peak 29.0 GiB" in text
     _, util = panel.gpu_util_curves[0].getData()
     assert list(util[-2:]) == [87.0, 87.0]
     _, run_mem = panel.gpu_mem_curves[0].getData()
@@ -79,8 +79,8 @@ def test_gpu_run_shows_gpu_figures_and_tensorflow_memory(window, run):
     _, tf_mem = panel.tf_mem_curves["GPU:0"].getData()
     assert list(tf_mem) == [28.0]
     status = window.status.device_label.text()
-    assert status == "GPU 0: NVIDIA H100 80GB HBM3 · 28.0 GB"
-    assert "peak 29.0 GB" in window.status.device_label.toolTip()
+    assert status == "GPU 0: NVIDIA H100 80GB HBM3 · 28.0 GiB"
+    assert "peak 29.0 GiB" in window.status.device_label.toolTip()
     _grab(window.system, "system_gpu.png")
 
 

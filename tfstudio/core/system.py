@@ -26,10 +26,15 @@ SAMPLE_INTERVAL_S = 1.0
 
 
 def format_bytes(n: float | None) -> str:
-    """``1.23 GB`` / ``512 MB`` / ``12 KB`` (decimal units, as nvidia-smi's GB are not)."""
+    """``1.23 GiB`` / ``512 MiB`` / ``12.1 KiB``: memory in binary units.
+
+    As nvidia-smi (MiB), ``free -h`` and TensorFlow's own logs count it, and as the GPU's
+    name does: an "H100 80GB" reports 85,520,809,984 bytes, 79.6 GiB (85.5 decimal GB
+    beside "80GB" in its name read as a mistake).
+    """
     if n is None:
         return "--"
-    for unit, size in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if abs(n) >= size:
             value = n / size
             digits = 2 if value < 10 else 1 if value < 100 else 0

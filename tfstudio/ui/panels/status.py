@@ -174,7 +174,7 @@ class StatusPanel(QWidget):
             bar.update()
 
     def device_text(self) -> str:
-        """``GPU 0: NVIDIA H100 · 12.3 GB`` (TensorFlow's memory in use), ``CPU``, or ""."""
+        """``GPU 0: NVIDIA H100 · 12.3 GiB`` (TensorFlow's memory in use), ``CPU``, or ""."""
         if self.devices is None:
             return ""
         text = self.devices.describe()

@@ -52,7 +52,7 @@ GAP_MIN_S = 1.0
 GAP_FACTOR = 20.0
 MAX_PAUSE_MARKS = 200
 PAUSE_BRUSH = (123, 31, 162, 28)  # the status bar's "paused" purple, faint
-GB = 1e9
+GIB = float(1 << 30)  # the memory plot counts in GiB, as every memory figure (format_bytes)
 
 BACKGROUND = "#ffffff"
 FOREGROUND = "#303030"
@@ -144,7 +144,7 @@ class SystemPanel(QWidget):
         self.plots.ci.setContentsMargins(2, 2, 2, 2)
         self.step_plot = self._plot(0, "step ms")
         self.util_plot = self._plot(1, "busy %")
-        self.memory_plot = self._plot(2, "memory GB")
+        self.memory_plot = self._plot(2, "memory GiB")
         self.memory_plot.setLabel("bottom", "seconds since the run started")
         for plot in (self.util_plot, self.memory_plot):
             plot.setXLink(self.step_plot)
@@ -175,7 +175,7 @@ class SystemPanel(QWidget):
         plot.setMouseEnabled(x=True, y=False)
         plot.getAxis("left").setWidth(52)
         for axis in ("left", "bottom"):
-            plot.getAxis(axis).enableAutoSIPrefix(False)  # "mGB" and "ks" read badly
+            plot.getAxis(axis).enableAutoSIPrefix(False)  # "mGiB" and "ks" read badly
             plot.getAxis(axis).setPen(FOREGROUND)
             plot.getAxis(axis).setTextPen(FOREGROUND)
         # The legend goes in its own row under the plot, so it never hides a curve.
@@ -465,7 +465,7 @@ class SystemPanel(QWidget):
             cpu = [_nan(s.process_cpu, 1.0 / ncpu) for s in self.samples]
             self.cpu_curve.setData(times, np.asarray(cpu))
             self.machine_curve.setData(times, np.asarray([s.machine_cpu for s in self.samples]))
-            rss = [_nan(s.process_rss, 1 / GB) for s in self.samples]
+            rss = [_nan(s.process_rss, 1 / GIB) for s in self.samples]
             self.rss_curve.setData(times, np.asarray(rss))
         else:
             for curve in (self.cpu_curve, self.machine_curve, self.rss_curve):
@@ -479,7 +479,8 @@ class SystemPanel(QWidget):
             )
             by_index = [{g.index: g for g in gs}.get(index) for gs in self.gpu_samples]
             util.setData(times, np.asarray([_nan(g and g.utilization) for g in by_index]))
-            mem.setData(times, np.asarray([_nan(g and g.process_memory, 1 / GB) for g in by_index]))
+            held = [_nan(g and g.process_memory, 1 / GIB) for g in by_index]
+            mem.setData(times, np.asarray(held))
         if self.tf_memory:
             names = sorted({n for e in self.tf_memory for n in e.devices})
             offset_t = self._step_offset or 0.0
@@ -491,7 +492,7 @@ class SystemPanel(QWidget):
                     curve = self._curve(self.memory_plot, f"{name} (TF)", colour, TF_DASH)
                     self.tf_mem_curves[name] = curve
                 values = [
-                    e.current[e.devices.index(name)] / GB if name in e.devices else np.nan
+                    e.current[e.devices.index(name)] / GIB if name in e.devices else np.nan
                     for e in self.tf_memory
                 ]
                 curve.setData(tf_t, np.asarray(values))
