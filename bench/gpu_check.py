@@ -686,6 +686,8 @@ def check_idle_notice_stand_in(folder: Path, gpu_reader: Any = None) -> str:
         raise CheckFailed("NVML gave no GPU figures while the load lasted")
     busiest = max(run_utilization(gpus) or 0 for gpus in samples)
     if not fired:
+        if all(run_utilization(gpus) is None for gpus in samples):
+            raise CheckFailed("NVML gives no utilisation here (MIG devices): no idle notice")
         raise CheckFailed(f"no idle notice over {len(samples)} samples (busiest {busiest:.0f}%)")
     own = any(g.process_memory for gpus in samples for g in gpus)
     return (
@@ -721,12 +723,9 @@ def judge_busy_samples(timed: list[tuple[float, tuple[Any, ...]]]) -> str:
     samples = [gpus for _, gpus in timed if gpus]
     if not samples:
         raise CheckFailed("NVML gave no GPU figures while the run lasted")
-    busiest = max(g.utilization for gpus in samples for g in gpus)
     used = max(g.memory_used for gpus in samples for g in gpus)
     total = max(g.memory_total for gpus in samples for g in gpus)
     own = [g.process_memory for gpus in samples for g in gpus if g.process_memory]
-    if busiest <= 0:
-        raise CheckFailed(f"utilisation stayed at 0% over {len(samples)} samples of matmuls")
     if not (0 < used <= total):
         raise CheckFailed(f"memory used {used} of total {total} bytes")
     if not own:
@@ -736,13 +735,19 @@ def judge_busy_samples(timed: list[tuple[float, tuple[Any, ...]]]) -> str:
         )
     # The first samples can fall before the first kernel: judge the busy figure's median.
     figures = sorted(u for u in (run_utilization(gpus) for gpus in samples) if u is not None)
-    median = figures[len(figures) // 2]
-    threshold = IdleGpuWatch().threshold
-    if median < threshold:
-        raise CheckFailed(
-            f"the system view's busy figure had a median of {median:.0f}% under back-to-back "
-            f"matmuls (its idle notice counts under {threshold:.0f}% as idle)"
-        )
+    if figures:
+        busiest, median = figures[-1], figures[len(figures) // 2]
+        threshold = IdleGpuWatch().threshold
+        if busiest <= 0:
+            raise CheckFailed(f"utilisation stayed at 0% over {len(samples)} samples of matmuls")
+        if median < threshold:
+            raise CheckFailed(
+                f"the system view's busy figure had a median of {median:.0f}% under "
+                f"back-to-back matmuls (its idle notice counts under {threshold:.0f}% as idle)"
+            )
+        busy = f"busiest {busiest:.0f}% (median {median:.0f}%)"
+    else:  # MIG devices: NVML gives no utilisation, and the view says so
+        busy = "utilisation not given (MIG)"
     peaks = PeakTracker()
     for gpus in samples:
         peaks.add_gpus(gpus)
@@ -758,8 +763,10 @@ def judge_busy_samples(timed: list[tuple[float, tuple[Any, ...]]]) -> str:
         )
         if value is not None
     )
+    mig = [g.name for g in samples[-1] if g.mig is not None]
+    mode = f"MIG: {len(mig)} device(s)" if mig else "no MIG"
     return (
-        f"{last.name}: busiest {busiest:.0f}% (median {median:.0f}%), used "
+        f"{last.name}: {busy}, {mode}, used "
         f"{format_bytes(used)} of {format_bytes(total)}, run's process "
         f"{format_bytes(max(own))}, {sensors or 'no sensors'}, {len(samples)} samples; "
         f"headless '{summary}'"
@@ -937,6 +944,7 @@ def check_idle_notice(folder: Path, gpu_reader: Any = None) -> str:
     from PySide6.QtWidgets import QApplication
 
     from tfstudio.core.events import StepColumns, StepEnded, step_rows
+    from tfstudio.core.gpu import run_utilization
     from tfstudio.ui.panels.system import SystemPanel
 
     app = QApplication.instance() or QApplication([])
@@ -964,7 +972,7 @@ def check_idle_notice(folder: Path, gpu_reader: Any = None) -> str:
     if not panel.gpu_samples or not any(panel.gpu_samples):
         raise CheckFailed("the system view got no GPU figures")
     if not panel.notice_text:
-        busiest = max((g.utilization for gpus in panel.gpu_samples for g in gpus), default=0)
+        busiest = max((run_utilization(gpus) or 0 for gpus in panel.gpu_samples), default=0)
         raise CheckFailed(f"no idle-GPU notice (busiest sample {busiest:.0f}%)")
     return f"notice after {panel.sample_times[-1]:.0f} s of the run"
 

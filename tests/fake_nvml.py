@@ -20,6 +20,7 @@ class FakeNvml:
     """The part of pynvml's interface GpuReader uses, with scriptable devices and failures."""
 
     NVML_TEMPERATURE_GPU = 0
+    NVML_DEVICE_MIG_ENABLE = 1
     NVMLError = NVMLError
 
     def __init__(self, devices=(), init_error=None):
@@ -49,7 +50,25 @@ class FakeNvml:
     def nvmlDeviceGetUtilizationRates(self, h):
         if self.fail_utilization_with is not None:
             raise NVMLError(self.fail_utilization_with)
+        if "util" not in h:  # a MIG device, a GPU in MIG mode, some virtual GPUs
+            raise NVMLError(3)  # NVML_ERROR_NOT_SUPPORTED
         return SimpleNamespace(gpu=h["util"], memory=0)
+
+    # MIG: a device dict with "mig_mode" (0 or 1; absent: a GPU without MIG, which
+    # answers NOT_SUPPORTED) and "migs", its slots (a MIG device's dict, or None).
+    def nvmlDeviceGetMigMode(self, h):
+        if "mig_mode" not in h:
+            raise NVMLError(3)
+        return (h["mig_mode"], h["mig_mode"])
+
+    def nvmlDeviceGetMaxMigDeviceCount(self, h):
+        return len(h.get("migs", ()))
+
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, h, index):
+        mig = h["migs"][index]
+        if mig is None:
+            raise NVMLError(6)  # NVML_ERROR_NOT_FOUND: no MIG device in this slot
+        return mig
 
     def nvmlDeviceGetMemoryInfo(self, h):
         return SimpleNamespace(used=h["used"], total=h["total"], free=h["total"] - h["used"])
@@ -83,5 +102,27 @@ H100 = {
     "power_mw": 310_500,
     "limit_mw": 700_000,
     "procs": [(100, 20 * GB), (101, 2 * GB), (555, 8 * GB)],
+}
+# An H100 in MIG mode: a 3g.40gb and a 1g.10gb device in slots 0 and 2 (slot 1 empty).
+# NVML gives no utilisation for the GPU or its MIG devices; temperature and power are
+# the GPU's. The GPU's own memory figures are the sum; its processes need permission.
+H100_MIG = {
+    "name": "NVIDIA H100 80GB HBM3",
+    "used": 13 * GB,
+    "total": H100_TOTAL,
+    "temp": 48,
+    "power_mw": 180_000,
+    "limit_mw": 700_000,
+    "mig_mode": 1,
+    "migs": [
+        {
+            "name": "NVIDIA H100 80GB HBM3 MIG 3g.40gb",
+            "used": 12 * GB,
+            "total": 40 * GB,
+            "procs": [(100, 11 * GB), (555, 1 * GB)],
+        },
+        None,
+        {"name": "NVIDIA H100 80GB HBM3 MIG 1g.10gb", "used": GB // 2, "total": 10 * GB},
+    ],
 }
 T4 = {"name": "Tesla T4", "util": 3, "used": 1 * GB, "total": 16 * GB, "procs": []}

@@ -179,3 +179,18 @@ def test_the_stand_in_load_is_found_by_its_pid_and_judged_busy(tmp_path, monkeyp
     assert "headless 'peak memory: GPU:0 1.00 GiB'" in detail
     assert "61 C, 310 of 700 W" in detail
     assert detail.endswith("load: torch 0.0-fake")
+
+
+def test_a_mig_device_is_judged_on_its_memory_alone():
+    from tests.fake_nvml import H100_MIG, FakeNvml
+    from tfstudio.core.gpu import GpuReader
+
+    bench = _load_bench()
+    reader = GpuReader(FakeNvml([H100_MIG]))
+    samples = [(0.25 * i, reader.read(pids=(100,))) for i in range(4)]
+    detail = bench.judge_busy_samples(samples)
+    assert detail.startswith(
+        "NVIDIA H100 80GB HBM3 MIG 3g.40gb: utilisation not given (MIG), MIG: 2 device(s), "
+        "used 12.0 GiB of 40.0 GiB, run's process 11.0 GiB"
+    ), detail
+    assert "headless 'peak memory: GPU:0 MIG 0 11.0 GiB'" in detail

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fake_nvml import GB, H100, H100_TOTAL, T4, FakeNvml
+from tests.fake_nvml import GB, H100, H100_MIG, H100_TOTAL, T4, FakeNvml
 from tfstudio.core import gpu as gpu_module
-from tfstudio.core.gpu import GpuReader
+from tfstudio.core.gpu import GpuReader, run_utilization
+from tfstudio.core.system import PeakTracker
 
 
 def test_reads_names_utilisation_memory_and_extras():
@@ -27,6 +28,47 @@ def test_reads_names_utilisation_memory_and_extras():
     assert nvml.inits == 1  # started once, not per read
     reader.close()
     assert nvml.shutdowns == 1
+
+
+def test_a_gpu_in_mig_mode_is_read_as_its_mig_devices():
+    # A shared H100 in MIG mode beside a whole T4: the run (pids 100, 101) holds 11 GB
+    # on the 3g.40gb device; NVML gives no utilisation for MIG devices.
+    reader = GpuReader(FakeNvml([H100_MIG, T4]))
+    big, small, whole = reader.read(pids=(100, 101))
+    assert reader.note is None and reader.available  # before, NOT_SUPPORTED ended all figures
+    assert (big.label, big.name) == ("GPU 0 MIG 0", "NVIDIA H100 80GB HBM3 MIG 3g.40gb")
+    assert (big.memory_used, big.memory_total, big.process_memory) == (12 * GB, 40 * GB, 11 * GB)
+    assert big.utilization is None
+    assert (big.temperature, big.power) == (48.0, 180.0)  # the physical GPU's
+    assert (small.label, small.mig, small.process_memory) == ("GPU 0 MIG 2", 2, 0)  # slot 1 empty
+    assert (whole.label, whole.mig, whole.utilization) == ("GPU 1", None, 3.0)
+    assert len({big.key, small.key, whole.key}) == 3
+    # The busy figure is the GPU the run holds memory on: a MIG device, which has none.
+    assert run_utilization((big, small, whole)) is None
+    peaks = PeakTracker()
+    peaks.add_gpus((big, small, whole))
+    assert peaks.summary() == "peak memory: host --, GPU:0 MIG 0 11.0 GiB"
+
+
+def test_a_gpu_in_mig_mode_with_no_device_of_ours_is_read_whole():
+    # MIG on, but no MIG device this process may see: the GPU itself, without utilisation.
+    (sample,) = GpuReader(FakeNvml([dict(H100_MIG, migs=[None, None])])).read(pids=(100,))
+    assert (sample.label, sample.utilization, sample.memory_used) == ("GPU 0", None, 13 * GB)
+
+
+def test_a_gpu_that_gives_no_utilisation_keeps_its_other_figures():
+    # Some virtual GPUs answer NOT_SUPPORTED for utilisation and nothing else.
+    reader = GpuReader(FakeNvml([{k: v for k, v in H100.items() if k != "util"}]))
+    (sample,) = reader.read(pids=(100,))
+    assert sample.utilization is None and sample.process_memory == 20 * GB
+    assert reader.note is None and reader.read(pids=(100,))  # read again: not given up
+
+
+def test_a_gpu_without_mig_mode_is_read_whole():
+    # An H100 with MIG off, as the device tool's answers (mode 0), and a T4 without MIG.
+    (h100, t4) = GpuReader(FakeNvml([dict(H100, mig_mode=0, migs=[None] * 7), T4])).read()
+    assert (h100.label, h100.mig, h100.utilization) == ("GPU 0", None, 87.0)
+    assert (t4.label, t4.mig) == ("GPU 1", None)
 
 
 def test_without_pids_process_memory_is_unknown():

@@ -162,5 +162,5 @@ def test_resource_watch_gpu_peaks_from_nvml_and_tensorflow(tree):
     summary = watch.summary()
     assert summary.startswith("peak memory: host ")
     assert summary.endswith(", GPU:0 3.00 GiB (TensorFlow peak 2.50 GiB)")  # GPU 1: unused
-    assert watch.peaks.gpu_process == {0: 3 * GB, 1: 0}
+    assert watch.peaks.gpu_process == {"GPU:0": 3 * GB, "GPU:1": 0}
     assert nvml.shutdowns == 1  # close() let NVML go

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 
-from tests.fake_nvml import GB, H100, FakeNvml
+from tests.fake_nvml import GB, H100, H100_MIG, FakeNvml
 from tfstudio.core.events import DeviceMemory, RunDevices
 from tfstudio.core.gpu import GpuReader, IdleGpuWatch
 
@@ -72,9 +72,9 @@ def test_gpu_run_shows_gpu_figures_and_tensorflow_memory(window, run):
     assert "run 22.0 GiB" in text  # only this run's process, not pid 999999
     assert "61 °C" in text and "310 / 700 W" in text
     assert "TensorFlow GPU:0: 28.0 GiB in use, peak 29.0 GiB" in text
-    _, util = panel.gpu_util_curves[0].getData()
+    _, util = panel.gpu_util_curves[(0, -1)].getData()
     assert list(util[-2:]) == [87.0, 87.0]
-    _, run_mem = panel.gpu_mem_curves[0].getData()
+    _, run_mem = panel.gpu_mem_curves[(0, -1)].getData()
     assert run_mem[-1] == 22.0
     _, tf_mem = panel.tf_mem_curves["GPU:0"].getData()
     assert list(tf_mem) == [28.0]
@@ -82,6 +82,29 @@ def test_gpu_run_shows_gpu_figures_and_tensorflow_memory(window, run):
     assert status == "GPU 0: NVIDIA H100 80GB HBM3 · 28.0 GiB"
     assert "peak 29.0 GiB" in window.status.device_label.toolTip()
     _grab(window.system, "system_gpu.png")
+
+
+def test_a_mig_device_shows_its_memory_and_says_utilisation_is_not_given(window, run):
+    # The run holds memory on the 3g.40gb MIG device of a shared H100 (this process)
+    mig = dict(H100_MIG["migs"][0], procs=[(os.getpid(), 11 * GB), (999_999, 1 * GB)])
+    panel = window.system
+    panel.gpu_reader = GpuReader(FakeNvml([dict(H100_MIG, migs=[mig, None, None])]))
+    panel.idle_watch = IdleGpuWatch(threshold=30, sustain_s=0.0)
+    run.started().fit(epochs=1, steps_per_epoch=100)
+    run.emit(RunDevices(("GPU 0: NVIDIA H100 80GB HBM3 MIG 3g.40gb",)))
+    run.steps(40, dt=0.01).frame()
+    panel.sample_now()
+    panel.sample_now()
+    text = panel.summary()
+    assert "GPU 0 MIG 0 NVIDIA H100 80GB HBM3 MIG 3g.40gb" in text
+    assert "util n/a (MIG) · memory 12.0 GiB / 40.0 GiB · run 11.0 GiB" in text
+    assert "48 °C" in text  # the physical GPU's
+    assert (0, 0) not in panel.gpu_util_curves  # no utilisation line of NaNs in the key
+    _, run_mem = panel.gpu_mem_curves[(0, 0)].getData()
+    assert list(run_mem[-2:]) == [11.0, 11.0]
+    assert not panel.notice_text  # an unknown utilisation never reads as an idle GPU
+    assert panel.note.text() == ""  # and no NVML failure is said
+    _grab(window.system, "system_mig.png")
 
 
 def test_idle_gpu_during_training_gives_one_notice_with_a_link(window, run, qtbot):

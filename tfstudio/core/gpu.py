@@ -3,8 +3,15 @@
 The reader never raises: on a machine without NVIDIA GPUs (no library, no
 driver) it quietly reports nothing; when the library is missing on a machine
 that has a driver, when NVML fails to start, or when it fails mid-run, it stops
-and leaves one short :attr:`GpuReader.note` for the UI to show once. The NVML
+and leaves one short :attr:`GpuReader.note` for the UI to show once. A figure a
+GPU does not give (utilisation of a MIG slice or of some virtual GPUs,
+temperature of some boards) is None, and the rest are still read. The NVML
 module is injectable so tests can put a fake at this hardware boundary.
+
+A GPU in MIG mode is read as its MIG devices (the slices a job is given on a
+shared A100 or H100): each with its own memory and the run's memory on it;
+utilisation NVML does not give for MIG, so it is None; temperature and power
+are the physical GPU's.
 """
 
 from __future__ import annotations
@@ -16,6 +23,9 @@ from typing import Any
 
 # NVML error codes (nvml.h); used when the module does not name them.
 _NOT_SUPPORTED = 3
+_NO_PERMISSION = 4  # e.g. the processes of a whole MIG-mode GPU, from inside a container
+_UNANSWERED = {_NOT_SUPPORTED, _NO_PERMISSION}
+_MIG_ENABLE = 1  # NVML_DEVICE_MIG_ENABLE
 _DRIVER_NOT_LOADED = 9
 _LIBRARY_NOT_FOUND = 12
 _NO_GPU_CODES = {_DRIVER_NOT_LOADED, _LIBRARY_NOT_FOUND}
@@ -28,26 +38,50 @@ class GpuSample:
     """One look at one GPU.
 
     Args:
-        index: NVML's index of the device.
-        name: e.g. ``"NVIDIA H100 80GB HBM3"``.
-        utilization: % of the last sample period a kernel ran (NVML's "gpu" rate).
+        index: NVML's index of the device (for a MIG device: of its physical GPU).
+        name: e.g. ``"NVIDIA H100 80GB HBM3"`` (``"... MIG 1g.10gb"`` for a MIG device).
+        utilization: % of the last sample period a kernel ran (NVML's "gpu" rate);
+            None where NVML does not give it (MIG devices, some virtual GPUs).
         memory_used: bytes in use on the device (all processes).
         memory_total: the device's memory in bytes.
         process_memory: bytes held by the watched processes; None when NVML cannot tell.
         temperature: degrees Celsius, None when not supported.
         power: watts drawn, None when not supported.
         power_limit: enforced power limit in watts, None when not supported.
+        mig: the MIG device's index on GPU ``index``; None for a whole GPU.
     """
 
     index: int
     name: str
-    utilization: float
+    utilization: float | None
     memory_used: int
     memory_total: int
     process_memory: int | None = None
     temperature: float | None = None
     power: float | None = None
     power_limit: float | None = None
+    mig: int | None = None
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """Tells devices apart (a GPU's MIG devices share its index)."""
+        return (self.index, -1 if self.mig is None else self.mig)
+
+    @property
+    def label(self) -> str:
+        """``GPU 0``, or ``GPU 0 MIG 1`` for a MIG device (as ``nvidia-smi -L`` numbers them)."""
+        return f"GPU {self.index}" if self.mig is None else f"GPU {self.index} MIG {self.mig}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Device:
+    """What the reader found at start: a whole GPU, or one MIG device of a GPU."""
+
+    handle: Any
+    name: str
+    index: int
+    mig: int | None
+    parent: Any  # the physical GPU's handle (temperature and power are its)
 
 
 def nvidia_driver_present() -> bool:
@@ -75,14 +109,13 @@ class GpuReader:
         self._nvml = nvml
         self._started = False
         self._failed = False
-        self._handles: list[Any] = []
-        self._names: list[str] = []
+        self._devices: list[_Device] = []
         self.note: str | None = None  # one quiet note for the UI; None when all is well
 
     @property
     def available(self) -> bool:
         """True once NVML answered and there is at least one GPU."""
-        return self._start() and bool(self._handles)
+        return self._start() and bool(self._devices)
 
     def read(self, pids: Collection[int] = ()) -> tuple[GpuSample, ...]:
         """Every GPU's figures now; ``pids`` are the processes whose memory is summed.
@@ -95,26 +128,27 @@ class GpuReader:
         wanted = set(pids)
         out = []
         try:
-            for index, handle in enumerate(self._handles):
-                util = nvml.nvmlDeviceGetUtilizationRates(handle)
+            for dev in self._devices:
+                handle, parent = dev.handle, dev.parent
                 mem = nvml.nvmlDeviceGetMemoryInfo(handle)
                 out.append(
                     GpuSample(
-                        index=index,
-                        name=self._names[index],
-                        utilization=float(util.gpu),
+                        index=dev.index,
+                        name=dev.name,
+                        utilization=self._optional(_utilization, nvml, handle),
                         memory_used=int(mem.used),
                         memory_total=int(mem.total),
                         process_memory=self._process_memory(handle, wanted),
                         temperature=self._optional(
                             nvml.nvmlDeviceGetTemperature,
-                            handle,
+                            parent,
                             getattr(nvml, "NVML_TEMPERATURE_GPU", 0),
                         ),
-                        power=_milli(self._optional(nvml.nvmlDeviceGetPowerUsage, handle)),
+                        power=_milli(self._optional(nvml.nvmlDeviceGetPowerUsage, parent)),
                         power_limit=_milli(
-                            self._optional(nvml.nvmlDeviceGetEnforcedPowerLimit, handle)
+                            self._optional(nvml.nvmlDeviceGetEnforcedPowerLimit, parent)
                         ),
+                        mig=dev.mig,
                     )
                 )
         except Exception as exc:  # noqa: BLE001 - NVML failing mid-run must not end anything
@@ -130,7 +164,7 @@ class GpuReader:
             except Exception:  # noqa: BLE001, S110 - shutting down is best effort
                 pass
         self._started = False
-        self._handles = []
+        self._devices = []
 
     # -- inside ------------------------------------------------------------
     def _start(self) -> bool:
@@ -161,29 +195,58 @@ class GpuReader:
         try:
             for i in range(int(nvml.nvmlDeviceGetCount())):
                 handle = nvml.nvmlDeviceGetHandleByIndex(i)
-                name = nvml.nvmlDeviceGetName(handle)
-                if isinstance(name, bytes):
-                    name = name.decode("utf-8", "replace")
-                self._handles.append(handle)
-                self._names.append(str(name))
+                migs = self._mig_devices(handle, i)
+                if migs:
+                    self._devices.extend(migs)
+                else:  # a whole GPU (or one in MIG mode whose slices are not ours to see)
+                    self._devices.append(_Device(handle, _name(nvml, handle), i, None, handle))
         except Exception as exc:  # noqa: BLE001
             self._give_up(f"GPU figures are not shown: NVML could not list GPUs ({_describe(exc)})")
             return False
         return True
 
+    def _mig_devices(self, handle: Any, index: int) -> list[_Device]:
+        """The MIG devices of GPU ``index`` when it is in MIG mode; [] otherwise.
+
+        A GPU without MIG (or a driver or nvidia-ml-py too old to say) is read whole.
+        Slots with no MIG device, or one this process may not see, are skipped.
+        """
+        nvml = self._nvml
+        get_mode = getattr(nvml, "nvmlDeviceGetMigMode", None)
+        if get_mode is None:
+            return []
+        try:
+            current = get_mode(handle)[0]
+        except Exception:  # noqa: BLE001 - NOT_SUPPORTED on GPUs without MIG
+            return []
+        if current != getattr(nvml, "NVML_DEVICE_MIG_ENABLE", _MIG_ENABLE):
+            return []
+        try:
+            slots = int(nvml.nvmlDeviceGetMaxMigDeviceCount(handle))
+        except Exception:  # noqa: BLE001
+            return []
+        found = []
+        for j in range(slots):
+            try:
+                mig = nvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, j)
+            except Exception:  # noqa: BLE001, S112 - NOT_FOUND: no MIG device in this slot
+                continue
+            found.append(_Device(mig, _name(nvml, mig), index, j, handle))
+        return found
+
     def _give_up(self, note: str) -> None:
         self.close()
         self._failed = True
-        self._handles, self._names = [], []
+        self._devices = []
         if self.note is None:
             self.note = note
 
     def _optional(self, fn: Any, *args: Any) -> float | None:
-        """A figure some GPUs do not report (NOT_SUPPORTED): None instead of an error."""
+        """A figure some GPUs do not report (NOT_SUPPORTED, NO_PERMISSION): None, not an error."""
         try:
             return float(fn(*args))
         except Exception as exc:
-            if _error_code(exc) == _NOT_SUPPORTED:
+            if _error_code(exc) in _UNANSWERED:
                 return None
             raise
 
@@ -193,7 +256,7 @@ class GpuReader:
         try:
             procs = self._nvml.nvmlDeviceGetComputeRunningProcesses(handle)
         except Exception as exc:
-            if _error_code(exc) == _NOT_SUPPORTED:
+            if _error_code(exc) in _UNANSWERED:
                 return None
             raise
         total, known = 0, True
@@ -204,6 +267,17 @@ class GpuReader:
                 else:
                     total += int(proc.usedGpuMemory)
         return total if known else None
+
+
+def _utilization(nvml: Any, handle: Any) -> float:
+    return float(nvml.nvmlDeviceGetUtilizationRates(handle).gpu)
+
+
+def _name(nvml: Any, handle: Any) -> str:
+    name = nvml.nvmlDeviceGetName(handle)
+    if isinstance(name, bytes):  # older pynvml
+        name = name.decode("utf-8", "replace")
+    return str(name)
 
 
 def _milli(value: float | None) -> float | None:
@@ -224,12 +298,12 @@ def run_utilization(gpus: Collection[GpuSample]) -> float | None:
     """How busy the run keeps its GPUs: the highest utilisation among those it holds memory on.
 
     When NVML cannot tell which GPUs the run holds (no per-process figures), every
-    GPU counts. None when there are no figures at all.
+    GPU counts. None when there are no figures at all (no GPU, or only MIG devices,
+    whose utilisation NVML does not give).
     """
-    if not gpus:
-        return None
     own = [g for g in gpus if g.process_memory]
-    return max(g.utilization for g in (own or gpus))
+    figures = [g.utilization for g in (own or gpus) if g.utilization is not None]
+    return max(figures) if figures else None
 
 
 class IdleGpuWatch:

@@ -216,9 +216,9 @@ class PeakTracker:
 
     def __init__(self) -> None:
         self.host_rss = 0
-        self.gpu_process: dict[int, int] = {}  # NVML: bytes the run's processes held, per GPU
+        # NVML: bytes the run's processes held, per GPU ("GPU:0", "GPU:0 MIG 1")
+        self.gpu_process: dict[str, int] = {}
         self.gpu_tf: dict[str, int] = {}  # TensorFlow's peak per device ("GPU:0")
-        self.gpu_names: dict[int, str] = {}
 
     def add_sample(self, sample: SystemSample | None) -> None:
         """Take a host sample (and the process's own high-water mark, where the OS keeps one)."""
@@ -233,10 +233,9 @@ class PeakTracker:
     def add_gpus(self, gpus: Iterable[GpuSample]) -> None:
         """Take NVML figures (only the run's own memory on each GPU counts)."""
         for gpu in gpus:
-            self.gpu_names[gpu.index] = gpu.name
             if gpu.process_memory is not None:
-                prev = self.gpu_process.get(gpu.index, 0)
-                self.gpu_process[gpu.index] = max(prev, gpu.process_memory)
+                name = gpu.label.replace("GPU ", "GPU:", 1)  # TensorFlow's way: "GPU:0"
+                self.gpu_process[name] = max(self.gpu_process.get(name, 0), gpu.process_memory)
 
     def add_device_memory(self, event: DeviceMemory) -> None:
         """Take TensorFlow's own current/peak figures from the worker."""
@@ -251,7 +250,7 @@ class PeakTracker:
         run never held memory on are left out.
         """
         parts = [f"host {format_bytes(self.host_rss)}" if self.host_rss else "host --"]
-        held = {f"GPU:{i}": peak for i, peak in self.gpu_process.items() if peak > 0}
+        held = {name: peak for name, peak in self.gpu_process.items() if peak > 0}
         for name in sorted(set(held) | set(self.gpu_tf)):
             tf_peak = self.gpu_tf.get(name)
             if name in held and tf_peak is not None:

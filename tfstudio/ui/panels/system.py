@@ -159,8 +159,9 @@ class SystemPanel(QWidget):
         self.cpu_curve = self._curve(self.util_plot, "run CPU", PROCESS)
         self.machine_curve = self._curve(self.util_plot, "machine CPU", MACHINE)
         self.rss_curve = self._curve(self.memory_plot, "run RSS", PROCESS)
-        self.gpu_util_curves: dict[int, pg.PlotDataItem] = {}
-        self.gpu_mem_curves: dict[int, pg.PlotDataItem] = {}
+        # keyed by GpuSample.key: (NVML index, MIG device index or -1 for a whole GPU)
+        self.gpu_util_curves: dict[tuple[int, int], pg.PlotDataItem] = {}
+        self.gpu_mem_curves: dict[tuple[int, int], pg.PlotDataItem] = {}
         self.tf_mem_curves: dict[str, pg.PlotDataItem] = {}
         layout.addWidget(self.figures)
         layout.addWidget(self.notice)
@@ -470,16 +471,18 @@ class SystemPanel(QWidget):
         else:
             for curve in (self.cpu_curve, self.machine_curve, self.rss_curve):
                 curve.setData([], [])
-        indices = sorted({g.index for gs in self.gpu_samples for g in gs})
-        for index in indices:
-            colour = GPU_COLOURS[index % len(GPU_COLOURS)]
-            util = self._gpu_curve(self.gpu_util_curves, index, self.util_plot, f"GPU {index}")
+        labels = sorted({g.key: g.label for gs in self.gpu_samples for g in gs}.items())
+        for i, (key, label) in enumerate(labels):
+            colour = GPU_COLOURS[i % len(GPU_COLOURS)]
+            by_key = [{g.key: g for g in gs}.get(key) for gs in self.gpu_samples]
+            busy = [_nan(g and g.utilization) for g in by_key]
+            if key in self.gpu_util_curves or not all(np.isnan(busy)):  # MIG: NVML gives none
+                util = self._gpu_curve(self.gpu_util_curves, key, self.util_plot, label, colour)
+                util.setData(times, np.asarray(busy))
             mem = self._gpu_curve(
-                self.gpu_mem_curves, index, self.memory_plot, f"GPU {index} (run)", colour
+                self.gpu_mem_curves, key, self.memory_plot, f"{label} (run)", colour
             )
-            by_index = [{g.index: g for g in gs}.get(index) for gs in self.gpu_samples]
-            util.setData(times, np.asarray([_nan(g and g.utilization) for g in by_index]))
-            held = [_nan(g and g.process_memory, 1 / GIB) for g in by_index]
+            held = [_nan(g and g.process_memory, 1 / GIB) for g in by_key]
             mem.setData(times, np.asarray(held))
         if self.tf_memory:
             names = sorted({n for e in self.tf_memory for n in e.devices})
@@ -520,16 +523,16 @@ class SystemPanel(QWidget):
 
     def _gpu_curve(
         self,
-        curves: dict[int, pg.PlotDataItem],
-        index: int,
+        curves: dict[tuple[int, int], pg.PlotDataItem],
+        key: tuple[int, int],
         plot: pg.PlotItem,
         name: str,
-        colour: str | None = None,
+        colour: str,
     ) -> pg.PlotDataItem:
-        curve = curves.get(index)
+        curve = curves.get(key)
         if curve is None:
-            curve = self._curve(plot, name, colour or GPU_COLOURS[index % len(GPU_COLOURS)])
-            curves[index] = curve
+            curve = self._curve(plot, name, colour)
+            curves[key] = curve
         return curve
 
     def _figures_html(self) -> str:
@@ -577,10 +580,14 @@ class SystemPanel(QWidget):
                 if gpu.process_memory is not None
                 else ""
             )
+            if gpu.utilization is not None:
+                util = f"util <b>{gpu.utilization:.0f}%</b>"
+            else:  # NVML gives none for a MIG device (nor for some virtual GPUs)
+                util = "util n/a" + (" (MIG)" if gpu.mig is not None else "")
             rows.append(
                 (
-                    f"GPU {gpu.index}",
-                    f"{html.escape(gpu.name)}<br>util <b>{gpu.utilization:.0f}%</b> · memory "
+                    gpu.label,
+                    f"{html.escape(gpu.name)}<br>{util} · memory "
                     f"{format_bytes(gpu.memory_used)} / {format_bytes(gpu.memory_total)}{own}"
                     + (" · " + " · ".join(extras) if extras else ""),
                 )
