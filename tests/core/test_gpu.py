@@ -65,8 +65,9 @@ def test_a_gpu_that_gives_no_utilisation_keeps_its_other_figures():
 
 
 def test_a_gpu_without_mig_mode_is_read_whole():
-    # An H100 with MIG off, as the device tool's answers (mode 0), and a T4 without MIG.
-    (h100, t4) = GpuReader(FakeNvml([dict(H100, mig_mode=0, migs=[None] * 7), T4])).read()
+    # An H100 with MIG off, answering as a real one did (mode (0, 0), no MIG device
+    # slots), and a T4 without MIG (NOT_SUPPORTED).
+    (h100, t4) = GpuReader(FakeNvml([dict(H100, mig_mode=0, migs=[]), T4])).read()
     assert (h100.label, h100.mig, h100.utilization) == ("GPU 0", None, 87.0)
     assert (t4.label, t4.mig) == ("GPU 1", None)
 
