@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.fake_nvml import GB, H100, H100_MIG, H100_TOTAL, T4, FakeNvml
@@ -81,6 +83,20 @@ def test_per_process_memory_not_reported_is_unknown():
     windows = dict(H100, procs=[(100, None)])
     (sample,) = GpuReader(FakeNvml([windows])).read(pids=(100,))
     assert sample.process_memory is None
+
+
+def test_inside_a_container_the_hosts_pids_give_unknown_not_zero():
+    # The driver lists the host's pids; in a container without --pid=host none exists.
+    host = [(4_000_001, 20 * GB), (4_000_002, 2 * GB)]
+    reader = GpuReader(FakeNvml([dict(H100, procs=host)]))
+    (sample,) = reader.read(pids=(os.getpid(),))
+    assert sample.process_memory is None  # not "run 0 B" while the run holds gigabytes
+    assert sample.utilization == 87.0 and sample.memory_used == 30 * GB  # the rest is read
+    assert reader.note == gpu_module.FOREIGN_PIDS_NOTE and "--pid=host" in reader.note
+    # A pid that exists here (another user's process, say) means the list is ours to read.
+    shared = GpuReader(FakeNvml([dict(H100, procs=[(os.getppid(), 2 * GB), *host])]))
+    (sample,) = shared.read(pids=(os.getpid(),))
+    assert sample.process_memory == 0 and shared.note is None
 
 
 def test_nvml_error_mid_run_gives_one_note_then_nothing():

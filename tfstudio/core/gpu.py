@@ -17,7 +17,7 @@ are the physical GPU's.
 from __future__ import annotations
 
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +31,10 @@ _LIBRARY_NOT_FOUND = 12
 _NO_GPU_CODES = {_DRIVER_NOT_LOADED, _LIBRARY_NOT_FOUND}
 
 INSTALL_HINT = "pip install 'tfstudio[gpu]'"
+FOREIGN_PIDS_NOTE = (
+    "The run's own GPU memory is not shown: NVML lists the GPU's processes by the host's "
+    "process ids, which this container does not see (docker run --pid=host shows them)."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,14 +263,30 @@ class GpuReader:
             if _error_code(exc) in _UNANSWERED:
                 return None
             raise
-        total, known = 0, True
+        total, known, ours = 0, True, False
         for proc in procs:
             if proc.pid in pids:
+                ours = True
                 if proc.usedGpuMemory is None:  # WDDM on Windows: not reported
                     known = False
                 else:
                     total += int(proc.usedGpuMemory)
+        if not ours and procs and not _any_visible(proc.pid for proc in procs):
+            # The driver knows no pid namespaces: inside a container (without
+            # --pid=host) it lists the host's pids, none of which exist here. The run
+            # may hold gigabytes; 0 would be a wrong figure.
+            if self.note is None:
+                self.note = FOREIGN_PIDS_NOTE
+            return None
         return total if known else None
+
+
+def _any_visible(pids: Iterable[int]) -> bool:
+    """Whether any of these process ids exists in this process's pid namespace (Linux's
+    /proc; True where there is no /proc to look in)."""
+    if not os.path.isdir("/proc/self"):
+        return True
+    return any(os.path.exists(f"/proc/{pid}") for pid in pids)
 
 
 def _utilization(nvml: Any, handle: Any) -> float:
