@@ -272,9 +272,10 @@ class GpuReader:
                 else:
                     total += int(proc.usedGpuMemory)
         if not ours and procs and not _any_visible(proc.pid for proc in procs):
-            # The driver knows no pid namespaces: inside a container (without
-            # --pid=host) it lists the host's pids, none of which exist here. The run
-            # may hold gigabytes; 0 would be a wrong figure.
+            # Older drivers know no pid namespaces: inside a container (without
+            # --pid=host) they list the host's pids, none of which exist here. The run
+            # may hold gigabytes; 0 would be a wrong figure. (Driver 580 gave the
+            # namespace's own pids: bench/gpu_container_pids.py.)
             if self.note is None:
                 self.note = FOREIGN_PIDS_NOTE
             return None
