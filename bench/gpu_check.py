@@ -645,7 +645,7 @@ def run_stand_in(
     return outcome
 
 
-def _raise_on_stand_in_failure(out: Outcome, returncode_ok: bool = True) -> None:
+def _raise_on_stand_in_failure(out: Outcome) -> None:
     error = out.report("error")
     if error:
         raise CheckFailed(f"no library to load the GPU with ({error})")
