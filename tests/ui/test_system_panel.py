@@ -107,6 +107,21 @@ def test_a_mig_device_shows_its_memory_and_says_utilisation_is_not_given(window,
     _grab(window.system, "system_mig.png")
 
 
+def test_in_a_container_the_runs_gpu_memory_is_left_out_and_said_why(window, run):
+    # NVML lists only the host's pids (none exists here): the run's memory is unknown
+    panel = window.system
+    panel.gpu_reader = GpuReader(FakeNvml([dict(H100, procs=[(4_000_001, 20 * GB)])]))
+    run.started().fit(epochs=1, steps_per_epoch=100)
+    run.steps(40, dt=0.01).frame()
+    panel.sample_now()
+    text = panel.summary()
+    assert "util 87% · memory 30.0 GiB / 79.6 GiB · 61" in text and "run 0" not in text
+    assert panel.note.text().startswith("Run's GPU memory unknown") and panel.note.isVisible()
+    assert (0, -1) in panel.gpu_util_curves
+    assert (0, -1) not in panel.gpu_mem_curves  # no "GPU 0 (run)" line without a figure
+    _grab(window.system, "system_container.png")
+
+
 def test_idle_gpu_during_training_gives_one_notice_with_a_link(window, run, qtbot):
     panel = window.system
     panel.gpu_reader = GpuReader(_fake_gpu(util=4))

@@ -32,8 +32,8 @@ _NO_GPU_CODES = {_DRIVER_NOT_LOADED, _LIBRARY_NOT_FOUND}
 
 INSTALL_HINT = "pip install 'tfstudio[gpu]'"
 FOREIGN_PIDS_NOTE = (
-    "The run's own GPU memory is not shown: NVML lists the GPU's processes by the host's "
-    "process ids, which this container does not see (docker run --pid=host shows them)."
+    "Run's GPU memory unknown: the driver gives the host's process ids, which this "
+    "container cannot see (docker run --pid=host)."
 )
 
 

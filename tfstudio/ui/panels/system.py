@@ -472,18 +472,16 @@ class SystemPanel(QWidget):
             for curve in (self.cpu_curve, self.machine_curve, self.rss_curve):
                 curve.setData([], [])
         labels = sorted({g.key: g.label for gs in self.gpu_samples for g in gs}.items())
+        per_sample = [{g.key: g for g in gs} for gs in self.gpu_samples]
         for i, (key, label) in enumerate(labels):
             colour = GPU_COLOURS[i % len(GPU_COLOURS)]
-            by_key = [{g.key: g for g in gs}.get(key) for gs in self.gpu_samples]
-            busy = [_nan(g and g.utilization) for g in by_key]
-            if key in self.gpu_util_curves or not all(np.isnan(busy)):  # MIG: NVML gives none
-                util = self._gpu_curve(self.gpu_util_curves, key, self.util_plot, label, colour)
-                util.setData(times, np.asarray(busy))
-            mem = self._gpu_curve(
-                self.gpu_mem_curves, key, self.memory_plot, f"{label} (run)", colour
+            found = [sample.get(key) for sample in per_sample]
+            busy = np.asarray([_nan(g and g.utilization) for g in found])
+            held = np.asarray([_nan(g and g.process_memory, 1 / GIB) for g in found])
+            self._gpu_line(self.gpu_util_curves, key, self.util_plot, label, colour, times, busy)
+            self._gpu_line(
+                self.gpu_mem_curves, key, self.memory_plot, f"{label} (run)", colour, times, held
             )
-            held = [_nan(g and g.process_memory, 1 / GIB) for g in by_key]
-            mem.setData(times, np.asarray(held))
         if self.tf_memory:
             names = sorted({n for e in self.tf_memory for n in e.devices})
             offset_t = self._step_offset or 0.0
@@ -521,19 +519,26 @@ class SystemPanel(QWidget):
                 end = max(start, now if self.live else (newest or start))
             mark.setRegion((start + offset, end + offset))
 
-    def _gpu_curve(
+    def _gpu_line(
         self,
         curves: dict[tuple[int, int], pg.PlotDataItem],
         key: tuple[int, int],
         plot: pg.PlotItem,
         name: str,
         colour: str,
-    ) -> pg.PlotDataItem:
+        times: np.ndarray,
+        values: np.ndarray,
+    ) -> None:
+        """Draw one GPU's line. None is made while NVML gave no figure for it (a MIG
+        device's utilisation, the run's memory seen from a container): the key lists no
+        empty line."""
         curve = curves.get(key)
         if curve is None:
+            if np.isnan(values).all():
+                return
             curve = self._curve(plot, name, colour)
             curves[key] = curve
-        return curve
+        curve.setData(times, values)
 
     def _figures_html(self) -> str:
         rows: list[tuple[str, str]] = []
