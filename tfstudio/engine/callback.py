@@ -43,6 +43,8 @@ class StudioCallback(keras.callbacks.Callback):
         self._monitor = monitor
         self._emit = monitor.channel.emit
         self._step_row = monitor.channel.step  # steps travel as columns (core/channel.py)
+        self._quick = False  # batch ends may take the quick way (on_train_batch_end)
+        self._last_k = math.inf  # an epoch's last batch end goes through _step (count read)
         self._has_commands = monitor.channel.has_commands
         self.fit_index = fit_index
         self.initial_epoch = initial_epoch
@@ -82,6 +84,7 @@ class StudioCallback(keras.callbacks.Callback):
         try:
             params = self.params or {}
             self._steps = params.get("steps")
+            self._last_k = self._steps if self._steps is not None else math.inf
             model = self.model
             spe = _steps_per_execution(model)
             self._emit(
@@ -207,12 +210,50 @@ class StudioCallback(keras.callbacks.Callback):
 
     # -- steps (the hot path) ------------------------------------------
     def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
-        """Turn this hook's logs into one step (a row of columns); then the step boundary."""
+        """Turn this hook's logs into one step (a row of columns); then the step boundary.
+
+        Most batch ends take the quick way, inline: within an epoch, after the fit's
+        first batch end, when every mean counts as the loss tracker does. The others
+        (the fit's first, an epoch's last with its count read, means with counts of
+        their own) go through :meth:`_step`. Both derive the same floats the same way.
+        """
         loss = None
-        try:
-            loss = self._step(batch, logs or {})
-        except Exception as exc:  # noqa: BLE001
-            self._monitor.report_error("on_train_batch_end", exc)
+        k = batch + 1
+        prev_k = self._prev_k
+        if self._quick and prev_k < k < self._last_k:
+            try:
+                c_k = (k - self._base_k) * self._per_batch
+                c_j = self._prev_c
+                prev = self._prev_running
+                kinds = self._kinds
+                running: dict[str, float] = {}
+                values: dict[str, float] = {}
+                for key, raw in (logs or {}).items():
+                    m = running[key] = float(raw)
+                    kind = kinds.get(key, _RAW)
+                    if kind == _MEAN:
+                        m_j = prev.get(key)
+                        if m_j is None or c_j == 0.0:
+                            values[key] = m
+                        else:
+                            values[key] = (c_k * m - c_j * m_j) / (c_k - c_j)
+                    elif kind == _RAW:
+                        values[key] = m
+                self._prev_k, self._prev_c, self._prev_running = k, c_k, running
+                mon = self._monitor
+                step = mon.global_step = mon.global_step + k - prev_k
+                self._step_row(
+                    self.fit_index, step, self._epoch, k, k - prev_k, values, running, mon.now()
+                )
+                loss = running.get("loss")
+            except Exception as exc:  # noqa: BLE001
+                self._monitor.report_error("on_train_batch_end", exc)
+        else:
+            try:
+                loss = self._step(batch, logs or {})
+            except Exception as exc:  # noqa: BLE001
+                self._monitor.report_error("on_train_batch_end", exc)
+            self._quick = self._kinds is not None and not self._own and not self._unclaimed
         if self._monitor.global_step >= self._inspect_at:
             self._inspect()
         self.control.after_step(loss)
