@@ -43,7 +43,7 @@ def test_between_planned_steps_the_boundary_is_skipped_and_each_lr_boundary_is_l
     assert boundaries == [1, LR_EVERY, 2 * LR_EVERY, 3 * LR_EVERY]
 
 
-def test_stop_at_step_and_checkpoint_every_are_planned_steps():
+def test_stop_at_step_and_checkpoint_schedules_are_planned_steps():
     control, boundaries = controller(stop_at_step=7)
     stopped: list[int] = []
     control._request_stop = lambda: stopped.append(control.monitor.global_step)
@@ -57,6 +57,10 @@ def test_stop_at_step_and_checkpoint_every_are_planned_steps():
     control._auto_save = lambda: saved.append(control.monitor.global_step)
     steps(control, 9)
     assert saved == [4, 8]
+
+    control, boundaries = controller(checkpoint_minutes=1.0)  # a clock to read: every step
+    steps(control, 5)
+    assert boundaries == [1, 2, 3, 4, 5]
 
 
 def test_a_command_is_applied_at_the_next_step_whenever_it_arrives():
