@@ -168,3 +168,21 @@ def test_the_grid_follows_the_axis_major_ticks_from_inside_the_data_area(window,
     major = [v for v in axis.tickValues(lo, hi, plot.vb.height())[0][1] if lo <= v <= hi]
     assert plot.grid.values == pytest.approx(major) and len(major) >= 2
     assert plot.grid.getViewBox() is plot.vb
+
+
+def test_an_axis_sets_its_label_only_when_the_text_changes(qtbot):
+    from tfstudio.ui.plotting.view import QuietAxis
+
+    axis = QuietAxis("left")
+    axis.setLabel("time", units="s")
+    set_html: list[str] = []
+    original = axis.label.setHtml
+    axis.label.setHtml = lambda html: (set_html.append(html), original(html))
+    axis.setRange(0.0, 0.002)  # milliseconds
+    assert len(set_html) == 1 and "(ms)" in set_html[0]
+    for top in (0.003, 0.004, 0.005):  # a live plot's ranges: the same label
+        axis.setRange(0.0, top)
+    assert len(set_html) == 1
+    axis.setRange(0.0, 2.0)  # seconds: the text changed, so it is set
+    assert len(set_html) == 2 and "(s)" in set_html[1]
+    assert axis.label.toPlainText() == "time (s)"
