@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--blocks", type=int, default=2, help="fresh sets of twins")
     parser.add_argument("--rounds", type=int, default=1500, help="interleaved steps per twin")
-    parser.add_argument("--alone", type=int, default=500, help="monitored steps alone (charge)")
+    parser.add_argument("--alone", type=int, default=1500, help="monitored steps alone (charge)")
     parser.add_argument("--every", type=int, default=50, help="histograms every N steps (3.)")
     parser.add_argument(
         "--with-outputs", action="store_true", help="(3.) the inspector also samples layer outputs"

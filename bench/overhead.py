@@ -284,7 +284,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--blocks", type=int, default=2, help="fresh sets of twins")
     parser.add_argument("--rounds", type=int, default=1500, help="interleaved steps per twin")
-    parser.add_argument("--alone", type=int, default=500, help="monitored steps alone (charge)")
+    parser.add_argument("--alone", type=int, default=1500, help="monitored steps alone (charge)")
     args = parser.parse_args()
 
     from tfstudio.core.options import RunOptions
