@@ -212,48 +212,24 @@ class StudioCallback(keras.callbacks.Callback):
     def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
         """Turn this hook's logs into one step (a row of columns); then the step boundary.
 
-        Most batch ends take the quick way, inline: within an epoch, after the fit's
-        first batch end, when every mean counts as the loss tracker does. The others
-        (the fit's first, an epoch's last with its count read, means with counts of
-        their own) go through :meth:`_step`. Both derive the same floats the same way.
+        Most batch ends take the quick way, straight to :func:`_derive`: within an epoch,
+        after the fit's first batch end, when every mean counts as the loss tracker
+        does. The others (the fit's first, an epoch's last with its count read, means
+        with counts of their own) go through :meth:`_step`, which derives with it too.
         """
         loss = None
         k = batch + 1
-        prev_k = self._prev_k
-        if self._quick and prev_k < k < self._last_k:
-            try:
+        try:
+            if self._quick and self._prev_k < k < self._last_k:
                 c_k = (k - self._base_k) * self._per_batch
-                c_j = self._prev_c
-                prev = self._prev_running
-                kinds = self._kinds
-                running: dict[str, float] = {}
-                values: dict[str, float] = {}
-                for key, raw in (logs or {}).items():
-                    m = running[key] = float(raw)
-                    kind = kinds.get(key, _RAW)
-                    if kind == _MEAN:
-                        m_j = prev.get(key)
-                        if m_j is None or c_j == 0.0:
-                            values[key] = m
-                        else:
-                            values[key] = (c_k * m - c_j * m_j) / (c_k - c_j)
-                    elif kind == _RAW:
-                        values[key] = m
-                self._prev_k, self._prev_c, self._prev_running = k, c_k, running
-                mon = self._monitor
-                step = mon.global_step = mon.global_step + k - prev_k
-                self._step_row(
-                    self.fit_index, step, self._epoch, k, k - prev_k, values, running, mon.now()
+                values, running = _derive(
+                    logs or {}, self._kinds, self._prev_running, c_k, self._prev_c
                 )
-                loss = running.get("loss")
-            except Exception as exc:  # noqa: BLE001
-                self._monitor.report_error("on_train_batch_end", exc)
-        else:
-            try:
+                loss = self._send_step(k, c_k, values, running)
+            else:
                 loss = self._step(batch, logs or {})
-            except Exception as exc:  # noqa: BLE001
-                self._monitor.report_error("on_train_batch_end", exc)
-            self._quick = self._kinds is not None and not self._own and not self._unclaimed
+        except Exception as exc:  # noqa: BLE001
+            self._monitor.report_error("on_train_batch_end", exc)
         if self._monitor.global_step >= self._inspect_at:
             self._inspect()
         self.control.after_step(loss)
@@ -283,36 +259,29 @@ class StudioCallback(keras.callbacks.Callback):
         c_k = (k - self._base_k) * self._per_batch
         if last and self._loss_count is not None:
             c_k = _count(self._loss_count)
-        c_j = self._prev_c
         prev = self._prev_running
-        own = self._own
-        running: dict[str, float] = {}
-        values: dict[str, float] = {}
-        for key, raw in logs.items():
-            m = float(raw)
-            running[key] = m
-            kind = kinds.get(key, _RAW)
-            if kind == _MEAN:
-                m_j = prev.get(key)
-                ck, cj = c_k, c_j
-                if own and key in own:  # a mean counting in units of its own
-                    count, per_batch = own[key]
-                    ck = _count(count) if last else (k - self._base_k) * per_batch
-                    cj = (self._prev_k - self._base_k) * per_batch  # (never an epoch's last)
-                if m_j is None or cj == 0.0:
-                    values[key] = m
-                else:
-                    values[key] = (ck * m - cj * m_j) / (ck - cj)
-            elif kind == _RAW:
-                values[key] = m
-        self._prev_k = k
-        self._prev_c = c_k
-        self._prev_running = running
+        values, running = _derive(logs, kinds, prev, c_k, self._prev_c)
+        for key, (count, per_batch) in self._own.items():  # means counting in their own units
+            m = running.get(key)
+            if m is None or kinds.get(key) != _MEAN:
+                continue
+            m_j = prev.get(key)
+            ck = _count(count) if last else (k - self._base_k) * per_batch
+            cj = (self._prev_k - self._base_k) * per_batch  # (never an epoch's last)
+            values[key] = m if m_j is None or cj == 0.0 else (ck * m - cj * m_j) / (ck - cj)
+        self._quick = not self._own and not self._unclaimed
+        return self._send_step(k, c_k, values, running)
+
+    def _send_step(
+        self, k: int, c_k: float, values: dict[str, float], running: dict[str, float]
+    ) -> float | None:
+        """Keep batch end ``k``'s running means for the next derivation, count its steps,
+        send it as a row; its loss (for the NaN guard)."""
+        n = k - self._prev_k
+        self._prev_k, self._prev_c, self._prev_running = k, c_k, running
         mon = self._monitor
-        mon.global_step += n
-        self._step_row(
-            self.fit_index, mon.global_step, self._epoch, k, n, values, running, mon.now()
-        )
+        step = mon.global_step = mon.global_step + n
+        self._step_row(self.fit_index, step, self._epoch, k, n, values, running, mon.now())
         return running.get("loss")
 
     def _inspect(self) -> None:
@@ -437,6 +406,29 @@ def restore_evaluation(model: Any) -> None:
     """Undo :func:`_skip_evaluation` (no-op if it was not applied)."""
     if model.__dict__.pop("_tfstudio_skipped_evaluate", False):
         model.__dict__.pop("evaluate", None)
+
+
+def _derive(
+    logs: dict, kinds: dict[str, int], prev: dict[str, float], c_k: float, c_j: float
+) -> tuple[dict[str, float], dict[str, float]]:
+    """A batch end's own values and running values from its logs.
+
+    A running mean's own value comes from it and the previous one, weighted by the
+    samples seen (``c_k``, ``c_j``): ``(c_k*m - c_j*m_j) / (c_k - c_j)``; the epoch's
+    first batch (no previous, or ``c_j`` 0) keeps it. Raw values stay; running-only
+    metrics (AUC) have no value of their own.
+    """
+    running: dict[str, float] = {}
+    values: dict[str, float] = {}
+    for key, raw in logs.items():
+        m = running[key] = float(raw)
+        kind = kinds.get(key, _RAW)
+        if kind == _MEAN:
+            m_j = prev.get(key)
+            values[key] = m if m_j is None or c_j == 0.0 else (c_k * m - c_j * m_j) / (c_k - c_j)
+        elif kind == _RAW:
+            values[key] = m
+    return values, running
 
 
 def _count(variable: Any) -> float:
