@@ -74,7 +74,16 @@ class GpuSample:
     @property
     def label(self) -> str:
         """``GPU 0``, or ``GPU 0 MIG 1`` for a MIG device (as ``nvidia-smi -L`` numbers them)."""
-        return f"GPU {self.index}" if self.mig is None else f"GPU {self.index} MIG {self.mig}"
+        return f"GPU {self.index}" + self._mig_suffix()
+
+    @property
+    def device(self) -> str:
+        """TensorFlow's name for it, ``GPU:0`` (``GPU:0 MIG 1`` for a MIG device): peaks
+        from NVML and from TensorFlow are put side by side by it."""
+        return f"GPU:{self.index}" + self._mig_suffix()
+
+    def _mig_suffix(self) -> str:
+        return "" if self.mig is None else f" MIG {self.mig}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -234,7 +234,7 @@ class PeakTracker:
         """Take NVML figures (only the run's own memory on each GPU counts)."""
         for gpu in gpus:
             if gpu.process_memory is not None:
-                name = gpu.label.replace("GPU ", "GPU:", 1)  # TensorFlow's way: "GPU:0"
+                name = gpu.device
                 self.gpu_process[name] = max(self.gpu_process.get(name, 0), gpu.process_memory)
 
     def add_device_memory(self, event: DeviceMemory) -> None:

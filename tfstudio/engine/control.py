@@ -281,10 +281,10 @@ class TrainingController:
     def after_step(self, loss: float | None) -> None:
         """Called after every step: NaN guard, stop at step, automatic saves, commands, pause.
 
-        Most steps have nothing to do but look at the loss: one comparison with the
-        next step at which something step-counted is due (:meth:`_plan`), the ``due``
-        flag and the command queue lets them go (each attribute a step touches costs
-        ~0.5 us on the training thread, whose caches the step just filled).
+        Most steps have nothing to do but look at the loss: a comparison with the steps
+        planned (:meth:`_plan`), the ``due`` flag and the command queue let them go (on
+        the training thread, right after a step, each thing the hook touches costs
+        several times what it costs in a loop: docs/benchmarks.md).
         """
         if loss is not None:
             if math.isfinite(loss):
@@ -356,7 +356,6 @@ class TrainingController:
             every = opts.checkpoint_every
             nxt = min(nxt, (max(step, self._last_auto_step) // every + 1) * every)
         self._planned_at, self._next_due = step, nxt
-        self._commands = self.monitor.channel.command_queue
 
     # -- commands ------------------------------------------------------
     def apply_commands(self) -> None:
