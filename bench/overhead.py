@@ -48,9 +48,19 @@ STEPS_PER_EPOCH = 100
 WARM_STEPS = 20  # untimed first steps of every twin: tracing, the first epoch's set-up
 
 VIEWER = """
-import pickle, sys
+import pickle, sys, threading, time
 from multiprocessing.connection import Connection
 conn = Connection(int(sys.argv[1]))
+hz = float(sys.argv[2])
+def pull():  # as the window does before each redraw (its rate on 2 cores)
+    while True:
+        time.sleep(1 / hz)
+        try:
+            conn.send(("beat",))
+        except OSError:
+            return
+if hz > 0:
+    threading.Thread(target=pull, daemon=True).start()
 steps = 0
 while True:
     try:
@@ -64,17 +74,28 @@ print(steps)
 """
 
 
-class Viewer:
-    """A viewer process at the other end of a socket pair, counting the steps it reads."""
+# The window asks the worker for a batch before each redraw (the worker's pump then beats
+# when asked): at most LOW_REDRAW_HZ (14) a second on a 2-core machine. 0: a viewer that
+# never asks (``tfstudio run``), the pump beats every 50 ms.
+PULL_HZ = 14.0
 
-    def __init__(self) -> None:
+
+class Viewer:
+    """A viewer process at the other end of a socket pair, counting the steps it reads.
+
+    Args:
+        pull_hz: asks the worker for a batch this often, as the window does (0: never).
+    """
+
+    def __init__(self, pull_hz: float | None = None) -> None:
         import socket
         import subprocess
         from multiprocessing.connection import Connection
 
         mine, theirs = socket.socketpair()
+        hz = PULL_HZ if pull_hz is None else pull_hz
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", VIEWER, str(theirs.fileno())],
+            [sys.executable, "-c", VIEWER, str(theirs.fileno()), str(hz)],
             pass_fds=(theirs.fileno(),),
             stdout=subprocess.PIPE,
             text=True,

@@ -65,6 +65,11 @@ class ProgressLine:
         # The fit being run prints each epoch's metrics itself (its verbose is not 0).
         self.keras_prints_epochs = False
 
+    @property
+    def interval(self) -> float:
+        """Seconds between two draws of the line, at the most."""
+        return self._interval
+
     def clear(self) -> None:
         """Erase the line (before other output is written)."""
         if self._shown:
@@ -189,6 +194,9 @@ def _run(
     handled = 0
     watch = ResourceWatch()  # the device line at the start, peak memory in the summary
     run_dir: list[str | None] = [None]
+    # The worker's pump beats when asked (after the first ask; 20 a second before): ten a
+    # second are enough for a terminal line and halve its beats (worker.PULL_FALLBACK_S).
+    next_pull = 0.0
     try:
         try:
             launcher.start(str(path), args, options)
@@ -204,6 +212,10 @@ def _run(
                         "(Ctrl-C again to interrupt the script)"
                     )
                 launcher.stop()
+            now = time.monotonic()
+            if now >= next_pull:  # the run's batch, at the progress line's rate
+                next_pull = now + line.interval
+                launcher.pull()
             events = channel.drain()
             if not events:
                 time.sleep(0.02)

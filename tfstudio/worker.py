@@ -15,7 +15,13 @@ the viewer; nothing listens anywhere):
     worker -> viewer  ("hello", pid) | ("ready", tf_version) | ("import-failed", text)
                       | ("events", [event, ...]) | ("done", exit_code)
     viewer -> worker  ("run", RunSpec) | ("command", Command) | ("stop",) | ("interrupt",)
-                      | ("exit",)
+                      | ("exit",) | ("beat",)
+
+``("beat",)`` is a *pull*: the window asks for what the run emitted, just before it
+redraws (see ``ui/bridge.py``), and the pump hands it on at once. Once a viewer has
+pulled, the pump beats only when asked (or every :data:`PULL_FALLBACK_S`, for the
+recorder and the live advisor while the window does not ask); a viewer that never
+pulls (``tfstudio run``) gets a batch every 50 ms.
 
 Python's ``sys.stdout``/``sys.stderr`` write straight to two pipes of their own;
 fds 1 and 2 are two more pipes (``tf.print``, C++ logs, subprocesses), so the
@@ -47,6 +53,9 @@ VIEWER_LOST_S = 1.0  # the viewer is gone: the record is closed within this, the
 MAX_PENDING_ROWS = 200_000  # steps queued for a slow viewer before its copy is coalesced
 COALESCE_BUCKET = 16  # then each 16 steps reach it as their minimum and maximum
 SYNC_TIMEOUT_S = 2.0  # an explicit flush waits this long at most for the viewer
+# A viewer that pulls: a beat at least this often when it does not ask (the recorder, the
+# live advisor and its NaN guard still get the steps while the window is busy elsewhere).
+PULL_FALLBACK_S = 0.25
 
 
 class PipeSink:
@@ -199,7 +208,10 @@ class WorkerPump(Pump):
         self.conn = conn
         self.on_stop = on_stop
         self.on_interrupt = on_interrupt
+        self.pulled = False  # the viewer asks for each batch (see the module's docstring)
         self._poller: Any = None
+        # close() writes here: the pump's wait (up to PULL_FALLBACK_S) ends at once
+        self._wake_r, self._wake_w = os.pipe()
 
     def _viewer_lost(self) -> None:
         """No one is watching any more: close the record as interrupted, then end the run.
@@ -232,10 +244,15 @@ class WorkerPump(Pump):
             _die_with_viewer()
 
     def _receive(self, timeout: float) -> None:
+        """Wait for a message from the viewer, at most ``timeout`` (or, once the viewer
+        pulls, :data:`PULL_FALLBACK_S`); the pump hands on a batch when this returns."""
+        if self.pulled:
+            timeout = PULL_FALLBACK_S
         try:
             if self._poller is None:  # one poll object for the run: the wait is a syscall
                 self._poller = select.poll()
                 self._poller.register(self.conn.fileno(), select.POLLIN)
+                self._poller.register(self._wake_r, select.POLLIN)
             if not self._poller.poll(timeout * 1000.0):
                 return
             while self.conn.poll():
@@ -243,6 +260,21 @@ class WorkerPump(Pump):
         except (EOFError, OSError):
             self._viewer_lost()
             self._closing.wait(timeout)  # closing anyway: no busy loop on a dead connection
+
+    def close(self) -> None:
+        """Stop the pump (its wait ends at once), hand on the last events, close the sinks."""
+        self._closing.set()
+        try:
+            os.write(self._wake_w, b"x")
+        except OSError:
+            pass  # closed already
+        super().close()
+        for fd in (self._wake_r, self._wake_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._wake_r = self._wake_w = -1
 
     def _handle(self, message: tuple) -> None:
         kind = message[0]
@@ -252,6 +284,8 @@ class WorkerPump(Pump):
                 self.on_stop()
             else:
                 self.channel.send(command)
+        elif kind == "beat":
+            self.pulled = True  # returning from the wait hands the batch on
         elif kind in ("stop", "exit"):
             self.on_stop()
         elif kind == "interrupt":

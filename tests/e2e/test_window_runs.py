@@ -99,6 +99,35 @@ def test_stop_in_the_window_ends_the_run_within_a_batch(qtbot, window, write_scr
     assert run_to_end(qtbot, window) == ("finished", 0)
 
 
+def test_the_window_pulls_each_batch_from_the_worker_and_every_step_arrives(
+    qtbot, window, write_script
+):
+    path = write_script(
+        """
+        import time
+        import numpy as np, keras
+
+        class Slow(keras.callbacks.Callback):  # ~2.5 s of steps: tens of redraws
+            def on_train_batch_end(self, batch, logs=None):
+                time.sleep(0.0125)
+
+        m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+        m.compile("sgd", "mse")
+        x = np.linspace(0, 1, 4 * 6400, dtype="float32").reshape(6400, 4)
+        m.fit(x, x.sum(1), batch_size=32, epochs=1, verbose=0, callbacks=[Slow()])
+        """
+    )
+    assert window.open_script(str(path))
+    assert run_to_end(qtbot, window) == ("finished", 0), window.console.text()[-2000:]
+    assert step_points(window) == 200  # nothing lost on the way
+    bridge = window.bridge
+    # the window asked before its redraws, and the worker answered (each answer's round
+    # trip is measured): its pump beat when asked
+    assert bridge.pulls >= 10
+    assert len(bridge.round_trips) >= 5
+    assert max(bridge.round_trips) < bridge.min_redraw_s()
+
+
 def test_bad_files_are_refused_in_the_window(window, tmp_path):
     (tmp_path / "notes.txt").write_text("not python")
     assert not window.open_script(str(tmp_path / "notes.txt"))

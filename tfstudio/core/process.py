@@ -428,6 +428,7 @@ class _Worker:
             return True
         kind = message[0]
         if kind == "events":
+            self.launcher.last_arrival = time.perf_counter()  # (the window's pull, answered)
             self._events(message[1])
         elif kind == "ready":
             self.ready.set()
@@ -595,6 +596,7 @@ class ProcessLauncher:
         self._lock = threading.RLock()
         self._closed = False
         self.last_start_cold: list[str] = []  # why the last run got a cold worker
+        self.last_arrival = 0.0  # time.perf_counter() when a batch of events last arrived
 
     # -- spare -------------------------------------------------------------
     def prepare(self) -> None:
@@ -678,6 +680,18 @@ class ProcessLauncher:
         worker = self.current
         if worker is not None:
             worker.send(("command", command))
+
+    def pull(self) -> bool:
+        """Ask the current run's worker for what it emitted since its last batch, now.
+
+        The window calls this just before it redraws (``ui/bridge.py``); a worker that
+        was asked once then sends only when asked (or every ``PULL_FALLBACK_S``).
+        False when no run is under way (before its start is reported, after its end).
+        """
+        worker = self.current
+        if worker is None or not worker.run_seen or worker.ended is not None:
+            return False
+        return worker.send(("beat",))
 
     def is_running(self) -> bool:
         """True from ``start`` until the run's end is on the channel."""

@@ -18,6 +18,14 @@ too: after each redraw the bridge waits ``cost / REDRAW_BUDGET`` (at least
 ``1 / redraw_hz``, at most ``MAX_REDRAW_S``), so a window with heavy plots still
 answers the user. Nothing is dropped: events are drained and ingested every
 frame; only drawing waits. Between runs every frame redraws.
+
+With a :attr:`Bridge.puller` (the process launcher), the window *pulls*: a little
+before each tick that will redraw, it asks the worker for what the run emitted
+(:meth:`Puller.pull`), so the batch arrives just in time for the redraw. The
+worker's pump then beats only when asked, at the window's redraw rate (14 a second
+on 2 cores instead of its own 20), and a step waits about half a redraw interval
+for the screen instead of a pump beat and then a redraw. How early to ask is
+learned from the last round trips (:meth:`Bridge.pull_lead`).
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 
@@ -53,6 +61,11 @@ SPARE_FOR_FULL = 1.5  # cores left idle by everything but the window: enough for
 SPARE_HYSTERESIS = 0.5  # more spare needed to climb back to the full rate than to stay
 MIN_LOAD_INTERVAL_S = 0.5  # shorter load measurements are too coarse to act on
 FRAME_HISTORY = 100_000  # frame times kept for statistics (~28 min at 60 Hz)
+# Pulling: ask this long before a redraw's tick (until round trips were measured), ...
+PULL_LEAD_S = 0.015
+MIN_PULL_LEAD_S = 0.004  # ... never less than this, nor more than half a tick
+PULL_MARGIN_S = 0.003  # added to the round trips' 80th percentile
+PULL_HISTORY = 16  # round trips the lead is learned from
 
 
 def choose_redraw_hz(
@@ -101,6 +114,17 @@ class Panel(Protocol):
         ...
 
 
+@runtime_checkable
+class Puller(Protocol):
+    """What the bridge asks for a run's next batch (the process launcher)."""
+
+    last_arrival: float  # time.perf_counter() when a batch of events last arrived
+
+    def pull(self) -> bool:
+        """Ask the run for what it emitted since its last batch; False when none runs."""
+        ...
+
+
 class Bridge(QObject):
     """Drains a :class:`Channel` at frame rate and fans the events out to panels.
 
@@ -143,6 +167,15 @@ class Bridge(QObject):
         self._next_redraw = 0.0
         self._dirty = False
         self._last_redraw: tuple[float, float, float] | None = None  # (python s, paint, start)
+        # Pulling (see the module's docstring): None, the run's events come on their own.
+        self.puller: Puller | None = None
+        self.pulls = 0
+        self._pull_timer = QTimer(self)
+        self._pull_timer.setSingleShot(True)
+        self._pull_timer.setTimerType(Qt.TimerType.PreciseTimer)
+        self._pull_timer.timeout.connect(self._pull)
+        self._pulled_at: float | None = None  # the oldest pull not answered yet
+        self.round_trips: deque[float] = deque(maxlen=PULL_HISTORY)
 
     # -- set-up ----------------------------------------------------------
     def add_panel(self, panel: Panel) -> None:
@@ -227,6 +260,7 @@ class Bridge(QObject):
         if not events:
             if self._dirty and self._due(t0):
                 self._redraw(t0)
+            self._plan_pull(t0)
             return 0
         run: list[StepEnded] = []
         for event in events:
@@ -245,6 +279,8 @@ class Bridge(QObject):
                 panel.ingest_event(event)
             if isinstance(event, RunEnded):
                 self.live = False
+                self._pull_timer.stop()
+                self._pulled_at = None
                 self._retime()
                 # Everything before the end must be on screen when listeners hear of it.
                 self._redraw(time.perf_counter())
@@ -266,11 +302,69 @@ class Bridge(QObject):
             self._hand_steps(run)
         if self._dirty and (not self.live or self._due(t0)):
             self._redraw(t0)
+        self._plan_pull(t0)
         self.events_consumed += len(events)
         self.frames += 1
         self.frame_times.append(time.perf_counter() - t0)
         self.frame_done.emit(len(events))
         return len(events)
+
+    # -- pulling ---------------------------------------------------------
+    def pull_lead(self) -> float:
+        """How long before a redraw's tick to ask the run for its batch, in seconds.
+
+        The 80th percentile of the last round trips (a pull to its batch's arrival)
+        plus :data:`PULL_MARGIN_S`; :data:`PULL_LEAD_S` before any was measured; within
+        :data:`MIN_PULL_LEAD_S` and half a tick.
+        """
+        if self.round_trips:
+            trips = sorted(self.round_trips)
+            lead = trips[min(len(trips) - 1, int(0.8 * len(trips)))] + PULL_MARGIN_S
+        else:
+            lead = PULL_LEAD_S
+        return min(max(lead, MIN_PULL_LEAD_S), self._timer.interval() / 2000)
+
+    def _plan_pull(self, now: float) -> None:
+        """At the end of a tick: ask for the run's batch a lead before the next tick, when
+        that tick will redraw (the same test as :meth:`_due`, at its time)."""
+        if self.puller is None or not self.live:
+            return
+        self._note_round_trip(now)
+        interval = self._timer.interval() / 1000
+        next_tick = now + interval
+        next_redraw = self._next_redraw
+        if self._last_redraw is not None and self.redraw_times:
+            # a redraw whose paint is not counted yet: its wait as the last one's was
+            cost = self.redraw_times[-1]
+            next_redraw = max(next_redraw, self._last_redraw[2] + cost / REDRAW_BUDGET)
+        if next_tick < next_redraw - interval / 2:
+            return  # the next tick only drains: the batch can wait for a later one
+        wait = next_tick - self.pull_lead() - time.perf_counter()
+        self._pull_timer.start(max(0, round(wait * 1000)))
+
+    def _note_round_trip(self, now: float) -> None:
+        """The oldest pull's round trip, once a batch arrived after it."""
+        asked = self._pulled_at
+        if asked is None or self.puller is None:
+            return
+        arrived = self.puller.last_arrival
+        window = max(self.min_redraw_s(), self._timer.interval() / 1000)
+        if arrived >= asked:
+            if arrived - asked < window:  # else a later batch, not this pull's answer
+                self.round_trips.append(arrived - asked)
+            self._pulled_at = None
+        elif now - asked > window:
+            self._pulled_at = None  # nothing to send then (a pause): no round trip
+
+    def _pull(self) -> None:
+        if self.puller is None or not self.live:
+            return
+        now = time.perf_counter()
+        self._note_round_trip(now)
+        if self.puller.pull():
+            self.pulls += 1
+            if self._pulled_at is None:
+                self._pulled_at = now
 
     def flush(self) -> None:
         """Redraw now whatever is pending (tests, screenshots)."""

@@ -32,7 +32,7 @@ from tfstudio.core.progress import format_duration
 from tfstudio.core.run_store import RunStore
 from tfstudio.core.runs import resolve_logdir
 from tfstudio.core.scripts import ScriptPathError, check_script
-from tfstudio.ui.bridge import Bridge
+from tfstudio.ui.bridge import Bridge, Puller
 from tfstudio.ui.panels.checkpoints import CheckpointsPanel
 from tfstudio.ui.panels.console import ConsolePanel
 from tfstudio.ui.panels.control import ControlPanel
@@ -143,6 +143,8 @@ class MainWindow(QMainWindow):
         self._make_menus_and_toolbar()
 
         self.bridge = Bridge(channel, parent=self)
+        if isinstance(launcher, Puller):  # runs in worker processes: the window pulls
+            self.bridge.puller = launcher
         for panel in (
             self.metrics,
             self.console,

@@ -1,0 +1,107 @@
+"""The bridge pulls a live run's batch a little before each tick that redraws."""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+
+import tfstudio.ui.bridge as bridge_module
+from tfstudio.core.channel import Channel
+from tfstudio.core.events import RunEnded, RunStarted, StepEnded
+from tfstudio.ui.bridge import Bridge, Puller
+
+ANSWER_S = 0.008  # the stand-in worker's round trip
+
+
+class FakeWorker:
+    """Answers each pull after ANSWER_S with one step, from another thread (as the
+    launcher's reader thread puts a worker's batch on the channel)."""
+
+    def __init__(self, channel: Channel) -> None:
+        self.channel = channel
+        self.last_arrival = 0.0
+        self.pulls: list[float] = []
+        self.arrived: dict[int, float] = {}  # step -> when it reached the channel
+        self.running = False
+
+    def pull(self) -> bool:
+        if not self.running:
+            return False
+        self.pulls.append(time.perf_counter())
+        g = len(self.pulls)
+        threading.Timer(ANSWER_S, self._answer, (g,)).start()
+        return True
+
+    def _answer(self, g: int) -> None:
+        self.channel.emit(StepEnded(0, g, 0, g, 1, {"loss": 1.0 / g}, {}, g * 0.01))
+        self.arrived[g] = self.last_arrival = time.perf_counter()
+
+
+class ShownPanel:
+    EVENTS = (StepEnded,)
+
+    def __init__(self) -> None:
+        self.newest = 0
+        self.shown: dict[int, float] = {}  # step -> when a redraw first held it
+
+    def ingest_steps(self, steps):
+        self.newest = max(self.newest, max(s.global_step for s in steps))
+
+    def ingest_event(self, event):
+        pass
+
+    def refresh(self):
+        now = time.perf_counter()
+        for g in range(1, self.newest + 1):
+            self.shown.setdefault(g, now)
+
+
+def test_a_live_run_is_pulled_before_each_redraw_and_shown_at_the_next_tick(qtbot):
+    channel = Channel()
+    bridge = Bridge(channel)
+    bridge.set_redraw_hz(bridge_module.LOW_REDRAW_HZ)  # 2 cores: a tick every ~71 ms
+    fake = FakeWorker(channel)
+    assert isinstance(fake, Puller)
+    bridge.puller = fake
+    panel = ShownPanel()
+    bridge.add_panel(panel)
+    bridge.start()
+    try:
+        qtbot.wait(300)
+        assert fake.pulls == [] and bridge.pulls == 0  # no run yet: nothing asked
+        fake.running = True
+        channel.emit(RunStarted("/tmp/t.py", ("t.py",), "/tmp", 0.0))
+        qtbot.waitUntil(lambda: len(fake.pulls) >= 16, timeout=10_000)
+        tick = bridge.interval_ms() / 1000
+        # every step a pull brought was on screen at the tick after it arrived, not a
+        # tick later: it came in the lead before that tick
+        qtbot.waitUntil(lambda: len(panel.shown) >= 15, timeout=5000)
+        waits = [panel.shown[g] - t for g, t in fake.arrived.items() if g in panel.shown]
+        assert statistics.median(waits) < tick / 2
+        # one pull per redraw (no beat asked for a tick that only drains)
+        assert abs(bridge.pulls - bridge.redraws) <= 2
+        # the lead was learned from the round trips: about the stand-in's 8 ms
+        assert len(bridge.round_trips) >= 8
+        assert ANSWER_S <= bridge.pull_lead() <= tick / 2
+        channel.emit(RunEnded("finished", 0, 1, len(fake.pulls), 1.0))
+        qtbot.waitUntil(lambda: not bridge.live, timeout=2000)
+        asked = len(fake.pulls)
+        qtbot.wait(300)
+        assert len(fake.pulls) == asked  # the run is over: no more pulls
+    finally:
+        bridge.stop()
+
+
+def test_the_pull_lead_follows_the_round_trips_within_its_bounds(qtbot):
+    bridge = Bridge(Channel())
+    bridge.set_redraw_hz(bridge_module.LOW_REDRAW_HZ)
+    bridge.live = True
+    bridge._retime()  # a live tick: ~71 ms
+    assert bridge.pull_lead() == bridge_module.PULL_LEAD_S  # nothing measured yet
+    bridge.round_trips.extend([0.002] * 12 + [0.010] * 4)  # 80th percentile: 10 ms
+    assert abs(bridge.pull_lead() - (0.010 + bridge_module.PULL_MARGIN_S)) < 1e-9
+    bridge.round_trips.extend([0.0001] * 16)  # a quick worker: never below the minimum
+    assert bridge.pull_lead() == bridge_module.MIN_PULL_LEAD_S
+    bridge.round_trips.extend([0.5] * 16)  # a slow one: at most half a tick
+    assert bridge.pull_lead() == bridge.interval_ms() / 2000
