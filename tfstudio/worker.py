@@ -210,6 +210,7 @@ class WorkerPump(Pump):
         self.on_interrupt = on_interrupt
         self.pulled = False  # the viewer asks for each batch (see the module's docstring)
         self._poller: Any = None
+        self._conn_fd = -1
         # close() writes here: the pump's wait (up to PULL_FALLBACK_S) ends at once
         self._wake_r, self._wake_w = os.pipe()
 
@@ -250,13 +251,16 @@ class WorkerPump(Pump):
             timeout = PULL_FALLBACK_S
         try:
             if self._poller is None:  # one poll object for the run: the wait is a syscall
+                self._conn_fd = self.conn.fileno()
                 self._poller = select.poll()
-                self._poller.register(self.conn.fileno(), select.POLLIN)
+                self._poller.register(self._conn_fd, select.POLLIN)
                 self._poller.register(self._wake_r, select.POLLIN)
-            if not self._poller.poll(timeout * 1000.0):
-                return
-            while self.conn.poll():
+            ready = self._poller.poll(timeout * 1000.0)
+            # the poll object's answer, not conn.poll() (which builds a selector each
+            # call: a pull, up to 30 a second, is a message to read)
+            while any(fd == self._conn_fd for fd, _ in ready):
                 self._handle(self.conn.recv())
+                ready = self._poller.poll(0)
         except (EOFError, OSError):
             self._viewer_lost()
             self._closing.wait(timeout)  # closing anyway: no busy loop on a dead connection
