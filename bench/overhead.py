@@ -7,7 +7,9 @@ In one process, several blocks; each block builds three twins of the same small 
 ``train_step`` wrapper), the worker's pump thread draining the channel every 50 ms
 into the live advisor, the recorder (TensorBoard event files in a temporary folder)
 and a socket pair to a viewer in another process (which unpickles every batch and
-counts the steps). The inspector is off here (``--inspector`` measures it).
+counts the steps, and asks for each batch 14 times a second, as the window does before
+its redraws on 2 cores: ``PULL_HZ``). The inspector is off here (``--inspector``
+measures it).
 
 Each twin's ``fit`` runs as a generator (``interleave.stepped_fit``: what Keras's
 ``fit`` does per step, with the fit's ``CallbackList``), so single steps of the three
