@@ -195,7 +195,7 @@ def _run(
     watch = ResourceWatch()  # the device line at the start, peak memory in the summary
     run_dir: list[str | None] = [None]
     # The worker's pump beats when asked (after the first ask; 20 a second before): ten a
-    # second are enough for a terminal line and halve its beats (worker.PULL_FALLBACK_S).
+    # second are enough for a terminal line, half the beats of the pump's own clock.
     next_pull = 0.0
     try:
         try:

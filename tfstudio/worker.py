@@ -20,8 +20,8 @@ the viewer; nothing listens anywhere):
 ``("beat",)`` is a *pull*: the window asks for what the run emitted, just before it
 redraws (see ``ui/bridge.py``), and the pump hands it on at once. Once a viewer has
 pulled, the pump beats only when asked (or every :data:`PULL_FALLBACK_S`, for the
-recorder and the live advisor while the window does not ask); a viewer that never
-pulls (``tfstudio run``) gets a batch every 50 ms.
+recorder and the live advisor while the window does not ask); ``tfstudio run`` asks
+ten times a second, and a viewer that never asks gets a batch every 50 ms.
 
 Python's ``sys.stdout``/``sys.stderr`` write straight to two pipes of their own;
 fds 1 and 2 are two more pipes (``tf.print``, C++ logs, subprocesses), so the
@@ -53,8 +53,8 @@ VIEWER_LOST_S = 1.0  # the viewer is gone: the record is closed within this, the
 MAX_PENDING_ROWS = 200_000  # steps queued for a slow viewer before its copy is coalesced
 COALESCE_BUCKET = 16  # then each 16 steps reach it as their minimum and maximum
 SYNC_TIMEOUT_S = 2.0  # an explicit flush waits this long at most for the viewer
-# A viewer that pulls: a beat at least this often when it does not ask (the recorder, the
-# live advisor and its NaN guard still get the steps while the window is busy elsewhere).
+# A viewer that pulls: a beat at least this often when it does not ask (the recorder and
+# the live advisor still get the steps while the window is busy elsewhere).
 PULL_FALLBACK_S = 0.25
 
 
