@@ -210,7 +210,7 @@ class WorkerPump(Pump):
         self.on_interrupt = on_interrupt
         self.pulled = False  # the viewer asks for each batch (see the module's docstring)
         self._poller: Any = None
-        self._conn_fd = -1
+        self._conn_fd = conn.fileno()
         # close() writes here: the pump's wait (up to PULL_FALLBACK_S) ends at once
         self._wake_r, self._wake_w = os.pipe()
 
@@ -251,7 +251,6 @@ class WorkerPump(Pump):
             timeout = PULL_FALLBACK_S
         try:
             if self._poller is None:  # one poll object for the run: the wait is a syscall
-                self._conn_fd = self.conn.fileno()
                 self._poller = select.poll()
                 self._poller.register(self._conn_fd, select.POLLIN)
                 self._poller.register(self._wake_r, select.POLLIN)
