@@ -110,6 +110,50 @@ def test_a_live_plot_keeps_its_y_range_while_the_data_stays_inside(window, run):
     assert plot.vb.viewRange()[1][1] > 1.5  # the data left the range: it moved
 
 
+def test_a_settled_range_moved_by_the_data_leaving_one_side_leaves_more_room_there():
+    shown = settled_range(None, (1.0, 2.0))
+    falling = settled_range(shown, (0.9, 2.0))  # a loss going down leaves by the bottom
+    below, above = 0.9 - falling[0], falling[1] - 2.0
+    assert below > 2 * above > 0  # room to fall further before the axis moves again
+    assert settled_range(falling, (0.9, 2.0)) == falling  # not too wide to keep at once
+    rising = settled_range(shown, (1.0, 2.1))  # an accuracy going up leaves by the top
+    assert rising[1] - 2.1 > 2 * (1.0 - rising[0]) > 0
+
+
+def test_an_axis_that_did_not_change_is_not_painted_again_when_its_curve_is(window, run):
+    import pyqtgraph as pg
+
+    values = lambda g: {"loss": 1.0 + 0.01 * np.sin(g)}  # noqa: E731
+    run.started().fit(epochs=1, steps_per_epoch=1000).steps(40, values=values).frame()
+    plot = window.metrics.plots["loss"]
+    plot.widget.grab()  # the axes paint once, into pixmaps of themselves
+    axes = {plot.plot.getAxis("left"), plot.plot.getAxis("bottom")}
+    painted = []
+    original = pg.AxisItem.paint
+
+    def paint(axis, *args):
+        if axis in axes:
+            painted.append(axis.orientation)
+        return original(axis, *args)
+
+    pg.AxisItem.paint = paint
+    try:
+        for start in (40, 50, 60):
+            run.steps(10, values=values, start=start).frame()
+            plot.widget.grab()  # the curve moved: the plot is painted again ...
+    finally:
+        pg.AxisItem.paint = original
+    assert _newest_drawn(plot.steps["loss"]) == 70
+    assert painted == []  # ... its axes copied from their pixmaps, not replayed
+    run.steps(10, values=lambda g: {"loss": 1.5}, start=70).frame()  # the range moves
+    pg.AxisItem.paint = paint
+    try:
+        plot.widget.grab()
+    finally:
+        pg.AxisItem.paint = original
+    assert "left" in painted  # new ticks: painted anew
+
+
 # -- the redraw rate adapts to the machine's idle CPU ----------------------------------------
 @pytest.mark.parametrize(
     ("cpu_count", "busy", "current", "expected"),

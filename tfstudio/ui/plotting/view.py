@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt
-from PySide6.QtWidgets import QToolButton
+from PySide6.QtWidgets import QGraphicsItem, QToolButton
 
 from tfstudio.ui.plotting.grid import HorizontalGrid, grid_pen
 from tfstudio.ui.plotting.ranges import nice_ceiling, robust_range, settled_range
@@ -53,13 +53,21 @@ class TimedPlotWidget(pg.PlotWidget):
 
 
 class QuietAxis(pg.AxisItem):
-    """An axis that skips the paints Qt asks of it with nothing of it exposed.
+    """An axis that paints its ticks and labels only when they change.
 
-    A curve's update repaints the data area; Qt then also calls ``paint`` on an axis
-    whose bounding rectangle touches that region (the left axis's reaches 15 px past
-    its ends for tick labels), with an empty exposed rectangle: a whole replay of its
-    ticks and labels for no pixel (about a third of the axes' paints in a live run).
+    A curve's update repaints the data area, and Qt repaints every item that region
+    touches: the left axis's rectangle reaches 15 px past its ends for tick labels,
+    the bottom axis's top edge meets the data area's. Each such paint replayed all of
+    the axis's ticks and labels: in a live run 3 axis paints a redraw for axes that
+    had not changed. So the axis paints into a pixmap of itself (Qt's
+    ``DeviceCoordinateCache``) that Qt copies for such exposures, and paints anew only
+    when its range, size or style changes (pyqtgraph's ``update()`` then drops the
+    pixmap). A paint asked with nothing exposed is skipped.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
 
     def paint(self, painter: Any, option: Any, widget: Any = None) -> None:
         """Paint, unless none of the axis is exposed."""
