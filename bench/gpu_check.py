@@ -538,9 +538,9 @@ def script_stand_in() -> str:
 
 
         errors = []
-        for name, make in (("torch", with_torch), ("cupy", with_cupy)):
+        for name in LIBRARIES:
             try:
-                library, matrix, hold, sync = make()
+                library, matrix, hold, sync = globals()["with_" + name]()
                 break
             except Exception as exc:
                 errors.append(f"{name}: {type(exc).__name__}: {exc}")
@@ -565,7 +565,7 @@ def script_stand_in() -> str:
         print("GPUCHECK " + json.dumps({"library": library, "products": count,
               "held": 2 ** 30 if busy else 0}), flush=True)
         """
-    )
+    ).replace("LIBRARIES", repr(STAND_IN_LIBRARIES))  # each has a with_NAME above
 
 
 OnSample = Callable[[float, tuple[Any, ...]], bool]
