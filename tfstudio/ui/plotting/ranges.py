@@ -65,8 +65,8 @@ def settled_range(
     it or fills too little of it, and the room keeps the next small drift inside. A
     falling loss leaves by the bottom again and again, a rising accuracy by the top:
     the lead on that side (``room + lead`` stays within ``slack``, so the moved range
-    does not shrink again at once) moved a live run's metric axes 38% less often than
-    room alone (``bench/window_replay.py``).
+    does not shrink again at once) moved a live run's metric axes about 40% less
+    often than room alone (``bench/window_replay.py``).
     """
     lo, hi = wanted
     pad_lo = pad_hi = (hi - lo) * room
