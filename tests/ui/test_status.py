@@ -117,3 +117,48 @@ def test_a_step_after_a_pause_clears_it_even_if_the_resume_event_is_missed(windo
     run.time += 30.0
     run.steps(50, dt=0.01, start=50).frame()
     assert window.status.rate_label.text() == "100 steps/s"
+
+
+def test_a_new_step_count_does_not_lay_the_window_out_again(window, run):
+    from PySide6.QtCore import QEvent, QObject
+    from PySide6.QtWidgets import QApplication
+
+    run.started().fit(epochs=1, steps_per_epoch=1000).steps(100).frame()
+    QApplication.processEvents()  # the first texts' room asked for once
+    requests = []
+
+    class Counter(QObject):
+        def eventFilter(self, watched, event):  # noqa: N802 (Qt API)
+            if event.type() == QEvent.Type.LayoutRequest:
+                requests.append(type(watched).__name__)
+            return False
+
+    counter = Counter()
+    for watched in (window, window.statusBar()):
+        watched.installEventFilter(counter)
+    for start in range(100, 190, 10):  # step 110/1000 ... 190/1000: new texts, same room
+        run.steps(10, start=start).frame()
+        QApplication.processEvents()
+    assert window.status.step_label.text() == "step 190/1000"
+    # at most once (a text that needed more room than any before it: the bar, then the
+    # window); before, each new count re-laid-out the status bar and the window
+    assert requests in ([], ["QStatusBar", "MainWindow"])
+    bar = window.statusBar().geometry()
+    assert window.status.state_label.geometry().right() <= bar.width()
+
+
+def test_short_of_room_the_texts_give_way_never_the_state(window, run):
+    from tfstudio.ui.panels.status import MIN_LABEL_W
+
+    run.started().fit(epochs=5, steps_per_epoch=100).steps(20, dt=0.01).frame()
+    status = window.status
+    wide = status.minimumSizeHint().width()
+    status.resize(wide, status.height())
+    state = status.state_label.geometry()
+    assert state.right() < status.width()  # whole, at the right end
+    assert state.width() >= status.state_label.sizeHint().width()
+    for label in (status.epoch_label, status.step_label, status.loss_label):
+        assert MIN_LABEL_W <= label.width() < label.sizeHint().width()  # clipped
+    status.resize(wide + 600, status.height())
+    assert status.step_label.width() >= status.step_label.sizeHint().width()
+    assert status.state_label.geometry().right() > wide  # room to spare goes to the texts

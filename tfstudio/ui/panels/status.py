@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QWidget
+from PySide6.QtCore import QEvent, QSize, Qt
+from PySide6.QtGui import QResizeEvent
+from PySide6.QtWidgets import QLabel, QProgressBar, QWidget
 
 from tfstudio.core.events import (
     CheckpointRestored,
@@ -21,6 +22,10 @@ from tfstudio.core.events import (
 )
 from tfstudio.core.progress import Progress, ProgressTracker, format_duration, format_value
 from tfstudio.core.system import format_bytes
+
+MARGIN = 6  # px left and right of the panel's contents
+SPACING = 14  # px between two of them
+MIN_LABEL_W = 24  # a progress text gives way down to this when the bar is short of room
 
 # state -> (text shown, colour)
 STATES: dict[str, tuple[str, str]] = {
@@ -40,6 +45,13 @@ STATES: dict[str, tuple[str, str]] = {
 
 class StatusPanel(QWidget):
     """The permanent part of the window's status bar, redrawn at most once per frame.
+
+    The panel places its texts itself, without a ``QLayout``: a label's ``setText``
+    asks its parent's layout to lay out again, and the step count changes at every
+    redraw; through the status bar that re-laid-out the whole main window each time
+    (2.3 ms of the window's ~31 ms per redraw, ``bench/window_replay.py``). Here a
+    text's room only grows during a run (so the texts also stay where they are), and
+    the panel is placed again only when a room or the panel's size changed.
 
     Args:
         parent: Qt parent.
@@ -78,20 +90,13 @@ class StatusPanel(QWidget):
         self.progress_bar.setFixedWidth(160)
         self.progress_bar.setTextVisible(True)
         self.progress_bar.setFormat("")
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(6, 0, 6, 0)
-        layout.setSpacing(14)
         for label in (self.epoch_label, self.step_label, self.rate_label, self.eta_label):
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            layout.addWidget(label)
-        for label in self._progress_labels():
-            # When space runs short these give way (clipped), never the state label.
-            label.setMinimumWidth(24)
-        layout.addWidget(self.loss_label)
-        self.device_label.setMinimumWidth(24)
-        layout.addWidget(self.device_label)
-        layout.addWidget(self.progress_bar)
-        layout.addWidget(self.state_label)
+        # room (px) each text has been given this run; it only grows until the next run
+        self._room: dict[QLabel, int] = dict.fromkeys(self._giving_way(), 0)
+        self._placed: tuple | None = None
+        self._placed_wanted = 0
+        self._hints: dict[QLabel, tuple[str, int]] = {}
         self._dirty = True
         self.set_state("idle")
         self.refresh()
@@ -109,6 +114,7 @@ class StatusPanel(QWidget):
         if isinstance(event, RunStarted):
             self.tracker = ProgressTracker()
             self.devices, self.device_memory = None, None
+            self._room = dict.fromkeys(self._room, 0)  # the texts fit the new run's
             self._dirty = True
         elif isinstance(event, RunDevices):
             self.devices = event
@@ -151,7 +157,7 @@ class StatusPanel(QWidget):
             self.loss_label,
         )
         for label, text in zip(labels, texts, strict=True):
-            if label.text() != text:  # setText re-lays-out the status bar: only on change
+            if label.text() != text:
                 label.setText(text)
         device = self.device_text()
         if self.device_label.text() != device:
@@ -172,6 +178,7 @@ class StatusPanel(QWidget):
             bar.setFormat(text)
             bar.setUpdatesEnabled(True)
             bar.update()
+        self._place()
 
     def device_text(self) -> str:
         """``GPU 0: NVIDIA H100 · 12.3 GiB`` (TensorFlow's memory in use), ``CPU``, or ""."""
@@ -208,6 +215,96 @@ class StatusPanel(QWidget):
             f"QLabel#state {{ color: white; background: {colour}; border-radius: 3px;"
             " padding: 1px 8px; font-weight: bold; }"
         )
+        self._place()
+
+    # -- placing -----------------------------------------------------------
+    def _giving_way(self) -> tuple[QLabel, ...]:
+        """The texts that give way (clipped) when room runs short, never the state."""
+        return (*self._progress_labels(), self.device_label)
+
+    def _parts(self) -> list[tuple[QWidget, int]]:
+        """The shown parts, left to right, with the width each would like."""
+        parts: list[tuple[QWidget, int]] = []
+        for label in self._giving_way():
+            if label.text():
+                room = max(self._room[label], self._hint(label))
+                self._room[label] = room
+                parts.append((label, room))
+        if self.progress_bar.isVisibleTo(self):
+            parts.append((self.progress_bar, self.progress_bar.width()))
+        parts.append((self.state_label, self.state_label.sizeHint().width()))  # styled: asked
+        return parts
+
+    def _hint(self, label: QLabel) -> int:
+        """The width ``label`` would like for its text (asked of Qt once per text)."""
+        text = label.text()
+        known = self._hints.get(label)
+        if known is None or known[0] != text:
+            known = self._hints[label] = (text, label.sizeHint().width())
+        return known[1]
+
+    def _wanted_width(self, parts: list[tuple[QWidget, int]]) -> int:
+        return 2 * MARGIN + sum(w for _, w in parts) + SPACING * max(0, len(parts) - 1)
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt API)
+        """Room for every shown part at the width it would like."""
+        height = max(self.state_label.sizeHint().height(), self.progress_bar.sizeHint().height())
+        return QSize(self._wanted_width(self._parts()), height)
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt API)
+        """The texts down to :data:`MIN_LABEL_W`; the bar and the state whole."""
+        parts = self._parts()
+        least = [(p, MIN_LABEL_W if p in self._room else w) for p, w in parts]
+        return QSize(self._wanted_width(least), self.sizeHint().height())
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt API)
+        """A new font or style: the texts' widths are asked of Qt again."""
+        super().changeEvent(event)
+        if not hasattr(self, "_hints"):
+            return  # still in __init__
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self._hints.clear()
+            self._placed = None
+            self._place()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt API)
+        """Place the parts in the new size."""
+        super().resizeEvent(event)
+        self._place()
+
+    def _place(self) -> None:
+        """Give each shown part its room, left to right, when a room or the size changed.
+
+        Room to spare is shared out among the texts (the state stays at the right end);
+        short of room, the texts give way in proportion (down to :data:`MIN_LABEL_W`);
+        the status bar hears of a new size hint only when the room wanted changed (a
+        text that needs more than before, a part shown or hidden).
+        """
+        parts = self._parts()
+        wanted = self._wanted_width(parts)
+        placed = (self.width(), self.height(), tuple((id(p), w) for p, w in parts))
+        if placed == self._placed:
+            return
+        hint_changed = wanted != self._placed_wanted
+        self._placed, self._placed_wanted = placed, wanted
+        short = max(0, wanted - self.width())
+        give = sum(w - MIN_LABEL_W for p, w in parts if p in self._room and w > MIN_LABEL_W)
+        texts = sum(1 for p, _ in parts if p in self._room)
+        spare = max(0, self.width() - wanted) // max(1, texts)  # shared out, as a layout did
+        x = MARGIN
+        for part, width in parts:
+            if part in self._room:
+                width += spare
+            if short and part in self._room and width > MIN_LABEL_W and give > 0:
+                width -= round(short * (width - MIN_LABEL_W) / give)
+            height = min(self.height(), part.sizeHint().height())
+            part.setGeometry(x, (self.height() - height) // 2, max(0, width), height)
+            x += width + SPACING
+        for label in self._giving_way():
+            if not label.text():
+                label.setGeometry(0, 0, 0, 0)
+        if hint_changed:
+            self.updateGeometry()  # the status bar gives the panel its new size hint
 
     def state_text(self) -> str:
         """The state label's text."""
