@@ -74,25 +74,6 @@ def capture(path: Path) -> None:
         subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True)
 
 
-class IdleLauncher:
-    """A launcher that starts nothing: the replay feeds the channel."""
-
-    def __init__(self) -> None:
-        self.running = False
-
-    def start(self, script: str, args: tuple = ()) -> None:
-        self.running = True
-
-    def stop(self) -> None:
-        self.running = False
-
-    def send(self, command: object) -> None:
-        """Commands go nowhere."""
-
-    def is_running(self) -> bool:
-        return self.running
-
-
 class Meters:
     """Counters the replays read: CPU of paints and ticks, axis paints, y-range moves."""
 
@@ -139,6 +120,7 @@ class Meters:
 def replay(app: object, log: list, meters: Meters) -> dict[str, float]:
     """One replay into a fresh window; figures per redraw from the last fit's start."""
     from PySide6.QtCore import QSettings, QTimer
+    from ui_ingest import IdleLauncher  # beside this file: a launcher that starts nothing
 
     from tfstudio.core.channel import Channel
     from tfstudio.ui.main_window import MainWindow

@@ -49,7 +49,7 @@ class StatusPanel(QWidget):
     The panel places its texts itself, without a ``QLayout``: a label's ``setText``
     asks its parent's layout to lay out again, and the step count changes at every
     redraw; through the status bar that re-laid-out the whole main window each time
-    (2.3 ms of the window's ~31 ms per redraw, ``bench/window_replay.py``). Here a
+    (2.0 ms of the window's ~33 ms per redraw, ``bench/window_replay.py``). Here a
     text's room only grows during a run (so the texts also stay where they are), and
     the panel is placed again only when a room or the panel's size changed.
 
@@ -94,8 +94,7 @@ class StatusPanel(QWidget):
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         # room (px) each text has been given this run; it only grows until the next run
         self._room: dict[QLabel, int] = dict.fromkeys(self._giving_way(), 0)
-        self._placed: tuple | None = None
-        self._placed_wanted = 0
+        self._placed: tuple | None = None  # (width, height, parts) when last placed
         self._hints: dict[QLabel, tuple[str, int]] = {}
         self._dirty = True
         self.set_state("idle")
@@ -246,16 +245,17 @@ class StatusPanel(QWidget):
     def _wanted_width(self, parts: list[tuple[QWidget, int]]) -> int:
         return 2 * MARGIN + sum(w for _, w in parts) + SPACING * max(0, len(parts) - 1)
 
+    def _height(self) -> int:
+        return max(self.state_label.sizeHint().height(), self.progress_bar.sizeHint().height())
+
     def sizeHint(self) -> QSize:  # noqa: N802 (Qt API)
         """Room for every shown part at the width it would like."""
-        height = max(self.state_label.sizeHint().height(), self.progress_bar.sizeHint().height())
-        return QSize(self._wanted_width(self._parts()), height)
+        return QSize(self._wanted_width(self._parts()), self._height())
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt API)
         """The texts down to :data:`MIN_LABEL_W`; the bar and the state whole."""
-        parts = self._parts()
-        least = [(p, MIN_LABEL_W if p in self._room else w) for p, w in parts]
-        return QSize(self._wanted_width(least), self.sizeHint().height())
+        least = [(p, MIN_LABEL_W if p in self._room else w) for p, w in self._parts()]
+        return QSize(self._wanted_width(least), self._height())
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt API)
         """A new font or style: the texts' widths are asked of Qt again."""
@@ -277,7 +277,7 @@ class StatusPanel(QWidget):
 
         Room to spare is shared out among the texts (the state stays at the right end);
         short of room, the texts give way in proportion (down to :data:`MIN_LABEL_W`);
-        the status bar hears of a new size hint only when the room wanted changed (a
+        the status bar hears of a new size hint only when the parts' rooms changed (a
         text that needs more than before, a part shown or hidden).
         """
         parts = self._parts()
@@ -285,8 +285,8 @@ class StatusPanel(QWidget):
         placed = (self.width(), self.height(), tuple((id(p), w) for p, w in parts))
         if placed == self._placed:
             return
-        hint_changed = wanted != self._placed_wanted
-        self._placed, self._placed_wanted = placed, wanted
+        hint_changed = self._placed is None or placed[2] != self._placed[2]
+        self._placed = placed
         short = max(0, wanted - self.width())
         give = sum(w - MIN_LABEL_W for p, w in parts if p in self._room and w > MIN_LABEL_W)
         texts = sum(1 for p, _ in parts if p in self._room)

@@ -75,11 +75,10 @@ def settled_range(
         below, above = lo < shown_lo, hi > shown_hi
         if not (below or above) and (shown_hi - shown_lo) * (1 - slack) <= hi - lo:
             return shown
-        if below != above:  # left by one side: more room there
-            if below:
-                pad_lo = (hi - lo) * lead
-            else:
-                pad_hi = (hi - lo) * lead
+        if below and not above:  # left by one side: more room there
+            pad_lo = (hi - lo) * lead
+        elif above and not below:
+            pad_hi = (hi - lo) * lead
     return lo - pad_lo, hi + pad_hi
 
 
