@@ -86,3 +86,48 @@ def test_the_launcher_asks_only_a_run_under_way():
         assert launcher.last_arrival == 0.0
     finally:
         launcher.shutdown()
+
+
+class _StandInWorker:
+    """What ``ProcessLauncher.pull`` and ``send`` look at in a worker: its messages kept."""
+
+    def __init__(self) -> None:
+        self.run_seen = True
+        self.ended = None
+        self.pulled = False
+        self.sent: list[tuple] = []
+
+    def send(self, message: tuple) -> bool:
+        self.sent.append(message)
+        return True
+
+
+def test_the_launcher_stops_asking_a_quiet_run_until_a_batch_or_a_command_comes(monkeypatch):
+    from tfstudio.core.commands import Pause
+
+    launcher = ProcessLauncher(Channel(), keep_spare=False, warm=False)
+    stand_in = _StandInWorker()
+    monkeypatch.setattr(launcher, "current", stand_in)
+    beats = lambda: sum(m == ("beat",) for m in stand_in.sent)  # noqa: E731
+    try:
+        # The first ask always goes: it puts the worker on its slow beat of its own.
+        assert launcher.pull() is True and beats() == 1 and stand_in.pulled
+        # Nothing came for longer than quiet_pull_s: no more asks (its beat brings the next).
+        launcher.last_arrival = time.perf_counter() - 2 * launcher.quiet_pull_s
+        assert launcher.pull() is False and beats() == 1
+        # A batch came: asked again before each redraw.
+        launcher.last_arrival = time.perf_counter()
+        assert launcher.pull() is True and beats() == 2
+        # Quiet again, then the user presses a button: its answer is asked for at once.
+        launcher.last_arrival = time.perf_counter() - 2 * launcher.quiet_pull_s
+        assert launcher.pull() is False
+        launcher.send(Pause())
+        assert ("command", Pause()) in stand_in.sent
+        assert launcher.pull() is True and beats() == 3
+        # quiet_pull_s None: it always asks, as before.
+        launcher.commanded_at = 0.0
+        monkeypatch.setattr(launcher, "quiet_pull_s", None)
+        assert launcher.pull() is True and beats() == 4
+    finally:
+        monkeypatch.setattr(launcher, "current", None)
+        launcher.shutdown()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tfstudio.core.resources import default_example, examples
@@ -126,6 +128,58 @@ def test_the_window_pulls_each_batch_from_the_worker_and_every_step_arrives(
     assert bridge.pulls >= 10
     assert len(bridge.round_trips) >= 5
     assert max(bridge.round_trips) < bridge.min_redraw_s()
+
+
+def test_the_window_stops_asking_a_run_that_sends_nothing_and_misses_no_step(
+    qtbot, window, write_script, monkeypatch
+):
+    from tfstudio.core import process
+
+    path = write_script(
+        """
+        import time
+        import numpy as np, keras
+
+        m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+        m.compile("sgd", "mse")
+        x = np.ones((320, 4), dtype="float32")
+        m.fit(x, x.sum(1), batch_size=32, epochs=1, verbose=0)
+        t0 = time.perf_counter()
+        time.sleep(2.5)  # no step, no output: between fits, an evaluation, a pause
+        print(f"quiet {t0!r} {time.perf_counter()!r}", flush=True)
+        m.fit(x, x.sum(1), batch_size=32, epochs=1, verbose=0)
+        """
+    )
+    launcher = window.launcher
+    asks: list[float] = []  # when the window asked the worker for its batch
+    arrivals: list[float] = []  # when a batch came from the worker
+    pull, events = launcher.pull, process._Worker._events
+
+    def counted_pull() -> bool:
+        asked = pull()
+        if asked:
+            asks.append(time.perf_counter())
+        return asked
+
+    def noted_events(worker: object, batch: list[object]) -> None:
+        arrivals.append(time.perf_counter())
+        events(worker, batch)
+
+    monkeypatch.setattr(launcher, "pull", counted_pull)
+    monkeypatch.setattr(process._Worker, "_events", noted_events)
+    assert window.open_script(str(path))
+    assert run_to_end(qtbot, window) == ("finished", 0), window.console.text()[-2000:]
+    assert step_points(window) == 20  # both fits' steps, the second after the quiet
+    t0, t1 = (float(v) for v in window.console.text().split("quiet ")[1].split()[:2])
+    # Within the quiet stretch, the window asks only while a batch came less than
+    # quiet_pull_s before (the worker, asked once, beats every 0.25 s on its own);
+    # it was asked while the steps came.
+    in_quiet = [t for t in asks if t0 < t < t1]
+    quiet = launcher.quiet_pull_s + 0.1
+    late = [t for t in in_quiet if not any(0 <= t - a <= quiet for a in arrivals)]
+    assert late == [], f"{len(late)} asks long after the last batch"
+    assert len(in_quiet) < (t1 - t0) * window.bridge.redraw_hz / 2
+    assert any(t < t0 for t in asks)
 
 
 def test_bad_files_are_refused_in_the_window(window, tmp_path):

@@ -50,6 +50,11 @@ STAGE_S = 2.0  # then SIGINT, SIGTERM, SIGKILL this far apart
 DRAIN_S = 2.0  # after the run ends, how long its last output may take to arrive
 LINGER_S = 5.0  # a finished worker that does not exit (threads, atexit) is ended after this
 SELECT_S = 0.05
+# Once nothing came from a run for this long, a pull is not sent: the worker, asked
+# once, beats on its own every PULL_FALLBACK_S (0.25 s) and brings what comes next.
+# A run between fits, in a long evaluation or paused then costs neither process a
+# message per redraw (bench/idle_cost.py).
+QUIET_PULL_S = 0.5
 
 # Stages of a stop, in order; each call of stop() (or each expired deadline) moves on.
 STAGES = ("batch boundary", "SIGINT", "SIGTERM", "SIGKILL")
@@ -210,6 +215,7 @@ class _Worker:
         self.loops = 0  # custom training loops (FitStarted of kind "loop")
         self.global_step = 0
         self.run_seen = False
+        self.pulled = False  # asked for a batch once: it now beats when asked
         self.t0 = time.monotonic()
         self.token = uuid.uuid4().hex  # in the environment of every process of this run
         self.oom_kills_at_start: int | None = None
@@ -562,6 +568,9 @@ class _Worker:
 class ProcessLauncher:
     """Starts each run in a worker process; implements core's ``Launcher``.
 
+    ``quiet_pull_s`` (class attribute, :data:`QUIET_PULL_S`): how long nothing may come
+    from a run before :meth:`pull` stops asking (None: it always asks).
+
     Args:
         channel: the viewer's channel; runs report there.
         script_cwd: run scripts in their own folder (the window) instead of the
@@ -597,6 +606,7 @@ class ProcessLauncher:
         self._closed = False
         self.last_start_cold: list[str] = []  # why the last run got a cold worker
         self.last_arrival = 0.0  # time.perf_counter() when a batch of events last arrived
+        self.commanded_at = 0.0  # ... and when a command was last sent to a run
 
     # -- spare -------------------------------------------------------------
     def prepare(self) -> None:
@@ -670,6 +680,7 @@ class ProcessLauncher:
         """Stop the run: at the next batch boundary, then ever more firmly (see STAGES)."""
         worker = self.current
         if worker is not None:
+            self.commanded_at = time.perf_counter()
             worker.escalate()
 
     def send(self, command: Command) -> None:
@@ -679,19 +690,31 @@ class ProcessLauncher:
             return
         worker = self.current
         if worker is not None:
+            self.commanded_at = time.perf_counter()  # its answer is asked for at once
             worker.send(("command", command))
+
+    quiet_pull_s: float | None = QUIET_PULL_S
 
     def pull(self) -> bool:
         """Ask the current run's worker for what it emitted since its last batch, now.
 
         The window calls this just before it redraws (``ui/bridge.py``); a worker that
         was asked once then sends only when asked (or every ``PULL_FALLBACK_S``).
-        False when no run is under way (before its start is reported, after its end).
+        False when no run is under way (before its start is reported, after its end),
+        and when nothing came from the run for ``quiet_pull_s`` and no command went to
+        it: its own beat brings the next batch, and the asks start again with it.
         """
         worker = self.current
         if worker is None or not worker.run_seen or worker.ended is not None:
             return False
-        return worker.send(("beat",))
+        quiet = self.quiet_pull_s
+        if worker.pulled and quiet is not None:
+            # quiet since the last batch and the last command (a resume's answer is awaited)
+            if time.perf_counter() - max(self.last_arrival, self.commanded_at) > quiet:
+                return False
+        sent = worker.send(("beat",))
+        worker.pulled = worker.pulled or sent
+        return sent
 
     def is_running(self) -> bool:
         """True from ``start`` until the run's end is on the channel."""

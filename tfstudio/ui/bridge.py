@@ -25,7 +25,10 @@ before each tick that will redraw, it asks the worker for what the run emitted
 worker's pump then beats only when asked, at the window's redraw rate (14 a second
 on 2 cores instead of its own 20), and a step waits about half a redraw interval
 for the screen instead of a pump beat and then a redraw. How early to ask is
-learned from the last round trips (:meth:`Bridge.pull_lead`).
+learned from the last round trips (:meth:`Bridge.pull_lead`). A run that sent
+nothing for half a second (between fits, evaluating, paused) is not asked (see
+``ProcessLauncher.pull``): the worker's own beat, every 0.25 s, brings what comes next,
+and the asks start again with it.
 """
 
 from __future__ import annotations

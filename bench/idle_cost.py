@@ -1,0 +1,125 @@
+"""What a live run costs while no step comes: the window's asks, the worker's beats.
+
+A script often stops stepping while it runs: between fits, in its own evaluation, in
+a long ``tf.data`` warm-up, or paused by the user. ``bench/idle_steps.py`` trains a
+little, sleeps ``--idle`` seconds, trains a little again, in the real window
+(offscreen, as ``window_driver.py`` runs it). Over the quiet stretch (its middle:
+half a second off each end) it reports, per second: the training process's CPU (all
+its threads: the pump, the pipe's sender, the recorder), the window process's CPU,
+the pulls the window sent and the redraws it made.
+
+Modes, one process each, interleaved round by round: ``quiet`` (this tree: the
+window stops asking once nothing came for ``ProcessLauncher.quiet_pull_s``) and
+``always`` (it asks before every redrawing tick, as before 2026-11-27).
+
+    python bench/idle_cost.py [--rounds 4] [--idle 6]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "bench" / "idle_steps.py"
+MODES = ("quiet", "always")
+EDGE_S = 0.5  # left off each end of the quiet stretch
+
+
+def one(mode: str, out: Path) -> None:
+    """Run the script in the window; write the window's samples and the script's figures."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    sys.path.insert(0, str(ROOT / "bench"))
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+    from window_driver import run_window
+
+    from tfstudio.core.process import ProcessLauncher
+
+    if mode == "always":
+        ProcessLauncher.quiet_pull_s = None
+    samples: list[tuple[float, float, int, int]] = []
+    bridges: list[object] = []
+
+    def sample() -> None:
+        if bridges:
+            b = bridges[0]
+            samples.append((time.perf_counter(), time.process_time(), b.pulls, b.redraws))
+
+    app = QApplication.instance() or QApplication([])  # before the timer  # noqa: F841
+    timer = QTimer()
+    timer.setInterval(100)
+    timer.timeout.connect(sample)
+    timer.start()
+    run_window(str(SCRIPT), on_redraw=lambda w: bridges or bridges.append(w.bridge))
+    out.write_text(json.dumps({"samples": samples}))
+
+
+def stretch(samples: list[list[float]], t0: float, t1: float) -> dict[str, float]:
+    """Per second over [t0, t1]: the window's CPU, pulls and redraws (nearest samples)."""
+    inside = [s for s in samples if t0 <= s[0] <= t1]
+    (a, b) = inside[0], inside[-1]
+    dt = b[0] - a[0]
+    return {
+        "window_ms": 1000 * (b[1] - a[1]) / dt,
+        "pulls": (b[2] - a[2]) / dt,
+        "redraws": (b[3] - a[3]) / dt,
+    }
+
+
+def measure(mode: str, idle: float) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        script_out = Path(tmp) / "script.json"
+        window_out = Path(tmp) / "window.json"
+        env = dict(os.environ, TFSTUDIO_BENCH_OUT=str(script_out), QT_QPA_PLATFORM="offscreen")
+        env["TFSTUDIO_BENCH_IDLE"] = str(idle)
+        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        cmd = [sys.executable, __file__, "--one", mode, str(window_out)]
+        subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, check=True)
+        script = json.loads(script_out.read_text())
+        samples = json.loads(window_out.read_text())["samples"]
+    t0, t1 = script["t0"] + EDGE_S, script["t1"] - EDGE_S
+    result = stretch(samples, t0, t1)
+    result["worker_ms"] = 1000 * script["cpu_s"] / (script["t1"] - script["t0"])
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--idle", type=float, default=6.0)
+    parser.add_argument("--one", nargs=2, metavar=("MODE", "OUT"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        one(args.one[0], Path(args.one[1]))
+        return
+    results: dict[str, list[dict[str, float]]] = {m: [] for m in MODES}
+    for r in range(args.rounds):
+        for mode in MODES if r % 2 == 0 else MODES[::-1]:
+            res = measure(mode, args.idle)
+            results[mode].append(res)
+            print(
+                f"round {r + 1} {mode:>6}: training process {res['worker_ms']:5.2f} ms CPU/s, "
+                f"window {res['window_ms']:5.2f} ms CPU/s, {res['pulls']:4.1f} pulls/s, "
+                f"{res['redraws']:4.1f} redraws/s",
+                flush=True,
+            )
+    print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; quiet {args.idle} s")
+    for mode, runs in results.items():
+        med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+        print(
+            f"idle ({mode}): training process {med['worker_ms']:.2f} ms CPU a second, "
+            f"window {med['window_ms']:.2f} ms CPU a second, {med['pulls']:.1f} pulls/s, "
+            f"{med['redraws']:.1f} redraws/s"
+        )
+
+
+if __name__ == "__main__":
+    main()
