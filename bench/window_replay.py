@@ -19,10 +19,11 @@ called before each replay's window is made (to switch something off or on); the
 replays of all variants are interleaved, in a fresh random order each round.
 ``bench/window_replay_old_axes.py`` is the variant of the axes before 2026-11-27.
 
-    python bench/window_replay.py [--events FILE] [--rounds 5] [--variants FILE]
+    python bench/window_replay.py [--events FILE] [--rounds 5] [--variants FILE] [--steps N]
 
 Without ``--events`` (or when FILE does not exist) it captures a run first (and keeps
-it in FILE when given).
+it in FILE when given), of ``--steps`` timed steps (a long run: its curves hold more
+points at each redraw; a per-step curve keeps up to 20,000).
 """
 
 from __future__ import annotations
@@ -64,10 +65,13 @@ with open({out!r}, "wb") as f:
 """
 
 
-def capture(path: Path) -> None:
-    """Run ``mlp_steps.py`` in the real window and keep every batch of events it drained."""
+def capture(path: Path, steps: int | None = None) -> None:
+    """Run ``mlp_steps.py`` in the real window and keep every batch of events it drained
+    (``steps``: its timed steps, else its own default)."""
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+        if steps is not None:
+            env["TFSTUDIO_BENCH_STEPS"] = str(steps)
         env["TFSTUDIO_BENCH_OUT"] = str(Path(tmp) / "rate.json")
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         code = CAPTURE.format(bench=str(ROOT / "bench"), script=str(SCRIPT), out=str(path))
@@ -188,13 +192,16 @@ def main() -> None:
     parser.add_argument("--events", type=Path, help="captured events (made when missing)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--variants", type=Path, help="a file defining VARIANTS")
+    parser.add_argument(
+        "--steps", type=int, help="timed steps of the captured run (mlp_steps.py: 2000)"
+    )
     args = parser.parse_args()
     events = args.events
     with tempfile.TemporaryDirectory() as tmp:
         if events is None or not events.exists():
             events = events or Path(tmp) / "events.pkl"
             print(f"capturing a run of {SCRIPT.name} in the window ...", flush=True)
-            capture(events)
+            capture(events, args.steps)
         with open(events, "rb") as f:
             log = pickle.load(f)
     variants: dict[str, Callable[[], None]] = {"this tree": lambda: None}

@@ -230,3 +230,21 @@ def test_an_axis_sets_its_label_only_when_the_text_changes(qtbot):
     axis.setRange(0.0, 2.0)  # seconds: the text changed, so it is set
     assert len(set_html) == 2 and "(s)" in set_html[1]
     assert axis.label.toPlainText() == "time (s)"
+
+
+def test_a_long_line_is_drawn_from_one_min_max_pair_a_pixel_and_keeps_its_spike(window, run):
+    n = 20_000
+
+    def loss(g: int) -> dict[str, float]:  # a noisy fall, with one spike at step 7,000
+        return {"loss": 1.0 / (1 + g / 5000) + 0.1 * ((g * 7919) % 13) / 13 + 5.0 * (g == 7000)}
+
+    run.started().fit(epochs=1, steps_per_epoch=n).steps(n, values=loss).frame()
+    plot = window.metrics.plots["loss"]
+    item = plot.steps["loss"].item
+    assert len(item.xData) >= n // 2  # the item holds the store's whole envelope ...
+    shown_x, shown_y = item.curve.xData, item.curve.yData  # ... pyqtgraph draws this
+    columns = plot.vb.width()
+    # one (min, max) pair per pixel column of the data area (pyqtgraph's default drew
+    # five), and the spike is among them
+    assert len(shown_x) <= 2 * columns + 8, (len(shown_x), columns)
+    assert np.nanmax(shown_y) == pytest.approx(np.nanmax(item.yData)) and np.nanmax(shown_y) > 5

@@ -44,6 +44,7 @@ from tfstudio.ui.plotting import (
     VerticalLines,
     XLinkGroup,
 )
+from tfstudio.ui.plotting.curve import drawn_as_envelope
 from tfstudio.ui.plotting.smoothing import RAW_ALPHA, faint
 
 EPOCH_LINE_GAP_PX = 6  # epoch boundaries closer than this are thinned (every 2^k-th drawn)
@@ -224,8 +225,7 @@ class MetricPlot(PlotView):
             item = self._line(curve, width=width, alpha=RAW_ALPHA if on else alpha, z=1)
             if twin is not None:
                 line = pg.PlotDataItem(pen=pg.mkPen(colour, width=SMOOTH_WIDTH))
-                line.setClipToView(True)
-                line.setDownsampling(auto=True, method="peak")
+                drawn_as_envelope(line)
                 line.setVisible(on and self.x_mode == GLOBAL)
                 twin.item = self.add_item(line, z=1.5, ranged=False)
                 twin.dirty = True
@@ -279,8 +279,7 @@ class MetricPlot(PlotView):
                         item.setSymbolBrush(pg.mkBrush(layer.colour))
                         item.setSymbolPen(None)
                     else:
-                        item.setClipToView(True)
-                        item.setDownsampling(auto=True, method="peak")
+                        drawn_as_envelope(item)
                     _cached(item)
                     curve.item = self.add_item(item, z=0.5, ranged=not layer.faint)
                     layer.curves[track.key] = curve
@@ -306,8 +305,7 @@ class MetricPlot(PlotView):
                     if not len(x):
                         continue
                     item = pg.PlotDataItem(pen=layer.pen(key))
-                    item.setClipToView(True)
-                    item.setDownsampling(auto=True, method="peak")
+                    drawn_as_envelope(item)
                     item = self.add_item(item, z=0.5, ranged=not layer.faint)
                     layer.overlays[(key, index)] = item
                     self._legend_stale = True
@@ -418,8 +416,7 @@ class MetricPlot(PlotView):
         colour = pg.mkColor(curve.colour)
         colour.setAlpha(alpha)
         item = pg.PlotDataItem(pen=pg.mkPen(colour, width=width))
-        item.setClipToView(True)
-        item.setDownsampling(auto=True, method="peak")
+        drawn_as_envelope(item)
         item.setVisible(self.x_mode == GLOBAL)
         return self.add_item(item, z)
 
@@ -633,8 +630,7 @@ class MetricPlot(PlotView):
             return self.add_item(item, z=3)
         colour.setAlpha(200)
         item = pg.PlotDataItem(pen=pg.mkPen(colour, width=1.2))
-        item.setClipToView(True)
-        item.setDownsampling(auto=True, method="peak")
+        drawn_as_envelope(item)
         return self.add_item(item, z=1)
 
     # -- zooming in: exact points of a recorded run -----------------------------------
