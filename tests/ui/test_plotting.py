@@ -27,6 +27,33 @@ def test_robust_range_leaves_a_1000x_spike_out_unless_asked():
     assert lo < 3.0 < hi  # one point: a range around it
 
 
+def test_robust_range_of_a_long_envelope_sorts_a_sample_and_keeps_every_extreme(monkeypatch):
+    import tfstudio.ui.plotting.ranges as ranges
+
+    rng = np.random.default_rng(1)
+    steps = np.arange(20_000)
+    noisy = np.exp(-steps / 6000) + 0.1 * rng.random(20_000)
+    envelope = np.empty(40_000)  # a long run's line: each bucket's min, then its max
+    envelope[0::2], envelope[1::2] = noisy - 0.05, noisy + 0.05
+    envelope[12_345] = 40.0  # a spike: an outlier, marked, not in range
+    sorted_sizes = []
+    percentile = np.percentile
+
+    def counted(values, q):
+        sorted_sizes.append(len(values))
+        return percentile(values, q)
+
+    monkeypatch.setattr(ranges.np, "percentile", counted)
+    lo, hi = robust_range(envelope)
+    assert sorted_sizes and max(sorted_sizes) <= 2 * ranges.BULK_SAMPLE  # not all 40,000
+    monkeypatch.setattr(ranges.np, "percentile", percentile)
+    inliers = envelope[envelope < 10]
+    pad = (inliers.max() - inliers.min()) * ranges.MARGIN
+    # the range reaches every point but the spike (the extremes come from every point)
+    assert lo == pytest.approx(inliers.min() - pad) and hi == pytest.approx(inliers.max() + pad)
+    assert robust_range(envelope, show_all=True)[1] > 40
+
+
 def test_robust_range_of_a_metric_stuck_at_one_is_not_its_rounding_noise():
     """An accuracy at 1.0 for most of a run: float32 means scatter it by ~1e-6."""
     rng = np.random.default_rng(0)
