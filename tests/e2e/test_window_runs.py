@@ -145,7 +145,7 @@ def test_the_window_stops_asking_a_run_that_sends_nothing_and_misses_no_step(
         x = np.ones((320, 4), dtype="float32")
         m.fit(x, x.sum(1), batch_size=32, epochs=1, verbose=0)
         t0 = time.perf_counter()
-        time.sleep(2.5)  # no step, no output: between fits, an evaluation, a pause
+        time.sleep(3.0)  # no step, no output: between fits, an evaluation, a pause
         print(f"quiet {t0!r} {time.perf_counter()!r}", flush=True)
         m.fit(x, x.sum(1), batch_size=32, epochs=1, verbose=0)
         """
@@ -175,10 +175,12 @@ def test_the_window_stops_asking_a_run_that_sends_nothing_and_misses_no_step(
     # quiet_pull_s before (the worker, asked once, beats every 0.25 s on its own);
     # it was asked while the steps came.
     in_quiet = [t for t in asks if t0 < t < t1]
-    quiet = launcher.quiet_pull_s + 0.1
+    assert launcher.quiet_pull_s == 0.5
+    quiet = 0.5 + 0.35  # (an ask is noted a little after it is decided)
     late = [t for t in in_quiet if not any(0 <= t - a <= quiet for a in arrivals)]
     assert late == [], f"{len(late)} asks long after the last batch"
-    assert len(in_quiet) < (t1 - t0) * window.bridge.redraw_hz / 2
+    last = max(a for a in arrivals if a < t1)
+    assert t1 - last > 1.5, "the test needs a while with nothing from the run"
     assert any(t < t0 for t in asks)
 
 

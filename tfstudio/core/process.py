@@ -583,6 +583,8 @@ class ProcessLauncher:
         python: the interpreter for workers (default: the viewer's own).
     """
 
+    quiet_pull_s: float | None = QUIET_PULL_S
+
     def __init__(
         self,
         channel: Channel,
@@ -692,8 +694,6 @@ class ProcessLauncher:
         if worker is not None:
             self.commanded_at = time.perf_counter()  # its answer is asked for at once
             worker.send(("command", command))
-
-    quiet_pull_s: float | None = QUIET_PULL_S
 
     def pull(self) -> bool:
         """Ask the current run's worker for what it emitted since its last batch, now.
