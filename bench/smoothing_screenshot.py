@@ -34,24 +34,11 @@ from tfstudio.core.events import (  # noqa: E402
 )
 from tfstudio.ui.main_window import MainWindow  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "bench"))
+from ui_ingest import IdleLauncher  # noqa: E402 - beside this file: a launcher that starts nothing
+
 STEPS_PER_EPOCH = 100
 EPOCHS = 3
-
-
-class IdleLauncher:
-    """Starts nothing: this script feeds the channel itself."""
-
-    def start(self, script, args=(), options=None):
-        pass
-
-    def stop(self):
-        pass
-
-    def send(self, command):
-        pass
-
-    def is_running(self):
-        return True
 
 
 def main() -> int:
@@ -62,7 +49,7 @@ def main() -> int:
         QSettings.Format.IniFormat,
     )
     channel = Channel()
-    window = MainWindow(channel, IdleLauncher(), settings)
+    window = MainWindow(channel, IdleLauncher(running=True), settings)
     window.resize(1300, 800)
     window.show()
     window.metrics.set_smoothing(0.8)

@@ -64,16 +64,20 @@ STEPS_PER_EPOCH = 1000
 
 
 class IdleLauncher:
-    """A launcher that starts nothing: the benchmark feeds the channel itself."""
+    """A launcher that starts nothing: the benchmark feeds the channel itself
+    (``running``: whether the window sees a run under way from the start)."""
 
-    def __init__(self) -> None:
-        self.running = False
+    def __init__(self, running: bool = False) -> None:
+        self.running = running
 
-    def start(self, script, args=()):
+    def start(self, script, args=(), options=None):
         self.running = True
 
     def stop(self):
         self.running = False
+
+    def send(self, command):
+        pass
 
     def is_running(self):
         return self.running
