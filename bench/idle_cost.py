@@ -12,7 +12,11 @@ Modes, one process each, interleaved round by round: ``quiet`` (this tree: the
 window stops asking once nothing came for ``ProcessLauncher.quiet_pull_s``) and
 ``always`` (it asks before every redrawing tick, as before 2026-11-27).
 
-    python bench/idle_cost.py [--rounds 4] [--idle 6]
+With ``--gpu-figures`` the worker sends made-up GPU memory figures every second, as
+its sampler does on a GPU machine, and the modes are ``quiet`` and ``any-batch`` (any
+batch ends the quiet, those figures too: the rule before 2026-11-27's sixth stop).
+
+    python bench/idle_cost.py [--rounds 4] [--idle 6] [--gpu-figures]
 """
 
 from __future__ import annotations
@@ -41,10 +45,13 @@ def one(mode: str, out: Path) -> None:
     from PySide6.QtWidgets import QApplication
     from window_driver import run_window
 
+    from tfstudio.core import process
     from tfstudio.core.process import ProcessLauncher
 
     if mode == "always":
         ProcessLauncher.quiet_pull_s = None
+    elif mode == "any-batch":
+        process.ROUTINE_EVENTS = frozenset()
     samples: list[tuple[float, float, int, int]] = []
     bridges: list[object] = []
 
@@ -74,12 +81,13 @@ def stretch(samples: list[list[float]], t0: float, t1: float) -> dict[str, float
     }
 
 
-def measure(mode: str, idle: float) -> dict[str, float]:
+def measure(mode: str, idle: float, gpu_figures: bool = False) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         script_out = Path(tmp) / "script.json"
         window_out = Path(tmp) / "window.json"
         env = dict(os.environ, TFSTUDIO_BENCH_OUT=str(script_out), QT_QPA_PLATFORM="offscreen")
         env["TFSTUDIO_BENCH_IDLE"] = str(idle)
+        env["TFSTUDIO_BENCH_GPU_FIGURES"] = "1" if gpu_figures else "0"
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         cmd = [sys.executable, __file__, "--one", mode, str(window_out)]
         subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, check=True)
@@ -95,15 +103,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--idle", type=float, default=6.0)
+    parser.add_argument(
+        "--gpu-figures", action="store_true", help="the worker sends GPU memory figures"
+    )
     parser.add_argument("--one", nargs=2, metavar=("MODE", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         one(args.one[0], Path(args.one[1]))
         return
-    results: dict[str, list[dict[str, float]]] = {m: [] for m in MODES}
+    modes = ("quiet", "any-batch") if args.gpu_figures else MODES
+    results: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
     for r in range(args.rounds):
-        for mode in MODES if r % 2 == 0 else MODES[::-1]:
-            res = measure(mode, args.idle)
+        for mode in modes if r % 2 == 0 else modes[::-1]:
+            res = measure(mode, args.idle, args.gpu_figures)
             results[mode].append(res)
             print(
                 f"round {r + 1} {mode:>6}: training process {res['worker_ms']:5.2f} ms CPU/s, "

@@ -6,6 +6,9 @@ user has it paused; then a short fit again. Writes ``{"t0", "t1", "cpu_s"}`` to 
 file named by $TFSTUDIO_BENCH_OUT: the quiet stretch (``time.perf_counter``, the same
 clock in every process here) and this process's CPU time over it, all its threads:
 what tfstudio's helper threads spend while no step comes.
+
+With ``$TFSTUDIO_BENCH_GPU_FIGURES=1`` the worker's GPU memory sampler sends made-up
+figures for one GPU every second, as it does on a GPU machine (this one has none).
 """
 
 import json
@@ -15,6 +18,18 @@ import time
 from bench_model import mlp_and_data  # beside this script: its folder is on sys.path
 
 IDLE_S = float(os.environ.get("TFSTUDIO_BENCH_IDLE", "6"))
+if os.environ.get("TFSTUDIO_BENCH_GPU_FIGURES") == "1":
+    from tfstudio.core.events import DeviceMemory
+    from tfstudio.engine.probes import memory
+
+    def _figures(sampler: memory.TFMemorySampler) -> DeviceMemory:
+        # the sampler's thread, already running: its next sample (within a second) is this
+        event = DeviceMemory(sampler.monitor.now(), ("GPU:0",), (1 << 30,), (2 << 30,))
+        sampler.samples += 1
+        sampler.monitor.channel.emit(event)
+        return event
+
+    memory.TFMemorySampler._sample = _figures  # type: ignore[method-assign]
 model, data = mlp_and_data(prefetch=False)
 model.fit(data, epochs=1, steps_per_epoch=200, verbose=0)
 t0, cpu0 = time.perf_counter(), time.process_time()

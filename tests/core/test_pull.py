@@ -7,7 +7,7 @@ from multiprocessing import Pipe
 
 from tfstudio import worker
 from tfstudio.core.channel import Channel
-from tfstudio.core.events import ConsoleOutput, StepColumns
+from tfstudio.core.events import ConsoleOutput, DeviceMemory, StepColumns
 from tfstudio.core.process import ProcessLauncher
 
 
@@ -113,13 +113,13 @@ def test_the_launcher_stops_asking_a_quiet_run_until_a_batch_or_a_command_comes(
         # The first ask always goes: it puts the worker on its slow beat of its own.
         assert launcher.pull() is True and beats() == 1 and stand_in.pulled
         # Nothing came for longer than quiet_pull_s: no more asks (its beat brings the next).
-        launcher.last_arrival = time.perf_counter() - 2 * launcher.quiet_pull_s
+        launcher.last_news = time.perf_counter() - 2 * launcher.quiet_pull_s
         assert launcher.pull() is False and beats() == 1
         # A batch came: asked again before each redraw.
-        launcher.last_arrival = time.perf_counter()
+        launcher.last_news = time.perf_counter()
         assert launcher.pull() is True and beats() == 2
         # Quiet again, then the user presses a button: its answer is asked for at once.
-        launcher.last_arrival = time.perf_counter() - 2 * launcher.quiet_pull_s
+        launcher.last_news = time.perf_counter() - 2 * launcher.quiet_pull_s
         assert launcher.pull() is False
         launcher.send(Pause())
         assert ("command", Pause()) in stand_in.sent
@@ -128,6 +128,30 @@ def test_the_launcher_stops_asking_a_quiet_run_until_a_batch_or_a_command_comes(
         launcher.commanded_at = 0.0
         monkeypatch.setattr(launcher, "quiet_pull_s", None)
         assert launcher.pull() is True and beats() == 4
+    finally:
+        monkeypatch.setattr(launcher, "current", None)
+        launcher.shutdown()
+
+
+def test_a_run_that_sends_only_its_memory_figures_stays_quiet(monkeypatch):
+    """On a GPU the worker sends TensorFlow's memory figures every second, steps or not:
+    a paused run must not be asked half the time because of them."""
+    launcher = ProcessLauncher(Channel(), keep_spare=False, warm=False)
+    stand_in = _StandInWorker()
+    monkeypatch.setattr(launcher, "current", stand_in)
+    beats = lambda: sum(m == ("beat",) for m in stand_in.sent)  # noqa: E731
+    memory = DeviceMemory(3.0, ("GPU:0",), (1 << 30,), (2 << 30,))
+    try:
+        assert launcher.pull() is True and beats() == 1  # the first ask always goes
+        launcher.last_news = time.perf_counter() - 2 * launcher.quiet_pull_s
+        launcher.note_batch([memory])  # a quiet run's routine figures arrive
+        # the batch is noted as an arrival (pull answers are timed by it) ...
+        assert time.perf_counter() - launcher.last_arrival < launcher.quiet_pull_s
+        # ... but the run is still quiet: not asked
+        assert launcher.pull() is False and beats() == 1
+        # anything else in a batch (here a print) is news: the asks start again
+        launcher.note_batch([memory, ConsoleOutput("stdout", "epoch 2\n")])
+        assert launcher.pull() is True and beats() == 2
     finally:
         monkeypatch.setattr(launcher, "current", None)
         launcher.shutdown()

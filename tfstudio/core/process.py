@@ -34,6 +34,7 @@ from tfstudio.core.channel import Channel
 from tfstudio.core.commands import Command, Stop
 from tfstudio.core.events import (
     ConsoleOutput,
+    DeviceMemory,
     EngineStatus,
     FitStarted,
     MonitorError,
@@ -55,6 +56,10 @@ SELECT_S = 0.05
 # A run between fits, in a long evaluation or paused then costs neither process a
 # message per redraw (bench/idle_cost.py).
 QUIET_PULL_S = 0.5
+# What a worker sends on a clock of its own while its run is otherwise quiet (on a GPU,
+# TensorFlow's memory figures every second): a batch of only these does not end the
+# quiet, or a paused run on a GPU would be asked half the time.
+ROUTINE_EVENTS: frozenset[type] = frozenset({DeviceMemory})
 
 # Stages of a stop, in order; each call of stop() (or each expired deadline) moves on.
 STAGES = ("batch boundary", "SIGINT", "SIGTERM", "SIGKILL")
@@ -434,7 +439,7 @@ class _Worker:
             return True
         kind = message[0]
         if kind == "events":
-            self.launcher.last_arrival = time.perf_counter()  # (the window's pull, answered)
+            self.launcher.note_batch(message[1])  # (the window's pull, answered)
             self._events(message[1])
         elif kind == "ready":
             self.ready.set()
@@ -608,6 +613,7 @@ class ProcessLauncher:
         self._closed = False
         self.last_start_cold: list[str] = []  # why the last run got a cold worker
         self.last_arrival = 0.0  # time.perf_counter() when a batch of events last arrived
+        self.last_news = 0.0  # ... one with more than ROUTINE_EVENTS in it
         self.commanded_at = 0.0  # ... and when a command was last sent to a run
 
     # -- spare -------------------------------------------------------------
@@ -695,14 +701,27 @@ class ProcessLauncher:
             self.commanded_at = time.perf_counter()  # its answer is asked for at once
             worker.send(("command", command))
 
+    def note_batch(self, events: list[object]) -> None:
+        """A batch of a run's events arrived now (the reader thread calls this).
+
+        ``last_arrival`` always moves (the window times its pulls' answers by it);
+        ``last_news`` only when the batch holds more than :data:`ROUTINE_EVENTS`: a
+        run that sends nothing but its periodic figures stays quiet for :meth:`pull`.
+        """
+        now = time.perf_counter()
+        self.last_arrival = now
+        if any(type(e) not in ROUTINE_EVENTS for e in events):
+            self.last_news = now
+
     def pull(self) -> bool:
         """Ask the current run's worker for what it emitted since its last batch, now.
 
         The window calls this just before it redraws (``ui/bridge.py``); a worker that
         was asked once then sends only when asked (or every ``PULL_FALLBACK_S``).
         False when no run is under way (before its start is reported, after its end),
-        and when nothing came from the run for ``quiet_pull_s`` and no command went to
-        it: its own beat brings the next batch, and the asks start again with it.
+        and when nothing came from the run for ``quiet_pull_s`` (nothing but its routine
+        figures: :data:`ROUTINE_EVENTS`) and no command went to it: its own beat brings
+        the next batch, and the asks start again with it.
         """
         worker = self.current
         if worker is None or not worker.run_seen or worker.ended is not None:
@@ -710,7 +729,7 @@ class ProcessLauncher:
         quiet = self.quiet_pull_s
         if worker.pulled and quiet is not None:
             # quiet since the last batch and the last command (a resume's answer is awaited)
-            if time.perf_counter() - max(self.last_arrival, self.commanded_at) > quiet:
+            if time.perf_counter() - max(self.last_news, self.commanded_at) > quiet:
                 return False
         sent = worker.send(("beat",))
         worker.pulled = worker.pulled or sent
