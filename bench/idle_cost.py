@@ -9,8 +9,10 @@ its threads: the pump, the pipe's sender, the recorder), the window process's CP
 the pulls the window sent and the redraws it made.
 
 Modes, one process each, interleaved round by round: ``quiet`` (this tree: the
-window stops asking once nothing came for ``ProcessLauncher.quiet_pull_s``) and
-``always`` (it asks before every redrawing tick, as before 2026-11-27).
+window stops asking once nothing came for ``ProcessLauncher.quiet_pull_s``, and its
+bridge rests: a tick every ``QUIET_TICK_S``, no pull planned), ``unrested`` (it stops
+asking but ticks and plans pulls at the redraw rate: before 2026-11-27's sixth stop)
+and ``always`` (it asks before every redrawing tick, as before 2026-11-27).
 
 With ``--gpu-figures`` the worker sends made-up GPU memory figures every second, as
 its sampler does on a GPU machine, and the modes are ``quiet`` and ``any-batch`` (any
@@ -33,7 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "bench" / "idle_steps.py"
-MODES = ("quiet", "always")
+MODES = ("quiet", "unrested", "always")
 EDGE_S = 0.5  # left off each end of the quiet stretch
 
 
@@ -47,7 +49,10 @@ def one(mode: str, out: Path) -> None:
 
     from tfstudio.core import process
     from tfstudio.core.process import ProcessLauncher
+    from tfstudio.ui.bridge import Bridge
 
+    if mode in ("always", "unrested"):
+        Bridge._rest_if_quiet = lambda self: False  # type: ignore[method-assign]
     if mode == "always":
         ProcessLauncher.quiet_pull_s = None
     elif mode == "any-batch":
@@ -118,7 +123,7 @@ def main() -> None:
             res = measure(mode, args.idle, args.gpu_figures)
             results[mode].append(res)
             print(
-                f"round {r + 1} {mode:>6}: training process {res['worker_ms']:5.2f} ms CPU/s, "
+                f"round {r + 1} {mode:>9}: training process {res['worker_ms']:5.2f} ms CPU/s, "
                 f"window {res['window_ms']:5.2f} ms CPU/s, {res['pulls']:4.1f} pulls/s, "
                 f"{res['redraws']:4.1f} redraws/s",
                 flush=True,

@@ -111,6 +111,7 @@ def test_the_launcher_stops_asking_a_quiet_run_until_a_batch_or_a_command_comes(
     beats = lambda: sum(m == ("beat",) for m in stand_in.sent)  # noqa: E731
     try:
         # The first ask always goes: it puts the worker on its slow beat of its own.
+        assert not launcher.quiet()  # never asked: not quiet (the first ask must go)
         assert launcher.pull() is True and beats() == 1 and stand_in.pulled
         # Nothing came for longer than quiet_pull_s: no more asks (its beat brings the next).
         launcher.last_news = time.perf_counter() - 2 * launcher.quiet_pull_s
@@ -118,11 +119,15 @@ def test_the_launcher_stops_asking_a_quiet_run_until_a_batch_or_a_command_comes(
         # A batch came: asked again before each redraw.
         launcher.last_news = time.perf_counter()
         assert launcher.pull() is True and beats() == 2
-        # Quiet again, then the user presses a button: its answer is asked for at once.
+        # Quiet again, then the user presses a button: its answer is asked for at once,
+        # and the window (a listener) hears of it on the spot.
+        woken: list[bool] = []
+        launcher.command_listeners.append(lambda: woken.append(launcher.quiet()))
         launcher.last_news = time.perf_counter() - 2 * launcher.quiet_pull_s
-        assert launcher.pull() is False
+        assert launcher.quiet() and launcher.pull() is False
         launcher.send(Pause())
         assert ("command", Pause()) in stand_in.sent
+        assert woken == [False]  # told after the command went: no longer quiet
         assert launcher.pull() is True and beats() == 3
         # quiet_pull_s None: it always asks, as before.
         launcher.commanded_at = 0.0

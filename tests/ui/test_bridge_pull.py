@@ -105,3 +105,59 @@ def test_the_pull_lead_follows_the_round_trips_within_its_bounds(qtbot):
     assert bridge.pull_lead() == bridge_module.MIN_PULL_LEAD_S
     bridge.round_trips.extend([0.5] * 16)  # a slow one: at most half a tick
     assert bridge.pull_lead() == bridge.interval_ms() / 2000
+
+
+class QuietWorker(FakeWorker):
+    """A stand-in worker whose run can go quiet (``quiet()``, as ProcessLauncher.quiet)."""
+
+    def __init__(self, channel: Channel) -> None:
+        super().__init__(channel)
+        self.is_quiet = False
+
+    def quiet(self) -> bool:
+        return self.is_quiet
+
+    def pull(self) -> bool:
+        return False if self.is_quiet else super().pull()
+
+
+def test_a_quiet_run_is_neither_asked_nor_ticked_for_at_the_redraw_rate(qtbot):
+    channel = Channel()
+    bridge = Bridge(channel)
+    bridge.set_redraw_hz(bridge_module.FULL_REDRAW_HZ)  # an idle machine: 30 ticks a second
+    fake = QuietWorker(channel)
+    bridge.puller = fake
+    panel = ShownPanel()
+    bridge.add_panel(panel)
+    bridge.start()
+    try:
+        fake.running = True
+        channel.emit(RunStarted("/tmp/t.py", ("t.py",), "/tmp", 0.0))
+        qtbot.waitUntil(lambda: len(fake.pulls) >= 5, timeout=10_000)
+        live_ms = bridge.interval_ms()
+        assert live_ms < 1000 * bridge_module.QUIET_TICK_S and not bridge.resting
+        # the run goes quiet: the bridge rests (slow ticks, no pull planned)
+        fake.is_quiet = True
+        qtbot.waitUntil(lambda: bridge.resting, timeout=2000)
+        assert bridge.interval_ms() == round(1000 * bridge_module.QUIET_TICK_S)
+        frames, asked = bridge.frames, bridge.pulls
+        qtbot.wait(500)
+        assert bridge.pulls == asked and not bridge._pull_timer.isActive()
+        # what the run's own beat brings is still drained and drawn, at the slow pace
+        channel.emit(StepEnded(0, 99, 0, 99, 1, {"loss": 0.5}, {}, 0.99))
+        qtbot.waitUntil(lambda: 99 in panel.shown, timeout=2000)
+        assert bridge.frames - frames <= 1 + 0.6 / bridge_module.QUIET_TICK_S
+        # a command went to the run: back to the live pace at once, asks again
+        fake.is_quiet = False
+        bridge.wake()
+        assert not bridge.resting and bridge.interval_ms() == live_ms
+        assert bridge._pull_timer.isActive()  # the ask for the next tick is planned at once
+        qtbot.waitUntil(lambda: bridge.pulls > asked, timeout=2000)
+        # the run's end: no rest left over for the next run
+        fake.is_quiet = True
+        qtbot.waitUntil(lambda: bridge.resting, timeout=2000)
+        channel.emit(RunEnded("finished", 0, 1, len(fake.pulls), 1.0))
+        qtbot.waitUntil(lambda: not bridge.live, timeout=2000)
+        assert not bridge.resting
+    finally:
+        bridge.stop()

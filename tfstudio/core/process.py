@@ -25,7 +25,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -615,6 +615,9 @@ class ProcessLauncher:
         self.last_arrival = 0.0  # time.perf_counter() when a batch of events last arrived
         self.last_news = 0.0  # ... one with more than ROUTINE_EVENTS in it
         self.commanded_at = 0.0  # ... and when a command was last sent to a run
+        # Called (on the sender's thread) after a command or a stop went to a run: the
+        # window, resting while the run was quiet, paces up for its answer at once.
+        self.command_listeners: list[Callable[[], None]] = []
 
     # -- spare -------------------------------------------------------------
     def prepare(self) -> None:
@@ -690,6 +693,7 @@ class ProcessLauncher:
         if worker is not None:
             self.commanded_at = time.perf_counter()
             worker.escalate()
+            self._commanded()
 
     def send(self, command: Command) -> None:
         """Pass a command to the current run (applied at its next batch boundary)."""
@@ -700,6 +704,11 @@ class ProcessLauncher:
         if worker is not None:
             self.commanded_at = time.perf_counter()  # its answer is asked for at once
             worker.send(("command", command))
+            self._commanded()
+
+    def _commanded(self) -> None:
+        for listener in list(self.command_listeners):
+            listener()
 
     def note_batch(self, events: list[object]) -> None:
         """A batch of a run's events arrived now (the reader thread calls this).
@@ -713,6 +722,15 @@ class ProcessLauncher:
         if any(type(e) not in ROUTINE_EVENTS for e in events):
             self.last_news = now
 
+    def quiet(self) -> bool:
+        """Whether the current run is quiet: asked once already, nothing but its routine
+        figures came from it for ``quiet_pull_s`` and no command went to it since (a
+        resume's answer is awaited). :meth:`pull` then sends nothing."""
+        worker, quiet = self.current, self.quiet_pull_s
+        if worker is None or not worker.pulled or quiet is None:
+            return False
+        return time.perf_counter() - max(self.last_news, self.commanded_at) > quiet
+
     def pull(self) -> bool:
         """Ask the current run's worker for what it emitted since its last batch, now.
 
@@ -724,13 +742,8 @@ class ProcessLauncher:
         the next batch, and the asks start again with it.
         """
         worker = self.current
-        if worker is None or not worker.run_seen or worker.ended is not None:
+        if worker is None or not worker.run_seen or worker.ended is not None or self.quiet():
             return False
-        quiet = self.quiet_pull_s
-        if worker.pulled and quiet is not None:
-            # quiet since the last batch and the last command (a resume's answer is awaited)
-            if time.perf_counter() - max(self.last_news, self.commanded_at) > quiet:
-                return False
         sent = worker.send(("beat",))
         worker.pulled = worker.pulled or sent
         return sent

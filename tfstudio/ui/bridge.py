@@ -28,7 +28,9 @@ for the screen instead of a pump beat and then a redraw. How early to ask is
 learned from the last round trips (:meth:`Bridge.pull_lead`). A run that sent
 nothing for half a second (between fits, evaluating, paused) is not asked (see
 ``ProcessLauncher.pull``): the worker's own beat, every 0.25 s, brings what comes next,
-and the asks start again with it.
+and the asks start again with it. While the run is quiet the bridge rests too: it
+plans no pulls and ticks every :data:`QUIET_TICK_S` (:meth:`Puller.quiet`); a batch
+with news, or a command sent to the run (:meth:`Bridge.wake`), brings the pace back.
 """
 
 from __future__ import annotations
@@ -69,6 +71,10 @@ PULL_LEAD_S = 0.015
 MIN_PULL_LEAD_S = 0.004  # ... never less than this, nor more than half a tick
 PULL_MARGIN_S = 0.003  # added to the round trips' 80th percentile
 PULL_HISTORY = 16  # round trips the lead is learned from
+# While a live run is quiet (Puller.quiet): a tick this often at most. The worker's own
+# beat brings what comes next every 0.25 s; ticking at the redraw rate (30 a second on
+# an idle machine) would only drain an empty channel (bench/idle_cost.py).
+QUIET_TICK_S = 0.1
 
 
 def choose_redraw_hz(
@@ -127,6 +133,8 @@ class Puller(Protocol):
         """Ask the run for what it emitted since its last batch; False when none runs."""
         ...
 
+    # optional ``quiet() -> bool``: a pull would send nothing now (the run is quiet)
+
 
 class Bridge(QObject):
     """Drains a :class:`Channel` at frame rate and fans the events out to panels.
@@ -179,6 +187,7 @@ class Bridge(QObject):
         self._pull_timer.timeout.connect(self._pull)
         self._pulled_at: float | None = None  # the oldest pull not answered yet
         self.round_trips: deque[float] = deque(maxlen=PULL_HISTORY)
+        self.resting = False  # the live run is quiet: ticks slowed, no pulls planned
 
     # -- set-up ----------------------------------------------------------
     def add_panel(self, panel: Panel) -> None:
@@ -240,7 +249,29 @@ class Bridge(QObject):
         seconds = 1.0 / self.fps
         if self.live:
             seconds = max(seconds, self.min_redraw_s())
+            if self.resting:
+                seconds = max(seconds, QUIET_TICK_S)
         self._timer.setInterval(max(1, round(1000 * seconds)))
+
+    def wake(self) -> None:
+        """Back to the live pace now (a command went to the run: its answer is awaited).
+
+        The tick timer restarts at the live interval and the pull for its tick is planned
+        at once, so the answer is drawn at that tick, not one later.
+        """
+        if self.resting:
+            self.resting = False
+            self._retime()
+            self._plan_pull(time.perf_counter())
+
+    def _rest_if_quiet(self) -> bool:
+        """Follow the puller's quiet (slow ticks while it lasts); whether it is quiet."""
+        quiet = getattr(self.puller, "quiet", None)
+        resting = self.live and quiet is not None and bool(quiet())
+        if resting != self.resting:
+            self.resting = resting
+            self._retime()
+        return resting
 
     def reset_stats(self) -> None:
         """Forget frame times and counters (benchmarks call this between phases)."""
@@ -282,6 +313,7 @@ class Bridge(QObject):
                 panel.ingest_event(event)
             if isinstance(event, RunEnded):
                 self.live = False
+                self.resting = False
                 self._pull_timer.stop()
                 self._pulled_at = None
                 self._retime()
@@ -290,6 +322,7 @@ class Bridge(QObject):
                 self.run_ended.emit(event)
             elif isinstance(event, RunStarted):
                 self.live = True
+                self.resting = False
                 self._load_mark = None  # the sampler starts afresh with the run
                 self._retime()
                 self.run_started.emit(event)
@@ -333,6 +366,8 @@ class Bridge(QObject):
         if self.puller is None or not self.live:
             return
         self._note_round_trip(now)
+        if self._rest_if_quiet():
+            return  # a pull would send nothing: the run's own beat brings what comes
         interval = self._timer.interval() / 1000
         next_tick = now + interval
         next_redraw = self._next_redraw

@@ -145,6 +145,9 @@ class MainWindow(QMainWindow):
         self.bridge = Bridge(channel, parent=self)
         if isinstance(launcher, Puller):  # runs in worker processes: the window pulls
             self.bridge.puller = launcher
+            listeners = getattr(launcher, "command_listeners", None)
+            if listeners is not None:  # a command's answer is awaited at the live pace
+                listeners.append(self.bridge.wake)
         for panel in (
             self.metrics,
             self.console,
