@@ -265,10 +265,9 @@ class StudioCallback(keras.callbacks.Callback):
             m = running.get(key)
             if m is None or kinds.get(key) != _MEAN:
                 continue
-            m_j = prev.get(key)
             ck = _count(count) if last else (k - self._base_k) * per_batch
             cj = (self._prev_k - self._base_k) * per_batch  # (never an epoch's last)
-            values[key] = m if m_j is None or cj == 0.0 else (ck * m - cj * m_j) / (ck - cj)
+            values[key] = _batch_mean(m, prev.get(key), ck, cj)
         self._quick = not self._own and not self._unclaimed
         return self._send_step(k, c_k, values, running)
 
@@ -424,11 +423,16 @@ def _derive(
         m = running[key] = float(raw)
         kind = kinds.get(key, _RAW)
         if kind == _MEAN:
-            m_j = prev.get(key)
-            values[key] = m if m_j is None or c_j == 0.0 else (c_k * m - c_j * m_j) / (c_k - c_j)
+            values[key] = _batch_mean(m, prev.get(key), c_k, c_j)
         elif kind == _RAW:
             values[key] = m
     return values, running
+
+
+def _batch_mean(m: float, m_j: float | None, c_k: float, c_j: float) -> float:
+    """A batch's own mean from the running means after it (``m``, over ``c_k`` samples)
+    and before it (``m_j``, over ``c_j``); ``m`` itself at an epoch's first batch."""
+    return m if m_j is None or c_j == 0.0 else (c_k * m - c_j * m_j) / (c_k - c_j)
 
 
 def _count(variable: Any) -> float:
