@@ -18,7 +18,12 @@ With ``--gpu-figures`` the worker sends made-up GPU memory figures every second,
 its sampler does on a GPU machine, and the modes are ``quiet`` and ``any-batch`` (any
 batch ends the quiet, those figures too: the rule before 2026-11-27's sixth stop).
 
-    python bench/idle_cost.py [--rounds 4] [--idle 6] [--gpu-figures]
+With ``--no-run`` it measures the window with no run at all (opened, then left alone:
+its CPU over ``--idle`` seconds after a 3 s settling), modes ``rested`` (this tree: the
+bridge ticks every ``QUIET_TICK_S`` once nothing came for ``IDLE_REST_S``) and
+``unrested`` (30 ticks a second throughout: before 2026-11-27's sixth stop).
+
+    python bench/idle_cost.py [--rounds 4] [--idle 6] [--gpu-figures | --no-run]
 """
 
 from __future__ import annotations
@@ -74,6 +79,34 @@ def one(mode: str, out: Path) -> None:
     out.write_text(json.dumps({"samples": samples}))
 
 
+def empty_window(mode: str, seconds: float) -> float:
+    """The window's CPU (ms a second) with no run, left alone for ``seconds``."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtCore import QSettings, QTimer
+    from PySide6.QtWidgets import QApplication
+
+    import tfstudio.ui.bridge as bridge_module
+    from tfstudio.core.channel import Channel
+    from tfstudio.core.process import ProcessLauncher
+    from tfstudio.ui.main_window import MainWindow
+
+    if mode == "unrested":
+        bridge_module.IDLE_REST_S = float("inf")
+    app = QApplication.instance() or QApplication([])
+    channel = Channel()
+    launcher = ProcessLauncher(channel, keep_spare=False)
+    window = MainWindow(channel, launcher, QSettings(os.devnull, QSettings.Format.IniFormat))
+    window.show()
+    marks: list[tuple[float, float]] = []
+    mark = lambda: marks.append((time.perf_counter(), time.process_time()))  # noqa: E731
+    QTimer.singleShot(3000, mark)
+    QTimer.singleShot(round(1000 * (3 + seconds)), lambda: (mark(), app.quit()))
+    app.exec()
+    launcher.shutdown()
+    (t0, c0), (t1, c1) = marks
+    return 1000 * (c1 - c0) / (t1 - t0)
+
+
 def stretch(samples: list[list[float]], t0: float, t1: float) -> dict[str, float]:
     """Per second over [t0, t1]: the window's CPU, pulls and redraws (nearest samples)."""
     inside = [s for s in samples if t0 <= s[0] <= t1]
@@ -111,10 +144,17 @@ def main() -> None:
     parser.add_argument(
         "--gpu-figures", action="store_true", help="the worker sends GPU memory figures"
     )
+    parser.add_argument("--no-run", action="store_true", help="the window with no run")
     parser.add_argument("--one", nargs=2, metavar=("MODE", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        one(args.one[0], Path(args.one[1]))
+        if args.no_run:
+            Path(args.one[1]).write_text(json.dumps(empty_window(args.one[0], args.idle)))
+        else:
+            one(args.one[0], Path(args.one[1]))
+        return
+    if args.no_run:
+        no_run(args.rounds, args.idle)
         return
     modes = ("quiet", "any-batch") if args.gpu_figures else MODES
     results: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
@@ -136,6 +176,24 @@ def main() -> None:
             f"window {med['window_ms']:.2f} ms CPU a second, {med['pulls']:.1f} pulls/s, "
             f"{med['redraws']:.1f} redraws/s"
         )
+
+
+def no_run(rounds: int, idle: float) -> None:
+    """The window with no run, modes interleaved round by round."""
+    got: dict[str, list[float]] = {"rested": [], "unrested": []}
+    for r in range(rounds):
+        for mode in list(got) if r % 2 == 0 else list(got)[::-1]:
+            with tempfile.TemporaryDirectory() as tmp:
+                out = Path(tmp) / "window.json"
+                cmd = [sys.executable, __file__, "--no-run", "--idle", str(idle)]
+                cmd += ["--one", mode, str(out)]
+                env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+                subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, check=True)
+                got[mode].append(json.loads(out.read_text()))
+            print(f"round {r + 1} {mode:>8}: window {got[mode][-1]:5.2f} ms CPU/s", flush=True)
+    print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; {idle} s alone")
+    for mode, values in got.items():
+        print(f"no run ({mode}): window {statistics.median(values):.2f} ms CPU a second")
 
 
 if __name__ == "__main__":

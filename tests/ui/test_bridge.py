@@ -255,3 +255,32 @@ def test_a_busy_machine_gets_the_low_redraw_rate_and_no_event_waits(qtbot, monke
     channel.emit(RunEnded("finished", 0, 1, 12, 1.0))
     bridge.tick()
     assert bridge.interval_ms() == round(1000 / 30)
+
+
+def test_an_idle_window_ticks_slowly_until_something_comes(qtbot):
+    import tfstudio.ui.bridge as bridge_module
+
+    channel = Channel()
+    bridge = Bridge(channel)
+    frame_ms = bridge.interval_ms()
+    assert frame_ms == round(1000 / bridge_module.DEFAULT_FPS)
+    bridge.start()
+    try:
+        # no run, nothing on the channel: after IDLE_REST_S the bridge rests
+        qtbot.waitUntil(lambda: bridge.resting, timeout=int(3000 * bridge_module.IDLE_REST_S))
+        assert bridge.interval_ms() == round(1000 * bridge_module.QUIET_TICK_S)
+        # something comes (a run's first events): drained at the next slow tick, and the
+        # frame rate is back
+        channel.emit(RunStarted("/tmp/t.py", ("t.py",), "/tmp", 0.0))
+        qtbot.waitUntil(lambda: bridge.live, timeout=1000)
+        assert not bridge.resting and bridge.interval_ms() <= frame_ms * 3
+        channel.emit(RunEnded("finished", 0, 1, 0, 1.0))
+        qtbot.waitUntil(lambda: not bridge.live, timeout=1000)
+        assert bridge.interval_ms() == frame_ms and not bridge.resting
+        # events with no run: drained, and no rest while they keep coming
+        qtbot.waitUntil(lambda: bridge.resting, timeout=int(3000 * bridge_module.IDLE_REST_S))
+        channel.emit(step(1))
+        qtbot.waitUntil(lambda: not bridge.resting, timeout=1000)
+        assert bridge.interval_ms() == frame_ms
+    finally:
+        bridge.stop()

@@ -31,6 +31,8 @@ nothing for half a second (between fits, evaluating, paused) is not asked (see
 and the asks start again with it. While the run is quiet the bridge rests too: it
 plans no pulls and ticks every :data:`QUIET_TICK_S` (:meth:`Puller.quiet`); a batch
 with news, or a command sent to the run (:meth:`Bridge.wake`), brings the pace back.
+With no run, once nothing came for :data:`IDLE_REST_S` the bridge rests the same way
+until something comes: a window left open between runs wakes 10 times a second, not 30.
 """
 
 from __future__ import annotations
@@ -75,6 +77,10 @@ PULL_HISTORY = 16  # round trips the lead is learned from
 # beat brings what comes next every 0.25 s; ticking at the redraw rate (30 a second on
 # an idle machine) would only drain an empty channel (bench/idle_cost.py).
 QUIET_TICK_S = 0.1
+# With no run under way, after this long with nothing drained: ticks every QUIET_TICK_S
+# (an idle window's 30 ticks a second were two thirds of its CPU; the first events of
+# a run, or of anything else, are drained within QUIET_TICK_S and the pace comes back).
+IDLE_REST_S = 1.0
 
 
 def choose_redraw_hz(
@@ -187,7 +193,8 @@ class Bridge(QObject):
         self._pull_timer.timeout.connect(self._pull)
         self._pulled_at: float | None = None  # the oldest pull not answered yet
         self.round_trips: deque[float] = deque(maxlen=PULL_HISTORY)
-        self.resting = False  # the live run is quiet: ticks slowed, no pulls planned
+        self.resting = False  # the live run is quiet, or no run and nothing comes: slow ticks
+        self._drained_at = time.perf_counter()  # when a tick last drained events
 
     # -- set-up ----------------------------------------------------------
     def add_panel(self, panel: Panel) -> None:
@@ -208,6 +215,7 @@ class Bridge(QObject):
 
     def start(self) -> None:
         """Start draining at frame rate."""
+        self._drained_at = time.perf_counter()
         self._timer.start()
 
     def stop(self) -> None:
@@ -249,8 +257,8 @@ class Bridge(QObject):
         seconds = 1.0 / self.fps
         if self.live:
             seconds = max(seconds, self.min_redraw_s())
-            if self.resting:
-                seconds = max(seconds, QUIET_TICK_S)
+        if self.resting:
+            seconds = max(seconds, QUIET_TICK_S)
         self._timer.setInterval(max(1, round(1000 * seconds)))
 
     def wake(self) -> None:
@@ -295,7 +303,14 @@ class Bridge(QObject):
             if self._dirty and self._due(t0):
                 self._redraw(t0)
             self._plan_pull(t0)
+            if not self.live and not self.resting and t0 - self._drained_at >= IDLE_REST_S:
+                self.resting = True  # no run, nothing coming: tick slowly until something does
+                self._retime()
             return 0
+        self._drained_at = t0
+        if self.resting and not self.live:
+            self.resting = False
+            self._retime()
         run: list[StepEnded] = []
         for event in events:
             self._dirty = True
