@@ -14,7 +14,7 @@ Resume and waits until a redraw shows a step past the pause. Per press it report
 
 Modes, one process each, interleaved round by round: ``rested`` (this tree: a quiet
 run's bridge ticks every ``QUIET_TICK_S`` and a command wakes it) and ``unrested`` (the
-bridge ticks at the redraw rate throughout: before 2026-11-27's sixth stop).
+bridge ticks at the redraw rate while the run is live: before 2026-11-27's sixth stop).
 
     python bench/window_pause.py [--rounds 3] [--presses 4] [--paused 2] [--every 1.5]
 """

@@ -275,3 +275,21 @@ def test_an_epoch_boundary_breaks_the_line_and_the_series_never_ends_in_a_gap(wi
     run.steps(10, dt=0.01, start=10).frame()
     x, y = _step_series(panel)
     assert np.isnan(y).sum() == 1 and np.nanmax(y) < 20.0
+
+
+def test_the_time_axis_follows_the_samples_while_no_step_comes(window, run):
+    """Paused (or evaluating) after a second of steps: the CPU and memory lines go on, and
+    the shared time axis shows them, not only the time the steps cover."""
+    panel = window.system
+    panel.gpu_reader = GpuReader(FakeNvml([]))
+    run.started().fit(epochs=1, steps_per_epoch=10_000)
+    run.steps(50, dt=0.02).frame()  # steps over the run's first second
+    sample = panel.sampler.sample()
+    for t in (0.5, 1.0, 2.0, 4.0, 8.0):  # the sampler's ticks go on while no step comes
+        panel.add_sample(t, sample, ())
+    _grab(window.system, "system_time_follows_samples.png")
+    for plot in (panel.step_plot, panel.util_plot, panel.memory_plot):
+        lo, hi = plot.getViewBox().viewRange()[0]
+        assert lo <= 0.5 and hi >= 8.0, f"time axis {lo:.1f}..{hi:.1f} s hides the samples"
+    x, _ = panel.cpu_curve.getData()
+    assert x[-1] == 8.0

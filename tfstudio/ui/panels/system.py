@@ -155,6 +155,10 @@ class SystemPanel(QWidget):
         self.step_plot.setLimits(xMin=0)  # the run's time starts at 0
         self.step_curve = self._curve(self.step_plot, "per step", STEP)
         self.step_curve.setData([], [], connect="finite")  # NaN: no steps there (a gap)
+        # Nothing drawn: it holds the samples' time span, so the shared time axis follows
+        # the samples while no step comes (paused, evaluating), not only the steps.
+        self.time_span = pg.PlotDataItem([], [], pen=pg.mkPen(None))
+        self.step_plot.addItem(self.time_span)
         self.pause_marks: list[pg.LinearRegionItem] = []
         self.cpu_curve = self._curve(self.util_plot, "run CPU", PROCESS)
         self.machine_curve = self._curve(self.util_plot, "machine CPU", MACHINE)
@@ -461,6 +465,8 @@ class SystemPanel(QWidget):
         self.step_curve.setData(x + offset, y, connect="finite")
         _from_zero(self.step_plot, y)
         self._draw_pauses(offset)
+        span = times[[0, -1]] if len(times) else times
+        self.time_span.setData(span, np.zeros(len(span)))
         if self.samples:
             ncpu = self.samples[-1].cpu_count
             cpu = [_nan(s.process_cpu, 1.0 / ncpu) for s in self.samples]
