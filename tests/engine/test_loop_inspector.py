@@ -36,6 +36,7 @@ from tfstudio.core.events import (
     WeightStats,
 )
 from tfstudio.core.options import RunOptions
+from tfstudio.engine.loop_inspect import LOOP_OUTPUTS_OFF
 from tfstudio.engine.session import TrainingSession
 
 pytestmark = pytest.mark.tf
@@ -112,7 +113,9 @@ def test_graph_loop_reports_gradient_norms_and_the_inspector_views(tmp_path: Pat
     weights = of(events, WeightStats)
     assert [w.step for w in weights] == [2, 5, 8, 11]
     assert {v.path for v in weights[-1].variables} == set(own["final"])
-    assert len(of(events, InspectorStatus)) == 4
+    statuses = of(events, InspectorStatus)
+    assert len(statuses) == 4
+    assert all(s.outputs_off == LOOP_OUTPUTS_OFF for s in statuses)  # the views say why
 
 
 @pytest.mark.parametrize("mode", ["graph", "eager", "two"])

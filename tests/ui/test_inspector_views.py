@@ -8,12 +8,14 @@ import numpy as np
 import pytest
 
 from tfstudio.core.events import (
+    FitStarted,
     GradientStats,
     GradientVariable,
     InspectorStatus,
     LayerOutput,
     LayerOutputs,
     ModelNode,
+    ModelSummary,
     ModelTree,
     VariableInfo,
     VariableStats,
@@ -287,6 +289,35 @@ def test_outputs_view_says_why_a_fit_has_no_layer_outputs(window, run):
     run.emit(status).frame()
     assert view.header.text() == off
     assert view.picture.isHidden() and view.heatmap.widget.isHidden()
+
+
+def test_a_custom_loop_is_titled_a_loop_and_its_empty_views_say_why(window, run):
+    """A loop's model tree reads "loop 1: ...", the outputs and walk views say why they
+    stay empty, and a run that ended before its overhead could be measured says so."""
+    run.started().emit(
+        FitStarted(0, ModelSummary("seq", "custom loop", (), 42, 42), 1, 0, None, 1, 0, 0.0,
+                   kind="loop", loop_index=1),
+        _tree(),
+        _weights(2),
+    )  # fmt: skip
+    off = "Layer outputs are not sampled in a custom training loop: ..."
+    nan = float("nan")
+    run.emit(InspectorStatus(0, 2, "budget", 300, 0.03, nan, 9.6, 400, "", off)).frame()
+    panel = window.inspector.model
+    assert panel.tree.topLevelItem(0).text(0) == "loop 1: seq"
+    assert "overhead — (measuring)" in panel.status.text()
+    window.inspector.show_view("outputs")
+    assert window.inspector.outputs.header.text() == off
+    window.inspector.show_view("walk")
+    walk = window.inspector.walk
+    assert walk.info.text() == "No forward walk. " + off and walk.table.rowCount() == 0
+    run.ended().frame()
+    assert "overhead — (too little training to measure)" in panel.status.text()
+    # the next run (a fit) starts afresh: its tree is a fit's, the walk has no stale reason
+    run.started().frame()
+    assert walk.info.text() == "No forward walk yet."
+    run.fit().emit(_tree()).frame()
+    assert panel.tree.topLevelItem(0).text(0) == "fit 1: seq"
 
 
 def test_outputs_view_feature_maps_for_a_chosen_sample(window, run, tmp_path):

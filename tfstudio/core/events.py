@@ -118,9 +118,13 @@ class FitStarted:
 
     def title(self) -> str:
         """``fit 2: name`` or ``loop 1: name``, for labels."""
+        return f"{self.label()}: {self.model.name}"
+
+    def label(self) -> str:
+        """``fit 2`` or ``loop 1``: which fit or custom loop of the run this is."""
         if self.kind == "loop":
-            return f"loop {self.loop_index}: {self.model.name}"
-        return f"fit {self.fit_index + 1}: {self.model.name}"
+            return f"loop {self.loop_index}"
+        return f"fit {self.fit_index + 1}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tfstudio.core.events import (
+    FitStarted,
     GradientStats,
     InspectorStatus,
     LayerOutputs,
     ModelNode,
     ModelTree,
+    RunEnded,
     RunStarted,
     WeightStats,
 )
@@ -95,10 +97,13 @@ class InspectorStore:
         self.outputs: dict[str, History] = {}
         self.last_outputs: LayerOutputs | None = None
         self.status: InspectorStatus | None = None
+        self.kinds: dict[int, str] = {}  # fit index -> "fit 2" or "loop 1" (FitStarted)
+        self.ended = False  # the run is over: no sample will come
         self.version = 0  # bumped on every change: views redraw only when it moved
 
     def ingest(self, event: object) -> bool:
-        """Take one event; True if it was an inspector event."""
+        """Take one event; True if the store changed (an inspector event, a fit's start,
+        the run's start or end)."""
         if isinstance(event, WeightStats):
             for v in event.variables:
                 self.shapes[v.path] = v.shape
@@ -130,6 +135,10 @@ class InspectorStore:
             self.trees[event.fit_index] = event
         elif isinstance(event, InspectorStatus):
             self.status = event
+        elif isinstance(event, FitStarted):
+            self.kinds[event.fit_index] = event.label()
+        elif isinstance(event, RunEnded):
+            self.ended = True
         elif isinstance(event, RunStarted):
             self.clear()
         else:
@@ -160,6 +169,16 @@ class InspectorStore:
             return paths
         return [p for p in paths if _under(p, path)] or paths
 
+    def tree_title(self, tree: ModelTree) -> str:
+        """The label of a model tree's root: ``fit 2: name`` or ``loop 1: name``."""
+        kind = self.kinds.get(tree.fit_index) or f"fit {tree.fit_index + 1}"
+        return f"{kind}: {tree.root.name}"
+
+    @property
+    def outputs_off(self) -> str:
+        """Why no layer outputs are sampled in the current fit or loop ("" when they are)."""
+        return self.status.outputs_off if self.status is not None else ""
+
     def status_text(self) -> str:
         """One line: cadence, measured overhead, cost of a sample, largest message."""
         if self.recorded_in:
@@ -174,7 +193,10 @@ class InspectorStore:
             limit = ", at most one a second" if s.capped else ""
             cadence = f"every {s.every} steps (budget {s.budget:.0%}{limit})"
         # NaN until a second of training backs the share (see Cadence.overhead)
-        overhead = f"{s.overhead:.1%}" if math.isfinite(s.overhead) else "— (measuring)"
+        if math.isfinite(s.overhead):
+            overhead = f"{s.overhead:.1%}"
+        else:  # the run ended before a second of training backed the share
+            overhead = "— (too little training to measure)" if self.ended else "— (measuring)"
         return (
             f"Sampling {cadence} · overhead {overhead} · last sample "
             f"{s.probe_ms:.1f} ms · largest message {s.largest_message / 1024:.1f} kB"

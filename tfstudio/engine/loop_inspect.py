@@ -45,6 +45,12 @@ from tfstudio.engine.monitor import RunMonitor
 from tfstudio.engine.probes.cadence import Cadence
 
 FIRST_SAMPLE = 2  # a loop's first sampled step: by then a GAN's second series has joined
+# Why the layer outputs and forward walk views stay empty for a custom loop (its status says)
+LOOP_OUTPUTS_OFF = (
+    "Layer outputs are not sampled in a custom training loop: tfstudio never reads the "
+    "loop's data, so it has no batch to probe the model with. Its weights and gradients "
+    "are sampled (Weights and Gradients views)."
+)
 
 
 class _Variables:
@@ -260,6 +266,7 @@ class LoopInspector:
                 cadence.overhead(now - loop.t0 + loop.first_cost),
                 cost * 1000.0,
                 self.largest_message,
+                outputs_off=LOOP_OUTPUTS_OFF,
                 capped=cadence.capped,
             )
         )

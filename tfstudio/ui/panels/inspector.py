@@ -14,10 +14,12 @@ from PySide6.QtWidgets import QDockWidget, QMainWindow, QTabWidget, QWidget
 
 from tfstudio.core.events import (
     CheckpointRestored,
+    FitStarted,
     GradientStats,
     InspectorStatus,
     LayerOutputs,
     ModelTree,
+    RunEnded,
     RunStarted,
     StepEnded,
     WeightStats,
@@ -49,6 +51,8 @@ class InspectorPanels(QObject):
         InspectorStatus,
         RunStarted,
         CheckpointRestored,
+        FitStarted,  # titles the model tree: "fit 2: ..." or "loop 1: ..."
+        RunEnded,  # the status then says a run too short to measure the overhead
     )  # the kinds the bridge hands ingest_event / ingest_steps (and no others)
 
     def __init__(self, window: QMainWindow, metrics: QWidget) -> None:

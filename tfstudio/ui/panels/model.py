@@ -134,7 +134,7 @@ class ModelPanel(QWidget):
     def _add_node(
         self, parent: QTreeWidgetItem | None, node: ModelNode, tree: ModelTree
     ) -> QTreeWidgetItem:
-        name = node.name if parent is not None else f"fit {tree.fit_index + 1}: {node.name}"
+        name = node.name if parent is not None else self.store.tree_title(tree)
         item = QTreeWidgetItem(
             [
                 name,

@@ -188,9 +188,7 @@ class OutputsView(QWidget):
         self._drawn = self.store.version
         outputs = self.store.last_outputs
         if outputs is None:
-            status = self.store.status
-            off = status.outputs_off if status is not None else ""
-            text = off or "No layer outputs yet."
+            text = self.store.outputs_off or "No layer outputs yet."
             if self.header.text() != text:
                 self.header.setText(text)
             return

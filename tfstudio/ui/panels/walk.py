@@ -32,6 +32,7 @@ class WalkView(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         self.info = QLabel("No forward walk yet.")
         self.info.setContentsMargins(8, 4, 8, 4)
+        self.info.setWordWrap(True)
         layout.addWidget(self.info)
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
@@ -51,6 +52,9 @@ class WalkView(QWidget):
         self._drawn = self.store.version
         outputs = self.store.last_outputs
         if outputs is None:
+            off = self.store.outputs_off
+            self.info.setText(f"No forward walk. {off}" if off else "No forward walk yet.")
+            self.table.setRowCount(0)
             return
         self.info.setText(
             f"Forward walk at step {outputs.step}: the layers in the order the model "
