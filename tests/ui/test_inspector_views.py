@@ -347,6 +347,8 @@ def test_walk_lists_layers_in_forward_order(window, run):
     assert table.item(1, 3).text() == "(4, 6, 6, 4)" and table.item(1, 9).text() == "25.0%"
     table.selectRow(2)
     assert window.inspector.outputs.current().path == "seq/line"
+    run.started().frame()  # the next run: no rows of the last one's walk
+    assert table.rowCount() == 0 and window.inspector.walk.info.text() == "No forward walk yet."
 
 
 def test_view_names_and_run_options(window):
