@@ -143,6 +143,30 @@ def test_graph_mode_error_is_explained_before_the_run_ends(write_script):
     assert events.index(advice[0]) < events.index(ended)
 
 
+NEW_FEATURES = """
+import numpy as np, keras
+
+rng = np.random.default_rng(0)
+y = rng.integers(0, 3, size=(32,))
+m = keras.Sequential([keras.Input((8,)), keras.layers.Dense(4), keras.layers.Dense(3)])
+m.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+m.fit(rng.normal(size=(32, 8)).astype("float32"), y, batch_size=8, epochs=1, verbose=0)
+m.fit(rng.normal(size=(32, 5)).astype("float32"), y, batch_size=8, epochs=1, verbose=0)
+"""
+
+
+def test_a_shape_error_is_said_in_the_scripts_terms_before_the_run_ends(write_script):
+    """The second fit feeds 5 features to a model trained on 8: TensorFlow fails in a graph
+    node with matrix sizes; the notice names the layer, both sizes and the line."""
+    ended, events = run_script(write_script(NEW_FEATURES), options=RunOptions(record=False))
+    assert ended.status == "failed" and "Matrix size-incompatible" in ended.error.message
+    (advice,) = [a for a in of(events, Advice) if a.rule == "shape-mismatch"]
+    assert advice.line == 9, advice
+    assert "was built for inputs of 8 features" in advice.message and "gives it 5" in advice.message
+    assert "keras.Input((5,))" in advice.fix
+    assert events.index(advice) < events.index(ended)
+
+
 DIVERGE = """
 import numpy as np, keras
 

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from tfstudio.core.formatting import format_duration
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # Keras bolds a layer's error in a terminal
+HEADLINE_CHARS = 300  # the most of a line an error's one-line summary keeps
 
 
 @dataclass(frozen=True, slots=True)
@@ -366,6 +370,33 @@ class ScriptError:
         """``file:line`` of the error, for messages."""
         return f"{self.filename}:{self.lineno}" if self.filename else "<unknown>"
 
+    def headline(self) -> str:
+        """The message's telling line, for one-line summaries (the traceback has it all).
+
+        TensorFlow's graph errors start "Graph execution error:" and list the frames
+        that defined the failing node; the op's own complaint is the line before the
+        node's name, given with it. Keras wraps a layer's error in "Exception encountered
+        when calling X.call()." and a list of the call's arguments: the line between is
+        the error. Any other message: its first line, with "…" when more follow.
+        """
+        lines = [_ANSI.sub("", line).strip() for line in self.message.splitlines()]
+        lines = [line for line in lines if line]
+        if len(lines) <= 1:
+            return _clipped(lines[0]) if lines else ""
+        if lines[0].startswith("Graph execution error"):
+            nodes = [i for i, line in enumerate(lines) if line.startswith("[[{{node ")]
+            if nodes and nodes[-1] > 0:
+                node = lines[nodes[-1]][len("[[{{node ") :].split("}}", 1)[0]
+                return f"{_clipped(lines[nodes[-1] - 1])} (in graph node {node})"
+        if lines[0].startswith("Exception encountered when calling"):
+            return _clipped(lines[1])
+        return _clipped(lines[0]) + " …"
+
+
+def _clipped(line: str, most: int = HEADLINE_CHARS) -> str:
+    """``line``, cut to ``most`` characters ("…" at the cut): a batch of labels can be long."""
+    return line if len(line) <= most else line[: most - 1] + "…"
+
 
 @dataclass(frozen=True, slots=True)
 class MonitorError:
@@ -409,7 +440,7 @@ class RunEnded:
         if self.status == "failed" and self.error is not None:
             err = self.error
             return (
-                f"Run failed after {took}: {done} — {err.type_name}: {err.message} "
+                f"Run failed after {took}: {done} — {err.type_name}: {err.headline()} "
                 f"at {err.location()} (exit code {self.exit_code})"
             )
         extra = f" — {self.message}" if self.message else ""

@@ -16,7 +16,8 @@ The rules, each tuned to stay silent on noisy but healthy training:
 - dead ReLU units: a ReLU-family layer with ``DEAD_SHARE`` of its units zero on
   every probe sample, on ``DEAD_PROBES`` inspector samples in a row, once the
   fit has trained ``DEAD_AFTER_STEPS`` steps;
-- a loss stuck at ln(classes); graph-mode errors that ended the script.
+- a loss stuck at ln(classes); graph-mode errors and shape errors (the data against
+  the model or the loss: ``core/advisor/shapes.py``) that ended the script.
 """
 
 from __future__ import annotations
@@ -28,8 +29,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tfstudio.core.advisor.base import Rule
-from tfstudio.core.advisor.live import DEAD_UNITS, DIVERGENCE, GRAPH_ERROR, RETRACING, STUCK_LOSS
+from tfstudio.core.advisor.live import (
+    DEAD_UNITS,
+    DIVERGENCE,
+    GRAPH_ERROR,
+    RETRACING,
+    SHAPE_MISMATCH,
+    STUCK_LOSS,
+)
 from tfstudio.core.advisor.locate import call_line, def_line, python_number_args
+from tfstudio.core.advisor.shapes import explain_shape_error
 from tfstudio.core.events import (
     Advice,
     CheckpointRestored,
@@ -42,6 +51,7 @@ from tfstudio.core.events import (
     Notice,
     RunEnded,
     RunStarted,
+    ScriptError,
     StepColumns,
     StepEnded,
 )
@@ -363,7 +373,7 @@ class LiveAdvisor:
             return []
         text = f"{err.type_name}: {err.message}"
         if not any(s in text for s in GRAPH_ERRORS):
-            return []
+            return self._shape_error(err)
         if not self._once(GRAPH_ERROR.name, f"{err.filename}:{err.lineno}"):
             return []
         return [
@@ -373,6 +383,21 @@ class LiveAdvisor:
                 "Dataset.map, or call/train_step under fit), where tensors have no value yet",
                 err.filename or self.script,
                 err.lineno,
+            )
+        ]
+
+    def _shape_error(self, err: ScriptError) -> list[Advice]:
+        """A shape error between the data, the model and the loss, said in the script's terms."""
+        found = explain_shape_error(err.message)
+        if found is None or not self._once(SHAPE_MISMATCH.name, err.location()):
+            return []
+        message, fix = found
+        return [
+            SHAPE_MISMATCH.advice(
+                f"{err.type_name} at {err.location()}: {message}",
+                err.filename or self.script,
+                err.lineno,
+                fix,
             )
         ]
 

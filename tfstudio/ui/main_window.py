@@ -404,7 +404,7 @@ class MainWindow(QMainWindow):
         if end.status == "failed":
             err = end.error
             if err is not None:
-                why = f"{err.type_name}: {err.message}\nat {err.location()}"
+                why = f"{err.type_name}: {err.headline()}\nat {err.location()}"
             else:
                 why = end.message or f"exit code {end.exit_code}"
             return f"{name} failed — {why}\nThe console has the details. {again}"

@@ -59,4 +59,22 @@ GRAPH_ERROR = Rule(
     fix="rewrite with TF ops (tf.cond, tf.where, tf.print); or run eagerly to find the line: "
     "tfstudio --eager SCRIPT / tfstudio run --eager SCRIPT",
 )
-LIVE_RULES: tuple[Rule, ...] = (RETRACING, DIVERGENCE, DEAD_UNITS, STUCK_LOSS, GRAPH_ERROR)
+SHAPE_MISMATCH = Rule(
+    name="shape-mismatch",
+    title="The data's shape does not fit the model",
+    explanation=(
+        "The run failed where the data met the model or the loss: a layer built for inputs "
+        "of one shape got another, or the labels do not match the outputs. TensorFlow says "
+        "it in terms of graph nodes and matrix sizes; the notice says it in the script's."
+    ),
+    fix="compare x and y's shapes with model.summary() and the loss: keras.Input's shape, "
+    "the last layer's units (one per class), integer vs one-hot labels",
+)
+LIVE_RULES: tuple[Rule, ...] = (
+    RETRACING,
+    DIVERGENCE,
+    DEAD_UNITS,
+    STUCK_LOSS,
+    GRAPH_ERROR,
+    SHAPE_MISMATCH,
+)
