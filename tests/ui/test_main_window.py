@@ -7,7 +7,8 @@ from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QDockWidget
 
-from tfstudio.core.events import RunEnded
+from tfstudio.core.events import LearningRate, RunEnded
+from tfstudio.core.run_store import LR_KEY
 from tfstudio.ui.main_window import MAX_RECENT, MainWindow
 
 
@@ -292,6 +293,25 @@ def test_metrics_area_names_the_exception_of_a_failed_run(window, run, script, s
     text = window.metrics.placeholder()
     assert "train.py failed" in text
     assert "ZeroDivisionError: division by zero" in text and f"{script}:3" in text
+
+
+def test_a_run_that_failed_before_its_first_step_says_so_not_a_learning_rate_plot(
+    window, run, script, script_error
+):
+    """The learning rate comes at the fit's start; a shape error at the first batch then
+    left a plot of that one rate where the failure should be said."""
+    window.open_script(str(script))
+    window.run_script()
+    run.started().fit().emit(LearningRate(0, 0.001, False)).frame()
+    run.ended("failed", 1, error=script_error(str(script), 3)).frame()
+    metrics = window.metrics
+    assert metrics.plots == {} and not metrics._placeholder.isHidden()
+    assert "train.py failed" in metrics.placeholder()
+    # a run with steps keeps its plots when it fails, the learning rate's included
+    window.run_script()
+    run.started().fit().emit(LearningRate(0, 0.001, False)).steps(3).frame()
+    run.ended("failed", 1, error=script_error(str(script), 3)).frame()
+    assert {"loss", LR_KEY} <= set(metrics.plots) and metrics._placeholder.isHidden()
 
 
 def test_inspector_toggle_in_the_run_menu_turns_the_probes_off_for_the_next_run(

@@ -125,6 +125,7 @@ class MetricsPanel(QWidget):
         self._layout.setSpacing(6)
         self._placeholder = QLabel("Open a training script and press Run: its metrics appear here.")
         self._placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self._placeholder.setWordWrap(True)  # a failed run's error is a long line
         self._placeholder.setStyleSheet("color: #808080; font-size: 13pt;")
         self._layout.addWidget(self._placeholder)
         self._layout.addStretch(0)
@@ -304,8 +305,11 @@ class MetricsPanel(QWidget):
         for other in self.compared:
             families += [f for f in other.store.families() if f not in families]
         for family in families:
-            if family == LR_KEY and not (self.plots or store.ended):
-                continue  # the learning rate's plot comes after the metrics'
+            if family == LR_KEY and not (self.plots or (store.ended and store.global_step)):
+                # the learning rate's plot comes after the metrics'; a run that ended
+                # before its first step (an error at the first batch) has the words of
+                # its end in the empty area instead, not a plot of one rate
+                continue
             plot = self._plot_for(family)
             for track in store.tracks(family):
                 held = store.steps.get(track.key)
