@@ -250,6 +250,26 @@ def test_x_range_follows_the_newest_step(window, run):
     assert x1 > 1100  # head-room while the run goes on
 
 
+def test_x_range_grows_no_further_than_where_the_running_fit_will_end(window, run):
+    """4 epochs of 100 steps: at step 300 the range ends at 400, where the fit will (it
+    grew to 1000 before: 300 x 1.5 to a round number, 60% of the plot empty)."""
+
+    def right():
+        return window.metrics.plots["loss"].plot.getViewBox().viewRange()[0][1]
+
+    run.started().fit(epochs=4, steps_per_epoch=100).steps(300).frame()
+    assert 400 <= right() < 410
+    window.metrics.xgroup.set_planned(0.0)  # as if a longer compared run had widened it
+    assert right() >= 450
+    window.metrics.xgroup.set_planned(400.0)  # fitted to the fit's end anew
+    assert 400 <= right() < 410
+    run.steps(100).fit_end().fit(epochs=2, steps_per_epoch=100).steps(150).frame()
+    assert 600 <= right() < 610  # the second fit ends at 600
+    # a long fit still grows by half at a time, not to its end at once
+    run.fit(epochs=100, steps_per_epoch=1000).steps(200).frame()
+    assert 1000 <= right() <= 1100
+
+
 def test_a_finished_run_fills_the_width(window, run):
     run.started().fit(steps_per_epoch=1000).steps(1000).frame()
     run.ended().frame()

@@ -245,6 +245,7 @@ def test_a_long_line_is_drawn_from_one_min_max_pair_a_pixel_and_keeps_its_spike(
     shown_x, shown_y = item.curve.xData, item.curve.yData  # ... pyqtgraph draws this
     columns = plot.vb.width()
     # one (min, max) pair per pixel column of the data area (pyqtgraph's default drew
-    # five), and the spike is among them
-    assert len(shown_x) <= 2 * columns + 8, (len(shown_x), columns)
+    # five), and the spike is among them; pyqtgraph rounds its step down (26 points a
+    # pair for 26.4 a pixel when the line fills the width): a few % more pairs
+    assert len(shown_x) <= 2.1 * columns, (len(shown_x), columns)
     assert np.nanmax(shown_y) == pytest.approx(np.nanmax(item.yData)) and np.nanmax(shown_y) > 5

@@ -331,6 +331,9 @@ class MetricsPanel(QWidget):
             spans = self.spans()
             for plot in self.plots.values():
                 plot.set_spans(spans)
+        planned = self._planned_end()
+        for group in self._groups():
+            group.set_planned(planned)
         for mark in store.marks[self._marks_drawn :]:
             colour = NAN_LINE if mark.kind == NAN_MARK else RESTORE_LINE
             for plot in self.plots.values():
@@ -434,6 +437,20 @@ class MetricsPanel(QWidget):
         for plot in self.plots.values():
             plot.set_smoothing(weight)
             plot.refresh()
+
+    def _planned_end(self) -> float:
+        """The x of the running fit's last step when ``fit`` was told it (epochs x
+        steps per epoch): the plots' x range grows no further while the data is short
+        of it; 0 when not known (a dataset of unknown length, a custom loop) or the run
+        is over."""
+        store = self.store
+        if not store.fits or store.ended is not None:
+            return 0.0
+        fit = store.fits[-1]
+        if fit.kind != "fit" or not fit.steps_per_epoch or fit.epochs <= fit.initial_epoch:
+            return 0.0
+        steps = (fit.epochs - fit.initial_epoch) * fit.steps_per_epoch
+        return float(steps if self.x_mode == PER_FIT else fit.global_step + steps)
 
     def _groups(self) -> list[XLinkGroup]:
         groups = [self.xgroup]

@@ -97,16 +97,18 @@ class XLinkGroup:
     """Plots that share one x range: zoom or pan one and all follow.
 
     While ``following`` (the default, and again after a double-click) the range
-    keeps the newest data in view, growing by half when the data reaches its
-    end (a range that moved every frame would re-lay-out the axes every frame);
-    once ``finish()`` is called the data fills the width. A plot alone has a
-    group of its own, so the same code serves linked and unlinked plots.
+    keeps the newest data in view, growing by half when the data reaches its end (a
+    range that moved every frame would re-lay-out the axes every frame), but never
+    past :attr:`planned`, where the running fit will end when that is known; once
+    ``finish()`` is called the data fills the width. A plot alone has a group of its
+    own, so the same code serves linked and unlinked plots.
     """
 
     def __init__(self) -> None:
         self.members: list[PlotView] = []
         self.following = True
         self.finished = False
+        self.planned = 0.0  # x where the running fit's last step will be (0: not known)
         self._right = 0.0
         self.range: tuple[float, float] | None = None
 
@@ -142,7 +144,17 @@ class XLinkGroup:
         if last <= self._right:
             return
         self._right = nice_ceiling(max(last * 1.5, 10.0))
+        if last <= self.planned < self._right:  # no room past where the fit will end
+            self._right = self.planned
         self._apply(0.0, self._right, 0.01)
+
+    def set_planned(self, x: float) -> None:
+        """Where the running fit will end (0: not known); the range is fitted to it anew
+        (a compared run drawn before the fit began may have widened it)."""
+        if x != self.planned:
+            self.planned = x
+            self._right = 0.0
+            self.follow()
 
     def finish(self, finished: bool = True) -> None:
         """The data stopped growing: drop the head-room (or, False: it grows again)."""
