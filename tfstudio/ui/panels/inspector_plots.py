@@ -56,6 +56,7 @@ class HeatmapPlot:
         self.image.setColorMap(pg.colormap.get(COLORMAP))
         self.plot.addItem(self.image)
         self.lines: dict[str, pg.PlotDataItem] = {}
+        self.outlines: dict[str, pg.PlotDataItem] = {}  # each line's dark outline, under it
         self.has_image = False
 
     def set_history(self, history: History) -> None:
@@ -71,13 +72,19 @@ class HeatmapPlot:
         self.has_image = True
 
     def set_line(self, label: str, xs: np.ndarray, ys: np.ndarray, colour: str = "#ffffff") -> None:
-        """Draw (or update) a line over the image."""
+        """Draw (or update) a line over the image, on a dark outline: a white line alone
+        vanished where the colour map is brightest (the bulk of the values, where a mean is)."""
         item = self.lines.get(label)
         if item is None:
+            outline = pg.PlotDataItem(pen=pg.mkPen("#000000", width=3.6))
+            outline.setZValue(9)
+            self.plot.addItem(outline)
+            self.outlines[label] = outline
             item = pg.PlotDataItem(pen=pg.mkPen(colour, width=1.4), name=label)
             item.setZValue(10)
             self.plot.addItem(item)
             self.lines[label] = item
+        self.outlines[label].setData(xs, ys)
         item.setData(xs, ys)
 
 
