@@ -193,6 +193,11 @@ def test_weights_view_small_variables_show_their_values(qtbot, window, run, tmp_
     assert x.tolist() == list(range(1, 201, 10))
     assert y[-1] == pytest.approx(3 - 3 * np.exp(-191 / 50))
     assert kernel.heatmap.has_image and kernel.heatmap.image.image.shape[1] == 64
+    # the mean over the heat map, white on a dark outline (readable on bright and dark)
+    (label,) = kernel.heatmap.lines
+    mean, outline = kernel.heatmap.lines[label], kernel.heatmap.outlines[label]
+    assert np.array_equal(mean.getData()[1], outline.getData()[1]) and len(mean.getData()[1])
+    assert outline.zValue() < mean.zValue() and outline.opts["pen"].width() > 2
     conv = view.rows["seq/conv1/kernel"]
     assert set(conv.lines.curves) == {"L2 norm", "std"}  # big variables: statistics
     key = conv.lines.plot.titleLabel.text  # two lines: the title names each in its colour
