@@ -46,6 +46,23 @@ LABEL_RANGE = (
     "2 2 1 4 0\n\t [[{{node compile_loss/sparse_categorical_crossentropy/"
     "SparseSoftmaxCrossEntropyWithLogits/SparseSoftmaxCrossEntropyWithLogits}}]]"
 )
+ONE_HOT_SPARSE = (
+    "Argument `output` must have rank (ndim) `target.ndim - 1`. Received: "
+    "target.shape=(32, 3), output.shape=(32, 3)"
+)
+FEWER_CLASSES = (
+    "Arguments `target` and `output` must have the same shape. Received: "
+    "target.shape=(32, 5), output.shape=(32, 3)"
+)
+ONE_SIGMOID = (
+    "Arguments `target` and `output` must have the same shape. Received: "
+    "target.shape=(32, 3), output.shape=(32, 1)"
+)
+FLAT_IMAGES = (
+    "Exception encountered when calling Sequential.call().\n\nInput 0 with name 'None' of "
+    "layer 'conv2d' is incompatible with the layer: expected min_ndim=4, found ndim=2. Full "
+    "shape received: (32, 784)\n\nArguments received by Sequential.call():"
+)
 MSE_COLUMNS = (
     "Dimensions must be equal, but are 2 and 3 for '{{node compile_loss/mse/sub}} = "
     "Sub[T=DT_FLOAT](data_1, sequential_1/dense_1_2/BiasAdd)' with input shapes: [32,2], [32,3]."
@@ -62,6 +79,12 @@ MSE_COLUMNS = (
         (INT_LABELS, "integer class labels", 'loss="sparse_categorical_crossentropy"'),
         (LABEL_RANGE, "a label is 4, but the output layer has 3 units", "Dense(5)"),
         (MSE_COLUMNS, "the targets have 2 values per sample and the model outputs 3", "Dense(2)"),
+        (ONE_HOT_SPARSE, "one-hot labels, given to a sparse loss", "categorical_crossentropy"),
+        (FEWER_CLASSES, "5 values a label against 3 outputs", "Dense(5)"),
+        (ONE_SIGMOID, "against a single output", 'Dense(3, activation="softmax")'),
+        (FLAT_IMAGES, "flattened images", "x.reshape(-1, 28, 28, 1) for 784 values"),
+        (FLAT_IMAGES.replace("784", "3072"), "flattened", "x.reshape(-1, 32, 32, 3) for 3072"),
+        (FLAT_IMAGES.replace("784", "1000"), "flattened", "x.reshape(-1, height, width, ch"),
     ],
 )
 def test_each_known_shape_error_is_said_in_the_scripts_terms(text, says, fix):

@@ -9,6 +9,7 @@ has which shape and what to change; it stays silent on any text it does not know
 
 from __future__ import annotations
 
+import math
 import re
 
 _SHAPE = r"\(([^)]*)\)"  # a printed shape "(None, 8)": its inside
@@ -32,6 +33,14 @@ _RANK = re.compile(
     r"`target` and `output` must have the same rank \(ndim\)\. Received: "
     r"target\.shape=" + _SHAPE + r", output\.shape=" + _SHAPE
 )
+_SPARSE_ONE_HOT = re.compile(
+    r"Argument `output` must have rank \(ndim\) `target\.ndim - 1`\. Received: "
+    r"target\.shape=" + _SHAPE + r", output\.shape=" + _SHAPE
+)
+_SAME_SHAPE = re.compile(
+    r"`target` and `output` must have the same shape\. Received: "
+    r"target\.shape=" + _SHAPE + r", output\.shape=" + _SHAPE
+)
 _LABEL = re.compile(
     r"Received a label value of (-?\d+) which is outside the valid range of \[0, (\d+)\)"
 )
@@ -47,7 +56,17 @@ def explain_shape_error(message: str) -> tuple[str, str] | None:
     Args:
         message: the exception's message (``str(exc)``; a graph error's whole text).
     """
-    for explain in (_matmul, _axis, _input, _ndim, _rank, _label, _loss_dims):
+    for explain in (
+        _matmul,
+        _axis,
+        _input,
+        _ndim,
+        _rank,
+        _sparse_one_hot,
+        _same_shape,
+        _label,
+        _loss_dims,
+    ):
         found = explain(message)
         if found is not None:
             return found
@@ -125,7 +144,27 @@ def _ndim(text: str) -> tuple[str, str] | None:
             f"add the channel axis: x = x[..., None] (shape ({shape}, 1)), or start the "
             f"model with keras.layers.Reshape(({', '.join(_dims(shape)[1:])}, 1))",
         )
+    if got == 2 and wanted >= 4:
+        return (
+            message + ": flattened images",
+            "reshape them to the model's input: x.reshape(-1, height, width, channels)"
+            + _square_image(_dims(shape)[-1])
+            + ", or flatten the model's input instead",
+        )
     return message, "reshape the data to the layer's rank, or change the layers before it"
+
+
+def _square_image(values: str) -> str:
+    """For a flat sample of ``values`` numbers that can be a square image (grey or RGB): the
+    reshape that makes it one, as ``" (x.reshape(-1, 28, 28, 1) for 784 values)"``; else ""."""
+    if not values.isdigit():
+        return ""
+    n = int(values)
+    for channels in (1, 3):
+        side = math.isqrt(n // channels) if n % channels == 0 else 0
+        if side > 1 and side * side * channels == n:
+            return f" (x.reshape(-1, {side}, {side}, {channels}) for {n} values)"
+    return ""
 
 
 def _rank(text: str) -> tuple[str, str] | None:
@@ -144,6 +183,40 @@ def _rank(text: str) -> tuple[str, str] | None:
     return (
         message + ": the loss compares them element by element",
         "give the labels the outputs' shape, or pick the loss made for these labels",
+    )
+
+
+def _sparse_one_hot(text: str) -> tuple[str, str] | None:
+    m = _SPARSE_ONE_HOT.search(text)
+    if m is None:
+        return None
+    return (
+        f"the labels are shaped ({m.group(1)}) like the outputs ({m.group(2)}): one-hot "
+        "labels, given to a sparse loss that wants one integer class per sample",
+        'use loss="categorical_crossentropy" for one-hot labels, or give integer labels: '
+        "y.argmax(axis=-1)",
+    )
+
+
+def _same_shape(text: str) -> tuple[str, str] | None:
+    m = _SAME_SHAPE.search(text)
+    if m is None:
+        return None
+    target, output = _dims(m.group(1)), _dims(m.group(2))
+    message = f"the labels are shaped ({m.group(1)}) and the model's outputs ({m.group(2)})"
+    if len(target) != len(output) or not target:
+        return message, "give the labels the outputs' shape, or change the last layer"
+    want, have = target[-1], output[-1]
+    if have == "1":
+        return (
+            message + f": {want} values a label (one-hot classes?) against a single output",
+            f'for {want} classes end with Dense({want}, activation="softmax") and '
+            'loss="categorical_crossentropy"; for one yes/no label give y one column',
+        )
+    return (
+        message + f": {want} values a label against {have} outputs (one per class)",
+        f"make the last layer Dense({want}), one unit per class of the labels, or give "
+        f"labels of {have} classes",
     )
 
 
