@@ -76,6 +76,35 @@ def test_lists_runs_and_picks_them_into_stores_read_off_the_ui_thread(panel, qtb
     panel.grab().save(str(tmp_path / "panel.png"))
 
 
+def test_a_failed_runs_status_says_why_on_hover(panel, tmp_path):
+    """The error run.json keeps (its telling line, where), or a stopped run's message."""
+    failed = make_run(tmp_path, "bad-20260101-000000", [1.0], status="failed")
+    info = json.loads((failed / "run.json").read_text())
+    info["error"] = {
+        "type": "InvalidArgumentError",
+        "message": "Graph execution error:\n\n  File x\n\nMatrix size-incompatible: In[0]: "
+        "[32,5], In[1]: [8,16]\n\t [[{{node seq/dense/MatMul}}]] [Op:__inference_f_1]",
+        "where": "/proj/bad.py:11",
+    }
+    (failed / "run.json").write_text(json.dumps(info))
+    stopped = make_run(tmp_path, "mlp-20260102-000000", [1.0], status="stopped")
+    info = json.loads((stopped / "run.json").read_text())
+    info["message"] = "stopped by the user at step 1"
+    (stopped / "run.json").write_text(json.dumps(info))
+    make_run(tmp_path, "ok-20260103-000000", [1.0])
+    panel.set_logdir(tmp_path)
+    tips = {
+        panel.tree.topLevelItem(i).text(0): panel.tree.topLevelItem(i).toolTip(3)
+        for i in range(panel.tree.topLevelItemCount())
+    }
+    assert tips == {
+        "bad-20260101-000000": "InvalidArgumentError at /proj/bad.py:11: Matrix "
+        "size-incompatible: In[0]: [32,5], In[1]: [8,16] (in graph node seq/dense/MatMul)",
+        "mlp-20260102-000000": "stopped by the user at step 1",
+        "ok-20260103-000000": "",
+    }
+
+
 def test_runs_sort_by_a_header_numbers_as_numbers(panel, tmp_path):
     make_run(tmp_path, "long-20260101-000000", [1.0] * 12)
     make_run(tmp_path, "short-20260102-000000", [2.0] * 9)

@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tfstudio.core.events import RunEnded, RunStarted, StepEnded
+from tfstudio.core.events import RunEnded, RunStarted, ScriptError, StepEnded
 from tfstudio.core.exact_points import ExactPoints, attach, detach
 from tfstudio.core.locations import fs_for, location
 from tfstudio.core.run_loading import CHUNK_BYTES, FolderFeed, FolderLoader
@@ -67,8 +67,19 @@ COLOURS = (
 )
 COLUMNS = ("Name", "Script", "Date", "Status", "Steps", "Final loss")
 DATE_COLUMN = 2
+STATUS_COLUMN = 3
 PATH_ROLE = Qt.ItemDataRole.UserRole
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1  # a column's value to sort by (numbers as numbers)
+
+
+def _ending(info: dict) -> str:
+    """How a recorded run ended, from its ``run.json``, for its status's tooltip: the error
+    that failed it (type, its telling line, where) or the run's message ("" if none)."""
+    error = info.get("error")
+    if isinstance(error, dict) and error.get("type"):
+        err = ScriptError(str(error["type"]), str(error.get("message") or ""), "", 0, "")
+        return f"{err.type_name} at {error.get('where') or '?'}: {err.headline()}"
+    return str(info.get("message") or "")
 
 
 class _RunItem(QTreeWidgetItem):
@@ -253,6 +264,9 @@ class RunsPanel(QWidget):
             item = _RunItem([run.name, script, run.date(), run.status, steps, loss])
             item.setData(0, PATH_ROLE, str(run.path))
             item.setToolTip(0, str(run.path))
+            why = _ending(run.info)
+            if why:
+                item.setToolTip(STATUS_COLUMN, why)
             # an unknown value sorts below every known one, whichever the order
             item.setData(DATE_COLUMN, SORT_ROLE, run.started if run.started else 0.0)
             if run.steps is not None:
