@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 
 _SHAPE = r"\(([^)]*)\)"  # a printed shape "(None, 8)": its inside
 _MATMUL = re.compile(
@@ -56,18 +57,9 @@ def explain_shape_error(message: str) -> tuple[str, str] | None:
     Args:
         message: the exception's message (``str(exc)``; a graph error's whole text).
     """
-    for explain in (
-        _matmul,
-        _axis,
-        _input,
-        _ndim,
-        _rank,
-        _sparse_one_hot,
-        _same_shape,
-        _label,
-        _loss_dims,
-    ):
-        found = explain(message)
+    for pattern, explain in _EXPLAINED:
+        m = pattern.search(message)
+        found = explain(m) if m is not None else None
         if found is not None:
             return found
     return None
@@ -77,12 +69,14 @@ def _dims(inside: str) -> list[str]:
     return [d.strip() for d in inside.split(",") if d.strip()]
 
 
-def _matmul(text: str) -> tuple[str, str] | None:
-    m = _MATMUL.search(text)
-    if m is None:
-        return None
+def _labels_and_outputs(m: re.Match[str]) -> str:
+    """The two shapes a loss compared (the match's first two groups: target, output)."""
+    return f"the labels are shaped ({m.group(1)}) and the model's outputs ({m.group(2)})"
+
+
+def _matmul(m: re.Match[str]) -> tuple[str, str] | None:
     got, wanted, units = int(m.group(2)), int(m.group(3)), int(m.group(4))
-    node = _NODE.search(text)
+    node = _NODE.search(m.string)
     parts = node.group(1).split("/") if node else []
     if parts and parts[0].startswith("compile_loss"):
         return None  # a product inside the loss: not the data against a layer
@@ -97,10 +91,7 @@ def _matmul(text: str) -> tuple[str, str] | None:
     )
 
 
-def _axis(text: str) -> tuple[str, str] | None:
-    m = _AXIS.search(text)
-    if m is None:
-        return None
+def _axis(m: re.Match[str]) -> tuple[str, str] | None:
     layer, axis, wanted, shape = m.group(1), m.group(2), m.group(3), m.group(4)
     got = _dims(shape)
     have = got[int(axis)] if got and -len(got) <= int(axis) < len(got) else "?"
@@ -113,10 +104,7 @@ def _axis(text: str) -> tuple[str, str] | None:
     )
 
 
-def _input(text: str) -> tuple[str, str] | None:
-    m = _INPUT.search(text)
-    if m is None:
-        return None
+def _input(m: re.Match[str]) -> tuple[str, str] | None:
     wanted, got = _dims(m.group(2)), _dims(m.group(3))
     fix = "reshape or select the data to the model's input shape, or change keras.Input"
     if len(got) == len(wanted) and len(got) > 1:
@@ -128,10 +116,7 @@ def _input(text: str) -> tuple[str, str] | None:
     )
 
 
-def _ndim(text: str) -> tuple[str, str] | None:
-    m = _NDIM.search(text)
-    if m is None:
-        return None
+def _ndim(m: re.Match[str]) -> tuple[str, str] | None:
     layer, wanted, got, shape = m.group(1), int(m.group(3)), int(m.group(4)), m.group(5)
     least = "at least " if m.group(2) else ""
     message = (
@@ -167,12 +152,9 @@ def _square_image(values: str) -> str:
     return ""
 
 
-def _rank(text: str) -> tuple[str, str] | None:
-    m = _RANK.search(text)
-    if m is None:
-        return None
+def _rank(m: re.Match[str]) -> tuple[str, str] | None:
     target, output = _dims(m.group(1)), _dims(m.group(2))
-    message = f"the labels are shaped ({m.group(1)}) and the model's outputs ({m.group(2)})"
+    message = _labels_and_outputs(m)
     if len(target) == len(output) - 1 and output:
         return (
             message + f": integer class labels, given to a loss that wants one-hot labels "
@@ -186,10 +168,7 @@ def _rank(text: str) -> tuple[str, str] | None:
     )
 
 
-def _sparse_one_hot(text: str) -> tuple[str, str] | None:
-    m = _SPARSE_ONE_HOT.search(text)
-    if m is None:
-        return None
+def _sparse_one_hot(m: re.Match[str]) -> tuple[str, str] | None:
     return (
         f"the labels are shaped ({m.group(1)}) like the outputs ({m.group(2)}): one-hot "
         "labels, given to a sparse loss that wants one integer class per sample",
@@ -198,12 +177,9 @@ def _sparse_one_hot(text: str) -> tuple[str, str] | None:
     )
 
 
-def _same_shape(text: str) -> tuple[str, str] | None:
-    m = _SAME_SHAPE.search(text)
-    if m is None:
-        return None
+def _same_shape(m: re.Match[str]) -> tuple[str, str] | None:
     target, output = _dims(m.group(1)), _dims(m.group(2))
-    message = f"the labels are shaped ({m.group(1)}) and the model's outputs ({m.group(2)})"
+    message = _labels_and_outputs(m)
     if len(target) != len(output) or not target:
         return message, "give the labels the outputs' shape, or change the last layer"
     want, have = target[-1], output[-1]
@@ -220,10 +196,7 @@ def _same_shape(text: str) -> tuple[str, str] | None:
     )
 
 
-def _label(text: str) -> tuple[str, str] | None:
-    m = _LABEL.search(text)
-    if m is None:
-        return None
+def _label(m: re.Match[str]) -> tuple[str, str] | None:
     value, classes = int(m.group(1)), int(m.group(2))
     if value < 0:
         return (
@@ -238,10 +211,7 @@ def _label(text: str) -> tuple[str, str] | None:
     )
 
 
-def _loss_dims(text: str) -> tuple[str, str] | None:
-    m = _LOSS_DIMS.search(text)
-    if m is None:
-        return None
+def _loss_dims(m: re.Match[str]) -> tuple[str, str] | None:
     first, second, loss = m.group(1), m.group(2), m.group(3)
     # the op's inputs: the targets come in as "data_N", the outputs from the model's layers
     if m.group(4).startswith("data"):
@@ -256,3 +226,19 @@ def _loss_dims(text: str) -> tuple[str, str] | None:
         f"make the last layer output {target} values (Dense({target})), or give targets "
         f"with {output} columns",
     )
+
+
+# Each known message and what says it in the script's terms, tried in this order.
+_EXPLAINED: tuple[
+    tuple[re.Pattern[str], Callable[[re.Match[str]], tuple[str, str] | None]], ...
+] = (
+    (_MATMUL, _matmul),
+    (_AXIS, _axis),
+    (_INPUT, _input),
+    (_NDIM, _ndim),
+    (_RANK, _rank),
+    (_SPARSE_ONE_HOT, _sparse_one_hot),
+    (_SAME_SHAPE, _same_shape),
+    (_LABEL, _label),
+    (_LOSS_DIMS, _loss_dims),
+)
