@@ -98,7 +98,7 @@ def test_a_failed_runs_status_says_why_on_hover(panel, tmp_path):
         for i in range(panel.tree.topLevelItemCount())
     }
     assert tips == {
-        "bad-20260101-000000": "InvalidArgumentError at /proj/bad.py:11: Matrix "
+        "bad-20260101-000000": "InvalidArgumentError at /proj/bad.py:11:\nMatrix "
         "size-incompatible: In[0]: [32,5], In[1]: [8,16] (in graph node seq/dense/MatMul)",
         "mlp-20260102-000000": "stopped by the user at step 1",
         "ok-20260103-000000": "",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QIcon, QPixmap
@@ -72,13 +73,13 @@ PATH_ROLE = Qt.ItemDataRole.UserRole
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1  # a column's value to sort by (numbers as numbers)
 
 
-def _ending(info: dict) -> str:
+def _ending(info: dict[str, Any]) -> str:
     """How a recorded run ended, from its ``run.json``, for its status's tooltip: the error
     that failed it (type, its telling line, where) or the run's message ("" if none)."""
     error = info.get("error")
     if isinstance(error, dict) and error.get("type"):
         err = ScriptError(str(error["type"]), str(error.get("message") or ""), "", 0, "")
-        return f"{err.type_name} at {error.get('where') or '?'}: {err.headline()}"
+        return f"{err.type_name} at {error.get('where') or '?'}:\n{err.headline()}"
     return str(info.get("message") or "")
 
 
