@@ -107,7 +107,7 @@ def diagnose(model: Any, data: Any) -> tuple[str, str]:
     import keras
     import tensorflow as tf
 
-    from tfstudio.engine.probes.activations import tf_variables, variables_restored
+    from tfstudio.engine.probes.values import variables_restored
 
     x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
     finished: list[tuple[str, Any]] = []
@@ -118,7 +118,7 @@ def diagnose(model: Any, data: Any) -> tuple[str, str]:
     # The recomputation must not count as a step: a layer's own counters, seed
     # generators and the loss tracker end as they were.
     try:
-        with variables_restored(tf_variables(model.variables)), tf.GradientTape() as tape:
+        with variables_restored(model.variables), tf.GradientTape() as tape:
             y_pred = model(x, training=False)
             loss = None
             if y is not None:

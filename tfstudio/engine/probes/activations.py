@@ -28,6 +28,7 @@ import tensorflow as tf
 from tfstudio.core.events import LayerOutput, LayerOutputs
 from tfstudio.core.terminal import plain_text
 from tfstudio.engine.probes.model import sublayers
+from tfstudio.engine.probes.values import variables_restored
 
 PROBE_SAMPLES = 8
 BINS = 30
@@ -208,7 +209,7 @@ class ActivationProbe:
         records: list[list[Any]] = []
         try:
             # Eager: no graph to search for writes, so every model variable is put back.
-            with variables_restored(tf_variables(self.model.variables)), self._wrapped(records):
+            with variables_restored(self.model.variables), self._wrapped(records):
                 self.model(self.inputs, training=False)
         except Exception as exc:  # noqa: BLE001 - e.g. call() needs extra arguments
             self.disabled = True
@@ -333,22 +334,6 @@ def written_variables(concrete: Any) -> list[Any] | None:
     return written
 
 
-def tf_variables(variables: Any) -> list[Any]:
-    """The ``tf.Variable`` behind each Keras variable (Keras 3 wraps them)."""
-    return [getattr(v, "value", v) if not isinstance(v, tf.Variable) else v for v in variables]
-
-
-@contextmanager
-def variables_restored(variables: list[Any]) -> Iterator[None]:
-    """Whatever happens inside, ``variables`` end with the values they had on entry."""
-    saved = [(v, v.read_value()) for v in variables]
-    try:
-        yield
-    finally:
-        for variable, value in saved:
-            variable.assign(value)
-
-
 def _first_numeric(output: Any) -> Any:
     for t in tf.nest.flatten(output):
         if isinstance(t, tf.Tensor | np.ndarray) and _numeric(t):
@@ -457,6 +442,8 @@ def _downsample_columns(x: np.ndarray, limit: int) -> np.ndarray:
         return x
     group = -(-units // limit)
     pad = group * -(-units // group) - units  # less than one group: no all-NaN group
+    if pad == 0 and np.isfinite(x).all():  # the usual case: plain means (a tenth of the time)
+        return x.reshape(n, -1, group).mean(axis=2)
     padded = np.pad(x, ((0, 0), (0, pad)), constant_values=np.nan)
     return np.nanmean(padded.reshape(n, -1, group), axis=2)
 

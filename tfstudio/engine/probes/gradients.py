@@ -32,6 +32,7 @@ import tensorflow as tf
 
 from tfstudio.core.events import GradientStats, GradientVariable
 from tfstudio.engine.probes.model import variable_path
+from tfstudio.engine.probes.values import host_values, write
 from tfstudio.engine.probes.weights import BINS, summarize
 
 
@@ -239,12 +240,11 @@ class GradientProbe:
             return None
         if self._seen is None:
             return None
-        seen = self._seen.numpy()
+        seen = host_values([self._seen])[0]
         if not seen.any():
             return None
-        stats = self._stats.numpy()
-        hists = self._hists.numpy()
-        self._seen.assign(tf.zeros_like(self._seen))
+        stats, hists = host_values([self._stats, self._hists])
+        write(self._seen, tf.zeros_like(seen))
         out = []
         total = 0.0
         for i in np.flatnonzero(seen):

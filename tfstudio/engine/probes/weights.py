@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from tfstudio.core.events import VariableStats, WeightStats
 from tfstudio.engine.probes.model import variable_path
+from tfstudio.engine.probes.values import host_values
 
 BINS = 30
 SMALL = 16
@@ -97,7 +98,7 @@ class WeightProbe:
 
     def _on_host(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """What the device function returns, computed with numpy from copies of the values."""
-        values = [np.asarray(v.numpy(), dtype=np.float32) for v in self.variables]
+        values = [np.asarray(x, dtype=np.float32) for x in host_values(self.variables)]
         pairs = [summarize_host(x, self.bins) for x in values]
         small = [values[i].reshape(-1) for i in self._small]
         flat = np.concatenate(small) if small else np.zeros([0], np.float32)

@@ -1,0 +1,82 @@
+"""The probes' raw variable reads and writes: the same values as the public path, copies,
+and everything put back, for Keras variables, plain ``tf.Variable``s and the kinds that
+take the public path (a distributed variable)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.tf
+
+
+def test_host_values_are_the_variables_values_and_copies():
+    import keras
+    import tensorflow as tf
+
+    from tfstudio.engine.probes.values import host_values
+
+    kv = keras.Variable(np.arange(12, dtype="float32").reshape(3, 4))
+    tv = tf.Variable(np.array([1, 2, 3], dtype="int64"))
+    flag = tf.Variable([True, False])
+    got = host_values([kv, tv, flag])
+    assert [g.dtype for g in got] == [np.float32, np.int64, np.bool_]
+    np.testing.assert_array_equal(got[0], kv.numpy())
+    np.testing.assert_array_equal(got[1], [1, 2, 3])
+    np.testing.assert_array_equal(got[2], [True, False])
+    kv.assign(kv + 100.0)  # later training does not reach what was read
+    tv.assign_add([10, 10, 10])
+    np.testing.assert_array_equal(got[0], np.arange(12, dtype="float32").reshape(3, 4))
+    np.testing.assert_array_equal(got[1], [1, 2, 3])
+
+
+def test_variables_restored_puts_every_kind_back_bit_for_bit():
+    import keras
+    import tensorflow as tf
+
+    from tfstudio.engine.probes.values import variables_restored
+
+    rng = np.random.default_rng(0)
+    start = rng.normal(size=(5, 7)).astype("float32")
+    kv = keras.Variable(start.copy())
+    tv = tf.Variable(start.copy())
+    counter = tf.Variable(3, dtype=tf.int64)
+    with tf.distribute.MirroredStrategy(["/cpu:0"]).scope():
+        mirrored = tf.Variable(start.copy())
+    assert type(mirrored).__name__ != "ResourceVariable"  # the public path's case
+    with variables_restored([kv, tv, counter, mirrored]):
+        kv.assign(kv * 3.0 + 1e-7)
+        tv.assign(tf.zeros_like(tv))
+        counter.assign_add(5)
+        mirrored.assign(tf.ones_like(mirrored))
+    for v in (kv, tv, mirrored):
+        assert v.numpy().tobytes() == start.tobytes()
+    assert int(counter.numpy()) == 3
+
+
+def test_a_restore_happens_when_the_body_raises():
+    import tensorflow as tf
+
+    from tfstudio.engine.probes.values import variables_restored
+
+    v = tf.Variable([1.0, 2.0])
+    with pytest.raises(RuntimeError), variables_restored([v]):
+        v.assign([9.0, 9.0])
+        raise RuntimeError("a layer failed")
+    np.testing.assert_array_equal(v.numpy(), [1.0, 2.0])
+
+
+def test_the_units_matrix_is_the_mean_of_each_group_of_columns_nan_or_not():
+    """A layer's samples x units picture: groups of columns averaged (the plain-mean path
+    when the columns divide evenly and all is finite; NaN-aware otherwise)."""
+    from tfstudio.engine.probes.activations import _downsample_columns
+
+    x = np.arange(2 * 128, dtype=np.float32).reshape(2, 128)
+    np.testing.assert_allclose(_downsample_columns(x, 64), x.reshape(2, 64, 2).mean(axis=2))
+    x[0, 1] = np.nan  # a NaN unit: its group is its neighbour's value, not NaN
+    got = _downsample_columns(x, 64)
+    assert got[0, 0] == x[0, 0] and not np.isnan(got).any()
+    odd = np.ones((1, 130), dtype=np.float32)  # 130 units in groups of 3: the last of 1
+    assert (
+        _downsample_columns(odd, 64).shape == (1, 44) and (_downsample_columns(odd, 64) == 1).all()
+    )
