@@ -9,7 +9,7 @@ within it, encoding the steps and writing ``run.json``), each timed with
 ``time.thread_time`` around the call. Then, for comparison, what the recorder's
 encoding of the same kind of steps costs on an idle core (``--encode-rows`` rows).
 
-    python bench/pump_split.py [--interval 0.05] [--steps 3000]
+    python bench/pump_split.py [--interval 0.05] [--steps 3000] [--inspector]
 
 To measure an older tree, copy this file into that checkout's ``bench/`` and run it
 there (parts that tree does not have are left out).
@@ -86,6 +86,9 @@ def main() -> None:
     parser.add_argument("--warm", type=int, default=50)
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--encode-rows", type=int, default=2800)
+    parser.add_argument(
+        "--inspector", action="store_true", help="the inspector on, at its default budget"
+    )
     args = parser.parse_args()
 
     import tfstudio.core.channel as channel
@@ -102,7 +105,7 @@ def main() -> None:
     timed(recorder.Recorder, "_write_pending", "recorder: encoding steps")
     timed(recorder, "write_run_json", "recorder: run.json")
 
-    side = WorkerSide(RunOptions(inspector=False))
+    side = WorkerSide(RunOptions(inspector=args.inspector))
     if args.interval is not None:
         side.pump.interval = args.interval
     fit = side.fit(*twin(), epochs=-(-(args.warm + args.steps + 1) // 100))
