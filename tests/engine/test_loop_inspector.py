@@ -173,6 +173,49 @@ def test_eager_loop_samples_weights_and_gradients(tmp_path: Path) -> None:
         assert math.isclose(g.global_norm, by_step[g.step]["gradient norm"], rel_tol=1e-5)
 
 
+def _weight_paths(monkeypatch) -> list[bool]:
+    """Spy: for each weight summary of the run, whether it ran on the device (traced)."""
+    from tfstudio.engine.probes.weights import WeightProbe
+
+    calls: list[bool] = []
+    real = WeightProbe.sample
+
+    def sample(self, fit_index, step, traced=True):
+        calls.append(traced)
+        return real(self, fit_index, step, traced=traced)
+
+    monkeypatch.setattr(WeightProbe, "sample", sample)
+    return calls
+
+
+@pytest.mark.parametrize(
+    ("host_cheap_s", "credit", "fixed", "traced"),
+    [
+        (None, None, 0, False),  # a small model's host summary is cheap: never traced
+        (0.0, -1.0, 0, False),  # an expensive one waits while the budget has no credit
+        (0.0, math.inf, 0, True),  # ... and is traced once the credit covers the estimate
+        (None, None, 3, True),  # a fixed cadence has no budget: traced from the second
+    ],
+)
+def test_a_loops_weights_are_summarised_on_the_host_until_a_trace_pays(
+    tmp_path, monkeypatch, host_cheap_s, credit, fixed, traced
+) -> None:
+    from tfstudio.engine.probes import inspector
+    from tfstudio.engine.probes.cadence import Cadence
+
+    if host_cheap_s is not None:
+        monkeypatch.setattr(inspector, "HOST_WEIGHTS_CHEAP_S", host_cheap_s)
+    if credit is not None:
+        monkeypatch.setattr(Cadence, "credit", lambda self, train: credit)
+    calls = _weight_paths(monkeypatch)
+    _, events, own = _run("graph_norms.py", tmp_path, "40", sample_every=fixed)
+    assert len(calls) >= 2 and calls[0] is False, calls  # the first sample: no trace
+    assert set(calls[1:]) == {traced}, calls
+    weights = of(events, WeightStats)
+    assert len(weights) == len(calls)
+    assert {v.path for v in weights[-1].variables} == set(own["final"])
+
+
 def test_inspector_off_means_no_inspector_events(tmp_path: Path) -> None:
     _, events, own = _run("graph_norms.py", tmp_path, "25", inspector=False)
     assert not of(events, GradientStats) and not of(events, WeightStats)

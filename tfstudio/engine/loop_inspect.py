@@ -256,6 +256,7 @@ class LoopInspector:
             elapsed = now - loop.t0 + loop.first_cost
             gap = cadence.next_gap(cost, max(step - loop.step0, 1), elapsed)
         loop.sample_at = step + gap
+        self._plan_weight_trace(loop, now)
         self._emit(
             InspectorStatus(
                 loop.fit_index,
@@ -272,6 +273,8 @@ class LoopInspector:
         )
 
     def _weights(self, loop: Any) -> tuple[VariableStats, ...] | None:
+        """The loop's weights summarised: on the host (numpy, no trace) until the budget
+        has paid for tracing the device function (see :meth:`_plan_weight_trace`)."""
         variables = [v for s in loop.series for v in s.variables]
         if not variables:
             return None
@@ -280,12 +283,41 @@ class LoopInspector:
 
             if loop.weights is None:
                 loop.weights = WeightProbe(_Variables(variables))
+            started = self.clock()
             with self.probing():
-                event = loop.weights.sample(loop.fit_index, 0)
+                event = loop.weights.sample(loop.fit_index, 0, traced=loop.trace_weights)
+            if not loop.trace_weights:
+                loop.host_weights_s = self.clock() - started
         except Exception as exc:  # noqa: BLE001
             self._error("inspector: weights (custom loop)", exc)
             return None
         return event.variables if event is not None else None
+
+    def _plan_weight_trace(self, loop: Any, now: float) -> None:
+        """Trace the weights' device function once it pays, as a fit's inspector does.
+
+        Tracing costs ~50 ms a variable (a 6-variable MLP: ~0.3 s, a whole short run's
+        budget), a host summary of a small model well under a millisecond. So the host
+        summary stays while it is cheap, and a model whose host summary is not is traced
+        once the budget's credit (its share of the training time so far, less what the
+        inspector spent) covers the estimate; a fixed cadence traces at once.
+        """
+        from tfstudio.engine.probes.inspector import (
+            HOST_WEIGHTS_CHEAP_S,
+            WEIGHT_TRACE_S_PER_VARIABLE,
+        )
+
+        probe, cadence = loop.weights, loop.cadence
+        if loop.trace_weights or probe is None or cadence is None:
+            return
+        if cadence.mode == "fixed":
+            loop.trace_weights = True
+            return
+        if loop.host_weights_s < HOST_WEIGHTS_CHEAP_S:
+            return
+        train = now - loop.t0 + loop.first_cost - cadence.probe_seconds
+        estimate = WEIGHT_TRACE_S_PER_VARIABLE * len(probe.variables)
+        loop.trace_weights = cadence.credit(train) >= estimate
 
     def _emit(self, event: object) -> None:
         size = len(pickle.dumps(event, protocol=pickle.HIGHEST_PROTOCOL))

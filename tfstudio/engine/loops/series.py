@@ -144,6 +144,8 @@ class Loop:
         self.sample_at = FIRST_SAMPLE  # the loop's next sampled step (1-based)
         self.sample: Any = None  # eager: the sampled step being collected
         self.weights: Any = None  # its WeightProbe, made at the first sample
+        self.trace_weights = False  # summarise them on the device (see LoopInspector._weights)
+        self.host_weights_s = 0.0  # what the last host summary of its weights took
         self.t0 = 0.0  # the cadence's clock: when the first sample ended
         self.step0: int | None = None  # the step of the first sample
         self.first_cost = 0.0  # what the first sample cost (traces included)
