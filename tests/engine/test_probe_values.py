@@ -1,6 +1,6 @@
-"""The probes' raw variable reads and writes: the same values as the public path, copies,
-and everything put back, for Keras variables, plain ``tf.Variable``s and the kinds that
-take the public path (a distributed variable)."""
+"""The probes' host paths: raw variable reads and writes (the same values as the public
+path, copies, everything put back, for Keras variables, plain ``tf.Variable``s and the kinds
+that take the public path), and numpy summaries that match the device's."""
 
 from __future__ import annotations
 
@@ -80,3 +80,26 @@ def test_the_units_matrix_is_the_mean_of_each_group_of_columns_nan_or_not():
     assert (
         _downsample_columns(odd, 64).shape == (1, 44) and (_downsample_columns(odd, 64) == 1).all()
     )
+
+
+def test_an_eager_loops_gradients_summarised_by_numpy_match_the_device_summary():
+    """A sampled eager step's gradients in host memory are summarised by numpy: the same
+    norm, min, max and histogram as the device function, sparse gradients included."""
+    import tensorflow as tf
+
+    from tfstudio.engine.loop_inspect import _eager_gradients
+    from tfstudio.engine.probes.weights import BINS, summarize
+
+    rng = np.random.default_rng(1)
+    dense = tf.Variable(rng.normal(size=(6, 9)).astype("float32"), name="kernel")
+    table = tf.Variable(rng.normal(size=(5, 3)).astype("float32"), name="table")
+    g_dense = tf.constant(rng.normal(size=(6, 9)).astype("float32"))
+    g_sparse = tf.IndexedSlices(tf.ones([2, 3]), tf.constant([0, 3]), tf.constant([5, 3]))
+    got = _eager_gradients([(dense, g_dense), (table, g_sparse), (dense, None)])
+    assert len(got) == 2
+    for summary, g in zip(got, (g_dense, tf.convert_to_tensor(g_sparse)), strict=True):
+        s, h = summarize(g, BINS)
+        s = s.numpy()
+        assert np.isclose(summary.norm, s[4], rtol=1e-6)
+        assert (summary.min, summary.max) == (float(s[2]), float(s[3]))
+        assert summary.hist == tuple(int(c) for c in h.numpy())
