@@ -11,6 +11,7 @@ import pytest
 
 from tests.core.tfevents import write_events
 from tfstudio.core.runs import (
+    ENDING_CHARS,
     RunReader,
     delete_run,
     export_scalars_csv,
@@ -82,6 +83,52 @@ def test_status_list_rename_delete_export(tmp_path):
     assert [r.name for r in list_runs(logdir)] == ["b-20260101-000001"]
     with pytest.raises(ValueError):
         delete_run(tmp_path)  # not a run folder
+
+
+def test_the_runs_list_says_under_a_failed_or_stopped_run_why(tmp_path):
+    """``tfstudio runs``: a failed run's error (type, where, telling line; one line, clipped)
+    and a stopped run's message go on a second, indented line; a finished run has one."""
+    logdir = tmp_path / "runs"
+    graph_error = (
+        "Graph execution error:\n\nDetected at node sequential_1/dense_1/Relu defined at "
+        "(most recent call last):\n  File x.py, line 5\n"
+        "Matrix size-incompatible: In[0]: [32,5], In[1]: [8,16]\n"
+        "\t [[{{node sequential_1/dense_1/Relu}}]]"
+    )
+    infos = {
+        "a-20260101-000000": {"status": "finished", "start_time": 1.0, "steps": 4},
+        "b-20260101-000001": {
+            "status": "failed",
+            "start_time": 2.0,
+            "steps": 0,
+            "error": {"type": "InvalidArgumentError", "message": graph_error, "where": "x.py:5"},
+        },
+        "d-20260101-000003": {
+            "status": "failed",
+            "start_time": 4.0,
+            "error": {"type": "ValueError", "message": "too long " * 60, "where": "y.py:9"},
+        },
+        "c-20260101-000002": {
+            "status": "stopped",
+            "start_time": 3.0,
+            "message": "stopped at step 7",
+        },
+    }
+    for name, info in infos.items():
+        run = write_events(logdir / name, {"step/loss": [(1, 2.0)]})
+        (run.path / "run.json").write_text(json.dumps(info))
+    lines = {r.name: format_run_line(r).split("\n") for r in list_runs(logdir)}
+    assert len(lines["a-20260101-000000"]) == 1
+    first, why = lines["b-20260101-000001"]
+    assert "failed" in first
+    assert why == (
+        "    InvalidArgumentError at x.py:5: Matrix size-incompatible: In[0]: [32,5], "
+        "In[1]: [8,16] (in graph node sequential_1/dense_1/Relu)"
+    )
+    clipped = lines["d-20260101-000003"][1]
+    assert clipped.startswith("    ValueError at y.py:9: too long too long")
+    assert clipped.endswith("...") and len(clipped.strip()) == ENDING_CHARS
+    assert lines["c-20260101-000002"][1] == "    stopped at step 7"
 
 
 def test_running_status_turns_interrupted_when_the_writer_is_gone():

@@ -256,11 +256,33 @@ def _pick_loss(scalars: dict[str, TagColumns]) -> TagColumns | None:
     return None
 
 
+def run_ending(info: dict[str, Any]) -> str:
+    """How a recorded run ended, from its ``run.json``: the error that failed it (its type
+    and where, a newline, its telling line) or the run's message ("" if none)."""
+    from tfstudio.core.events import ScriptError
+
+    error = info.get("error")
+    if isinstance(error, dict) and error.get("type"):
+        err = ScriptError(str(error["type"]), str(error.get("message") or ""), "", 0, "")
+        return f"{err.type_name} at {error.get('where') or '?'}:\n{err.headline()}"
+    return str(info.get("message") or "")
+
+
+ENDING_CHARS = 160  # of a failed or stopped run's reason under its line in ``tfstudio runs``
+
+
 def format_run_line(run: RunInfo) -> str:
-    """One terminal line: name, status, steps, final loss, date."""
+    """One terminal line: name, status, steps, final loss, date; a run that did not finish
+    gets a second, indented line: why (its error's type, where and telling line, clipped)."""
     steps = "-" if run.steps is None else str(run.steps)
     loss = "-" if run.final_loss is None else f"{run.final_loss:.4g}"
-    return f"{run.name:<36} {run.status:<12} {steps:>8} steps  loss {loss:<10} {run.date()}"
+    line = f"{run.name:<36} {run.status:<12} {steps:>8} steps  loss {loss:<10} {run.date()}"
+    why = " ".join(run_ending(run.info).split()) if run.status != "finished" else ""
+    if why:
+        if len(why) > ENDING_CHARS:
+            why = why[: ENDING_CHARS - 3] + "..."
+        line += f"\n    {why}"
+    return line
 
 
 def rename_run(run_dir: PathLike, new_name: str) -> Location:

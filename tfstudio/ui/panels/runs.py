@@ -15,7 +15,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QIcon, QPixmap
@@ -35,7 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tfstudio.core.events import RunEnded, RunStarted, ScriptError, StepEnded
+from tfstudio.core.events import RunEnded, RunStarted, StepEnded
 from tfstudio.core.exact_points import ExactPoints, attach, detach
 from tfstudio.core.locations import fs_for, location
 from tfstudio.core.run_loading import CHUNK_BYTES, FolderFeed, FolderLoader
@@ -49,6 +48,7 @@ from tfstudio.core.runs import (
     export_scalars_csv,
     list_runs,
     rename_run,
+    run_ending,
 )
 
 POLL_MS = 750  # followed runs: a point shows within ~1 s, 100 of them cost < 5% of a core
@@ -71,16 +71,6 @@ DATE_COLUMN = 2
 STATUS_COLUMN = 3
 PATH_ROLE = Qt.ItemDataRole.UserRole
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1  # a column's value to sort by (numbers as numbers)
-
-
-def _ending(info: dict[str, Any]) -> str:
-    """How a recorded run ended, from its ``run.json``, for its status's tooltip: the error
-    that failed it (type, its telling line, where) or the run's message ("" if none)."""
-    error = info.get("error")
-    if isinstance(error, dict) and error.get("type"):
-        err = ScriptError(str(error["type"]), str(error.get("message") or ""), "", 0, "")
-        return f"{err.type_name} at {error.get('where') or '?'}:\n{err.headline()}"
-    return str(info.get("message") or "")
 
 
 class _RunItem(QTreeWidgetItem):
@@ -265,7 +255,7 @@ class RunsPanel(QWidget):
             item = _RunItem([run.name, script, run.date(), run.status, steps, loss])
             item.setData(0, PATH_ROLE, str(run.path))
             item.setToolTip(0, str(run.path))
-            why = _ending(run.info)
+            why = run_ending(run.info)
             if why:
                 item.setToolTip(STATUS_COLUMN, why)
             # an unknown value sorts below every known one, whichever the order
