@@ -603,8 +603,9 @@ class TrainingController:
         if keras_schedule:
             value = self._schedule_value(opt, raw)
         else:
-            rate = opt.learning_rate
-            value = float(rate.numpy() if hasattr(rate, "numpy") else rate)
+            from tfstudio.engine.probes.values import host_value
+
+            value = float(host_value(opt.learning_rate))
         return value, is_schedule, type(raw).__name__ if is_schedule else ""
 
     def _schedule_value(self, opt: Any, schedule: Any) -> float:

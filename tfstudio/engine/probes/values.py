@@ -22,7 +22,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.ops import gen_resource_variable_ops, resource_variable_ops
 
-_PLAIN = resource_variable_ops.ResourceVariable
+_PLAIN = resource_variable_ops.BaseResourceVariable
 
 
 def tf_variable(variable: Any) -> Any:
@@ -31,7 +31,9 @@ def tf_variable(variable: Any) -> Any:
 
 
 def _plain(variable: Any) -> bool:
-    return type(variable) is _PLAIN and tf.executing_eagerly()
+    # a resource variable of any kind (one made while a tf.function traced, as the gradient
+    # probe's buffers, is an UnliftedInitializerVariable); a distributed variable is not one
+    return isinstance(variable, _PLAIN) and tf.executing_eagerly()
 
 
 def read(variable: Any) -> Any:
@@ -52,6 +54,14 @@ def host_values(variables: Sequence[Any]) -> list[np.ndarray]:
         else:
             out.append(np.asarray(variable.numpy()))
     return out
+
+
+def host_value(value: Any) -> np.ndarray:
+    """A variable's value (or a tensor's, a number's) as numpy: a count, a learning rate."""
+    v = tf_variable(value)
+    if _plain(v):
+        return gen_resource_variable_ops.read_variable_op(v.handle, v.dtype).numpy()
+    return np.asarray(value.numpy() if hasattr(value, "numpy") else value)
 
 
 def write(variable: Any, value: Any) -> None:
