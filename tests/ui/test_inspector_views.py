@@ -192,13 +192,17 @@ def test_weights_view_small_variables_show_their_values(qtbot, window, run, tmp_
     x, y = kernel.lines.curves["value"].getData()
     assert x.tolist() == list(range(1, 201, 10))
     assert y[-1] == pytest.approx(3 - 3 * np.exp(-191 / 50))
-    assert kernel.heatmap.has_image and kernel.heatmap.image.image.shape[1] == 64
+    # one value (a (1, 1) kernel): its line across the row, no heat map of a single value
+    assert kernel.heatmap.widget.isHidden() and not kernel.heatmap.has_image
+    assert kernel.header.text().endswith(f"(1, 1) — value {y[-1]:.4g}")
+    conv = view.rows["seq/conv1/kernel"]
+    assert not conv.heatmap.widget.isHidden() and "Heat map:" in view.info.text()
+    assert conv.heatmap.has_image and conv.heatmap.image.image.shape[1] == 64
     # the mean over the heat map, white on a dark outline (readable on bright and dark)
-    (label,) = kernel.heatmap.lines
-    mean, outline = kernel.heatmap.lines[label], kernel.heatmap.outlines[label]
+    (label,) = conv.heatmap.lines
+    mean, outline = conv.heatmap.lines[label], conv.heatmap.outlines[label]
     assert np.array_equal(mean.getData()[1], outline.getData()[1]) and len(mean.getData()[1])
     assert outline.zValue() < mean.zValue() and outline.opts["pen"].width() > 2
-    conv = view.rows["seq/conv1/kernel"]
     assert set(conv.lines.curves) == {"L2 norm", "std"}  # big variables: statistics
     key = conv.lines.plot.titleLabel.text  # two lines: the title names each in its colour
     assert "color:#1f77b4" in key and "L2 norm</span>" in key and "std</span>" in key
@@ -227,6 +231,23 @@ def test_gradients_view_global_norm_and_rows(qtbot, window, run, tmp_path):
     qtbot.wait(50)
     assert view.rows["seq/conv1/kernel"].isVisible()
     assert window.grab().save(str(tmp_path / "inspector_gradients.png"))
+
+
+def test_a_scalar_variables_gradient_is_its_signed_line_without_a_heat_map(qtbot, window, run):
+    window.inspector.show_view("gradients")
+    run.started().fit(epochs=1, steps_per_epoch=200).emit(_tree())
+    for step, g in ((1, -0.5), (11, -0.25), (21, 0.125)):
+        one = tuple([1] + [0] * (BINS - 1))
+        run.emit(
+            _weights(step),
+            GradientStats(0, step, abs(g), (GradientVariable("seq/line/bias", abs(g), g, g, one),)),
+        )
+    run.frame()
+    row = window.inspector.gradients.rows["seq/line/bias"]  # shape (1,): one value
+    assert row.heatmap.widget.isHidden() and not row.heatmap.has_image
+    x, y = row.lines.curves["gradient"].getData()
+    assert x.tolist() == [1, 11, 21] and y.tolist() == [-0.5, -0.25, 0.125]  # the sign kept
+    assert row.header.text().endswith("— gradient 0.125")
 
 
 def test_a_line_plots_key_takes_the_room_it_has_and_never_widens_the_plot(qtbot):

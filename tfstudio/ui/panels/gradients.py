@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 from PySide6.QtWidgets import QWidget
 
 from tfstudio.core.inspector_store import InspectorStore
@@ -51,12 +52,20 @@ class GradientsView(VariableRowsView):
         """Header with the last norm/min/max, the heat map and the norm line."""
         history = self.store.gradients[path]
         last = {k: v[-1] for k, v in history.scalars.items() if v}
-        row.set_header(
-            f"<b>{path}</b> — gradient norm {last.get('norm', 0):.4g}, "
-            f"min {last.get('min', 0):.4g}, max {last.get('max', 0):.4g}"
-        )
-        row.heatmap.set_history(history)
-        row.lines.set_line("norm", *history.series("norm"))
+        shape = self.store.shapes.get(path)
+        single = shape is not None and int(np.prod(shape or (1,))) == 1
+        row.show_heatmap(not single)
+        if single:  # a scalar's gradient is one value (min = max): its signed line
+            row.set_header(f"<b>{path}</b> — gradient {last.get('min', 0):.4g}")
+            row.lines.set_title("gradient")
+            row.lines.set_line("gradient", *history.series("min"))
+        else:
+            row.set_header(
+                f"<b>{path}</b> — gradient norm {last.get('norm', 0):.4g}, "
+                f"min {last.get('min', 0):.4g}, max {last.get('max', 0):.4g}"
+            )
+            row.heatmap.set_history(history)
+            row.lines.set_line("norm", *history.series("norm"))
         row.lines.done()
 
     def describe(self, shown: int) -> str:

@@ -62,6 +62,12 @@ class VariableRow(QWidget):
         plots.addWidget(self.lines.widget, 2)
         layout.addLayout(plots)
 
+    def show_heatmap(self, shown: bool) -> None:
+        """Show or hide the heat map (a single value has no distribution to show: its
+        lines plot then takes the row's width)."""
+        if self.heatmap.widget.isVisibleTo(self) != shown:
+            self.heatmap.widget.setVisible(shown)
+
     def set_header(self, text: str) -> None:
         """The header line (rich text); its tooltip has it whole when a narrow view cuts it."""
         if text != self.header.text():

@@ -1,7 +1,8 @@
 """Weights view: per variable, its distribution over steps and its statistics as lines.
 
 Small variables (at most 16 values: a scalar W or b, a bias) show the values
-themselves as lines, so a linear fit is seen converging.
+themselves as lines, so a linear fit is seen converging; a single value (a scalar)
+shows only its line, across the row (a distribution of one value says nothing).
 """
 
 from __future__ import annotations
@@ -15,6 +16,11 @@ from tfstudio.ui.panels.variable_rows import VariableRow, VariableRowsView
 
 def _shape_text(shape: tuple[int, ...]) -> str:
     return "(" + ", ".join(str(d) for d in shape) + ")"
+
+
+def _single(shape: tuple[int, ...], values: list) -> bool:
+    """Whether a variable holds one value (shape ``()`` or all ones) whose values came."""
+    return bool(values and len(values[-1]) == 1 and int(np.prod(shape or (1,))) == 1)
 
 
 class WeightsView(VariableRowsView):
@@ -47,15 +53,20 @@ class WeightsView(VariableRowsView):
         shape = self.store.shapes.get(path, ())
         steps = np.asarray(history.steps, float)
         last = {k: v[-1] for k, v in history.scalars.items() if v}
-        row.set_header(
-            f"<b>{path}</b> {_shape_text(shape)} — mean {last.get('mean', 0):.4g}, "
-            f"std {last.get('std', 0):.4g}, min {last.get('min', 0):.4g}, "
-            f"max {last.get('max', 0):.4g}, L2 norm {last.get('norm', 0):.4g}, "
-            f"zeros {last.get('zero_fraction', 0):.1%}"
-        )
-        row.heatmap.set_history(history)
-        row.heatmap.set_line("mean", *history.series("mean"))
         values = history.values
+        single = _single(shape, values)
+        row.show_heatmap(not single)
+        if single:  # one value (a scalar W or b): its line says it all
+            row.set_header(f"<b>{path}</b> {_shape_text(shape)} — value {values[-1][0]:.4g}")
+        else:
+            row.set_header(
+                f"<b>{path}</b> {_shape_text(shape)} — mean {last.get('mean', 0):.4g}, "
+                f"std {last.get('std', 0):.4g}, min {last.get('min', 0):.4g}, "
+                f"max {last.get('max', 0):.4g}, L2 norm {last.get('norm', 0):.4g}, "
+                f"zeros {last.get('zero_fraction', 0):.1%}"
+            )
+            row.heatmap.set_history(history)
+            row.heatmap.set_line("mean", *history.series("mean"))
         if values and values[-1]:
             row.lines.set_title("values")
             width = len(values[-1])
@@ -80,7 +91,11 @@ class WeightsView(VariableRowsView):
         if not total:
             return ""
         which = f"{shown} of {total}" if shown < total else f"all {total}"
-        return (
-            f"Trainable variables: {which}. Heat map: values over steps (brighter: more "
-            "values there); white line: mean. " + self.store.status_text()
+        store = self.store
+        maps = any(not _single(store.shapes.get(p, ()), h.values) for p, h in store.weights.items())
+        legend = (
+            "Heat map: values over steps (brighter: more values there); white line: mean. "
+            if maps
+            else "Each holds one value: its line. "
         )
+        return f"Trainable variables: {which}. " + legend + store.status_text()
