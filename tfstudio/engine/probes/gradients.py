@@ -96,6 +96,7 @@ class GradientProbe:
         self._stats: Any = None
         self._hists: Any = None
         self._seen: Any = None
+        self._unseen: Any = None  # zeros to reset _seen with after a sample (made once)
         self._wrapped: list[Any] = []
         self.armed = False
         self.traced = False  # whether the recording twin has run (been traced) yet
@@ -244,7 +245,9 @@ class GradientProbe:
         if not seen.any():
             return None
         stats, hists = host_values([self._stats, self._hists])
-        write(self._seen, tf.zeros_like(seen))
+        if self._unseen is None:
+            self._unseen = tf.zeros(seen.shape, tf.as_dtype(seen.dtype))
+        write(self._seen, self._unseen)  # (tf.zeros_like of the array: ~0.5 ms a sample)
         out = []
         total = 0.0
         for i in np.flatnonzero(seen):

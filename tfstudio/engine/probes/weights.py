@@ -94,6 +94,7 @@ class WeightProbe:
             return tf.stack(stats), tf.stack(hists), flat
 
         self._compute = compute
+        self._concrete: Any = None
         self.traced = False  # whether the device function has been traced (used once)
 
     def _on_host(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -114,7 +115,9 @@ class WeightProbe:
         if not self.variables:
             return None
         if traced:
-            stats, hists, flat = (t.numpy() for t in self._compute())
+            if self._concrete is None:  # its graph, called without the function's lookup
+                self._concrete = self._compute.get_concrete_function()
+            stats, hists, flat = (t.numpy() for t in self._concrete())
             self.traced = True
         else:
             stats, hists, flat = self._on_host()
