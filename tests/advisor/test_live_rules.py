@@ -233,8 +233,18 @@ for units in range(2, 8):
 """
 
 
+def _fresh_retracing_warnings() -> None:
+    """TensorFlow warns about retracing at most twice per Python function per process
+    (Keras's train step is one function for every model): a test that needs the warning
+    starts TensorFlow's count over, whatever ran before it in this test process."""
+    from tensorflow.python.eager.polymorphic_function import polymorphic_function as pf
+
+    pf._frequent_tracing_detector_manager = pf._FrequentTracingDetectorManager()
+
+
 def test_noisy_but_healthy_training_gets_no_notice(write_script):
     """Small noisy batches, random labels, fits of different losses, many models: silent."""
+    _fresh_retracing_warnings()
     options = RunOptions(record=False, on_nan="stop", sample_every=5)
     ended, events = run_script(write_script(HEALTHY), options=options)
     assert ended.status == "finished" and ended.fits == 9, ended
