@@ -302,10 +302,7 @@ class LoopInspector:
         once the budget's credit (its share of the training time so far, less what the
         inspector spent) covers the estimate; a fixed cadence traces at once.
         """
-        from tfstudio.engine.probes.inspector import (
-            HOST_WEIGHTS_CHEAP_S,
-            WEIGHT_TRACE_S_PER_VARIABLE,
-        )
+        from tfstudio.engine.probes.inspector import weight_trace_estimate
 
         probe, cadence = loop.weights, loop.cadence
         if loop.trace_weights or probe is None or cadence is None:
@@ -313,11 +310,10 @@ class LoopInspector:
         if cadence.mode == "fixed":
             loop.trace_weights = True
             return
-        if loop.host_weights_s < HOST_WEIGHTS_CHEAP_S:
-            return
-        train = now - loop.t0 + loop.first_cost - cadence.probe_seconds
-        estimate = WEIGHT_TRACE_S_PER_VARIABLE * len(probe.variables)
-        loop.trace_weights = cadence.credit(train) >= estimate
+        estimate = weight_trace_estimate(loop.host_weights_s, len(probe.variables))
+        if estimate is not None:
+            train = now - loop.t0 + loop.first_cost - cadence.probe_seconds
+            loop.trace_weights = cadence.credit(train) >= estimate
 
     def _emit(self, event: object) -> None:
         size = len(pickle.dumps(event, protocol=pickle.HIGHEST_PROTOCOL))

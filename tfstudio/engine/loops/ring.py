@@ -95,12 +95,14 @@ class GraphRing:
         """
         tf = self._tf
         if tf.executing_eagerly():  # the reader thread: raw reads (~20 us, .numpy() ~110 us)
-            count = int(_read(self.counter.handle, tf.int64))
+            from tfstudio.engine.probes.values import read_handle
+
+            count = int(read_handle(self.counter.handle, tf.int64))
             if count <= known:
                 return count, [], []
-            losses = _read(self.losses.handle, tf.float32)
-            steps = _read(self.norm_steps.handle, tf.int64)
-            parts = _read(self.parts.handle, tf.float32)
+            losses = read_handle(self.losses.handle, tf.float32)
+            steps = read_handle(self.norm_steps.handle, tf.int64)
+            parts = read_handle(self.parts.handle, tf.float32)
         else:  # while tracing (a new series asks how far the loop is)
             with tf.init_scope():
                 count = int(self.counter.numpy())
@@ -192,10 +194,3 @@ def _columns(tf: Any, parts: list[Any], n: int) -> list[Any]:
         groups = [parts[i : i + size] for i in range(0, len(parts), size)]
         parts = [g[0] if len(g) == 1 else tf.add_n(g) for g in groups]
     return parts + [tf.constant(0.0, tf.float32)] * (n - len(parts))
-
-
-def _read(handle: Any, dtype: Any) -> np.ndarray:
-    """A resource variable's value as numpy, with the least Python (the reader's hot path)."""
-    from tensorflow.python.ops import gen_resource_variable_ops
-
-    return gen_resource_variable_ops.read_variable_op(handle, dtype).numpy()

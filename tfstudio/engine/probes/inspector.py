@@ -43,6 +43,16 @@ ACTIVATION_TRACE_FACTOR = 5.0
 # 40-53 ms loaded (6 variables: 0.18 s, 0.24-0.32 s), whatever the variables' sizes.
 WEIGHT_TRACE_S_PER_VARIABLE = 0.05
 HOST_WEIGHTS_CHEAP_S = 0.002  # a host summary this cheap is kept: no trace needed
+
+
+def weight_trace_estimate(host_seconds: float, variables: int) -> float | None:
+    """What tracing the weight function is expected to cost, or None when the host
+    summary (``host_seconds`` a sample) is cheap enough to keep: no trace is needed."""
+    if host_seconds < HOST_WEIGHTS_CHEAP_S:
+        return None
+    return WEIGHT_TRACE_S_PER_VARIABLE * variables
+
+
 # One weight probe per model, kept across its fits: its tf.function is traced once.
 _weight_probes: weakref.WeakKeyDictionary[Any, WeightProbe] = weakref.WeakKeyDictionary()
 # One gradient probe per model: its recording train function is traced once.
@@ -304,9 +314,10 @@ class Inspector:
             host = costs.get("weights", 0.0)
             if self._weights.traced:
                 self._weights_traced = True
-            elif host >= HOST_WEIGHTS_CHEAP_S:
-                estimate = WEIGHT_TRACE_S_PER_VARIABLE * len(self._weights.variables)
-                pending.append(("weights", estimate))
+            else:
+                estimate = weight_trace_estimate(host, len(self._weights.variables))
+                if estimate is not None:
+                    pending.append(("weights", estimate))
         if grads is not None and not self._twin_allowed:
             if grads.traced:  # traced in an earlier fit of this model: free now
                 self._twin_allowed = True

@@ -44,24 +44,23 @@ def read(variable: Any) -> Any:
     return v.read_value() if hasattr(v, "read_value") else tf.convert_to_tensor(v)
 
 
-def host_values(variables: Sequence[Any]) -> list[np.ndarray]:
-    """Each variable's value as a numpy array (a copy: later training does not change it)."""
-    out = []
-    for variable in variables:
-        v = tf_variable(variable)
-        if _plain(v):
-            out.append(gen_resource_variable_ops.read_variable_op(v.handle, v.dtype).numpy())
-        else:
-            out.append(np.asarray(variable.numpy()))
-    return out
+def read_handle(handle: Any, dtype: Any) -> np.ndarray:
+    """A resource variable's value as numpy, from its handle: one ``ReadVariableOp``."""
+    return gen_resource_variable_ops.read_variable_op(handle, dtype).numpy()
 
 
 def host_value(value: Any) -> np.ndarray:
-    """A variable's value (or a tensor's, a number's) as numpy: a count, a learning rate."""
+    """A variable's value (or a tensor's, a number's) as numpy, a copy later training does
+    not change: a count, a learning rate, a weight."""
     v = tf_variable(value)
     if _plain(v):
-        return gen_resource_variable_ops.read_variable_op(v.handle, v.dtype).numpy()
+        return read_handle(v.handle, v.dtype)
     return np.asarray(value.numpy() if hasattr(value, "numpy") else value)
+
+
+def host_values(variables: Sequence[Any]) -> list[np.ndarray]:
+    """Each variable's value as numpy (see :func:`host_value`)."""
+    return [host_value(v) for v in variables]
 
 
 def write(variable: Any, value: Any) -> None:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
 from PySide6.QtWidgets import QWidget
 
 from tfstudio.core.inspector_store import InspectorStore
 from tfstudio.ui.panels.inspector_plots import LinePlot
-from tfstudio.ui.panels.variable_rows import MAX_ROWS, VariableRow, VariableRowsView
+from tfstudio.ui.panels.variable_rows import MAX_ROWS, VariableRow, VariableRowsView, one_value
 
 
 class GradientsView(VariableRowsView):
@@ -52,8 +51,7 @@ class GradientsView(VariableRowsView):
         """Header with the last norm/min/max, the heat map and the norm line."""
         history = self.store.gradients[path]
         last = {k: v[-1] for k, v in history.scalars.items() if v}
-        shape = self.store.shapes.get(path)
-        single = shape is not None and int(np.prod(shape or (1,))) == 1
+        single = one_value(self.store.shapes.get(path))
         row.show_heatmap(not single)
         if single:  # a scalar's gradient is one value (min = max): its signed line
             row.set_header(f"<b>{path}</b> — gradient {last.get('min', 0):.4g}")

@@ -24,6 +24,12 @@ from tfstudio.ui.panels.inspector_plots import HeatmapPlot, LinePlot
 MAX_ROWS = 24  # rows drawn at most (a large model lists its first 24 variables)
 
 
+def one_value(shape: tuple[int, ...] | None) -> bool:
+    """Whether a variable of this shape holds a single value (``()``, ``(1,)``, ``(1, 1)``);
+    False when the shape is not known (a recorded run's foreign histograms)."""
+    return shape is not None and all(d == 1 for d in shape)
+
+
 class VariableRow(QWidget):
     """One variable: a header line, its histogram heat map and a lines plot.
 

@@ -11,7 +11,7 @@ import numpy as np
 from PySide6.QtWidgets import QWidget
 
 from tfstudio.core.inspector_store import InspectorStore
-from tfstudio.ui.panels.variable_rows import VariableRow, VariableRowsView
+from tfstudio.ui.panels.variable_rows import VariableRow, VariableRowsView, one_value
 
 
 def _shape_text(shape: tuple[int, ...]) -> str:
@@ -19,8 +19,8 @@ def _shape_text(shape: tuple[int, ...]) -> str:
 
 
 def _single(shape: tuple[int, ...], values: list) -> bool:
-    """Whether a variable holds one value (shape ``()`` or all ones) whose values came."""
-    return bool(values and len(values[-1]) == 1 and int(np.prod(shape or (1,))) == 1)
+    """Whether a variable holds one value whose values came (a scalar W or b)."""
+    return bool(values and len(values[-1]) == 1 and one_value(shape))
 
 
 class WeightsView(VariableRowsView):
