@@ -338,6 +338,7 @@ def _eager_gradients(pairs: list[tuple[Any, Any]]) -> list[GradientVariable]:
     others (on a GPU, half precision) on their device."""
     import tensorflow as tf
 
+    from tfstudio.engine.loops.steps import host_float
     from tfstudio.engine.probes.model import variable_path
     from tfstudio.engine.probes.weights import BINS, summarize, summarize_host
 
@@ -347,7 +348,7 @@ def _eager_gradients(pairs: list[tuple[Any, Any]]) -> list[GradientVariable]:
             continue
         if isinstance(g, tf.IndexedSlices):
             g = tf.convert_to_tensor(g)
-        if g.dtype in (tf.float32, tf.float64) and g.device.endswith("CPU:0"):
+        if host_float(tf, g):
             s, h = summarize_host(g.numpy(), BINS)
         else:
             s, h = summarize(g, BINS)

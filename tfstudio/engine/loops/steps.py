@@ -102,6 +102,11 @@ class StepDetector:
         return self._small.get(key) or []
 
 
+def host_float(tf: Any, value: Any) -> bool:
+    """Whether an eager tensor is float32/64 in host memory: numpy reads it in place."""
+    return value.dtype in (tf.float32, tf.float64) and value.device.endswith("CPU:0")
+
+
 def global_norm(tf: Any, grads: list[Any]) -> float:
     """The global norm of eager gradients (``tf.linalg.global_norm``'s value), computed cheaply.
 
@@ -112,7 +117,7 @@ def global_norm(tf: Any, grads: list[Any]) -> float:
     import numpy as np
 
     values = [g.values if isinstance(g, tf.IndexedSlices) else g for g in grads]
-    if all(v.dtype in (tf.float32, tf.float64) and v.device.endswith("CPU:0") for v in values):
+    if all(host_float(tf, v) for v in values):
         total = 0.0
         for v in values:
             a = v.numpy().ravel()
