@@ -30,8 +30,10 @@ Three measurements on the small MLP of ``bench_model.py``, in one process:
 
     python bench/inspector_overhead.py   (= python bench/overhead.py --inspector)
 
-Ends: ``overhead: tensorboard cost / inspector cost = X``, the share line, the control
-and ``overhead: monitored/bare = R`` (1).
+Ends: ``overhead: tensorboard cost / inspector cost = X``, the share line, the time
+of the calls into the inspector during (1.) (its share of the monitored twins' own
+time: what of R is the inspector's budget at work), the control and
+``overhead: monitored/bare = R`` (1).
 """
 
 from __future__ import annotations
@@ -70,6 +72,61 @@ def inspector_sides(worker: WorkerSide, name: str) -> Any:
         return {name: (steps_of(gen), clock, worker.pump_cpu, lambda: finish(gen))}
 
     return make
+
+
+class InspectorCalls:
+    """While entered, the wall time of the calls into the inspector (its hooks from the
+    batch callback: ``begin``, ``at_step``, ``end``, on the training thread) made during
+    the interleaved rounds (``Interleaved.run``: the steps R is computed from)."""
+
+    HOOKS = ("begin", "at_step", "end")
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.calls = 0
+        self._rounds = False
+        self._saved: list[tuple[Any, str, Any]] = []
+
+    def __enter__(self) -> InspectorCalls:
+        from interleave import Interleaved
+
+        from tfstudio.engine.probes.inspector import Inspector
+
+        for hook in self.HOOKS:
+            self._patch(Inspector, hook, self._timed(getattr(Inspector, hook)))
+        self._patch(Interleaved, "run", self._rounds_of(Interleaved.run))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for owner, name, original in self._saved:
+            setattr(owner, name, original)
+
+    def _patch(self, owner: Any, name: str, replacement: Any) -> None:
+        self._saved.append((owner, name, getattr(owner, name)))
+        setattr(owner, name, replacement)
+
+    def _rounds_of(self, original: Any) -> Any:
+        def run(bench: Any, *args: Any, **kwargs: Any) -> Any:
+            self._rounds = True
+            try:
+                return original(bench, *args, **kwargs)
+            finally:
+                self._rounds = False
+
+        return run
+
+    def _timed(self, original: Any) -> Any:
+        def call(inspector: Any, *args: Any, **kwargs: Any) -> Any:
+            if not self._rounds:
+                return original(inspector, *args, **kwargs)
+            started = time.perf_counter()
+            try:
+                return original(inspector, *args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - started
+                self.calls += 1
+
+        return call
 
 
 class HistogramWriter:
@@ -263,15 +320,24 @@ def main(argv: list[str] | None = None) -> None:
     print("1. R, the inspector at its default budget", flush=True)
     from tfstudio.engine.probes.inspector import Inspector
 
-    worker = WorkerSide(RunOptions())
+    options = RunOptions()
+    worker = WorkerSide(options)
     try:
-        result = compare_blocks(
-            inspector_sides(worker, "inspector"), args.blocks, args.rounds, args.alone
-        )
+        with InspectorCalls() as calls:
+            result = compare_blocks(
+                inspector_sides(worker, "inspector"), args.blocks, args.rounds, args.alone
+            )
     finally:
         Inspector.clock = time.perf_counter  # the twins' own clocks are done
     worker.close()
     r_line = result.line("inspector")
+    timed = sum(result.sides["inspector"])  # the monitored steps R is computed from
+    calls_line = (
+        f"inspector calls in (1.): {calls.seconds * 1000:.0f} ms in {calls.calls:,} calls "
+        f"during the interleaved steps, {calls.seconds / timed:.2%} of the monitored twin's "
+        f"steps there (its budget: {options.inspector_budget:.0%}; the rest of 1 - R is "
+        "monitoring and the charged helper threads)"
+    )
     print("2. the inspector's own share of a first fit", flush=True)
     share, share_line = own_share(args.share_steps)
     print(f"3. TensorBoard at equal information, every {args.every} steps", flush=True)
@@ -282,6 +348,7 @@ def main(argv: list[str] | None = None) -> None:
     ratio = tb_cost / insp_cost if insp_cost > 0 else float("inf")
     print(f"overhead: tensorboard cost / inspector cost = {ratio:.1f}")
     print(share_line)
+    print(calls_line)
     print(r_line)
     print(f"control: bare/bare = {result.control():.4f}")
     print(f"overhead: monitored/bare = {result.ratio('inspector'):.4f}")

@@ -424,9 +424,13 @@ def test_budget_cadence_spaces_samples_and_reports_overhead(write_script, tmp_pa
     path = write_script(
         PRELUDE
         + """
+import time
 model = keras.Sequential([keras.Input((4,)), layers.Dense(8), layers.Dense(2)])
 model.compile("sgd", "mse")
-model.fit(x, y, batch_size=2, epochs=40, verbose=0)
+# 8 ms a step at least, whatever the machine: the fit's ~2.6 s pass the second of
+# training the overhead needs (a fast CPU ran the 320 steps in under a second)
+slow = keras.callbacks.LambdaCallback(on_train_batch_end=lambda batch, logs: time.sleep(0.008))
+model.fit(x, y, batch_size=2, epochs=40, verbose=0, callbacks=[slow])
 """
     )
     ended, events = run_script(path, cwd=tmp_path, options=RunOptions(inspector_budget=0.03))
