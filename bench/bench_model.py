@@ -5,8 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 
-def mlp_and_data(batch: int = 64, prefetch: bool = True) -> tuple[Any, Any]:
-    """A compiled 32-128-128-10 MLP and an endless ``tf.data`` pipeline of 100 batches."""
+def mlp_and_data(
+    batch: int = 64, prefetch: bool = True, metrics: tuple[str, ...] = ("accuracy",)
+) -> tuple[Any, Any]:
+    """A compiled 32-128-128-10 MLP and an endless ``tf.data`` pipeline of 100 batches.
+
+    ``metrics``: Keras metric names, or ``top3``/``top5`` (top-k accuracy) and ``xent``
+    (cross-entropy as a metric): more families, more plots in the window.
+    """
     import keras
     import numpy as np
     import tensorflow as tf
@@ -26,9 +32,14 @@ def mlp_and_data(batch: int = 64, prefetch: bool = True) -> tuple[Any, Any]:
             keras.layers.Dense(10),
         ]
     )
+    named = {
+        "top3": lambda: keras.metrics.SparseTopKCategoricalAccuracy(3, name="top3"),
+        "top5": lambda: keras.metrics.SparseTopKCategoricalAccuracy(5, name="top5"),
+        "xent": lambda: keras.metrics.SparseCategoricalCrossentropy(from_logits=True, name="xent"),
+    }
     model.compile(
         "adam",
         keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=["accuracy"],
+        metrics=[named[m]() if m in named else m for m in metrics],
     )
     return model, data

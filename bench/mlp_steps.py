@@ -12,7 +12,8 @@ import time
 from bench_model import mlp_and_data  # beside this script: its folder is on sys.path
 
 STEPS = int(os.environ.get("TFSTUDIO_BENCH_STEPS", "2000"))
-model, data = mlp_and_data(prefetch=False)
+METRICS = tuple(os.environ.get("TFSTUDIO_BENCH_METRICS", "accuracy").split(","))
+model, data = mlp_and_data(prefetch=False, metrics=METRICS)
 model.fit(data, epochs=1, steps_per_epoch=50, verbose=0)  # warm-up: tracing
 start, cpu0 = time.perf_counter(), time.process_time()
 model.fit(data, epochs=4, steps_per_epoch=STEPS // 4, verbose=0)

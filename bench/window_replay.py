@@ -20,6 +20,7 @@ replays of all variants are interleaved, in a fresh random order each round.
 ``bench/window_replay_old_axes.py`` is the variant of the axes before 2026-11-27.
 
     python bench/window_replay.py [--events FILE] [--rounds 5] [--variants FILE] [--steps N]
+                                  [--metrics accuracy,top3,xent]
 
 Without ``--events`` (or when FILE does not exist) it captures a run first (and keeps
 it in FILE when given), of ``--steps`` timed steps (a long run: its curves hold more
@@ -65,13 +66,16 @@ with open({out!r}, "wb") as f:
 """
 
 
-def capture(path: Path, steps: int | None = None) -> None:
+def capture(path: Path, steps: int | None = None, metrics: str | None = None) -> None:
     """Run ``mlp_steps.py`` in the real window and keep every batch of events it drained
-    (``steps``: its timed steps, else its own default)."""
+    (``steps``: its timed steps, else its own default; ``metrics``: its model's metrics,
+    comma-separated, see ``bench_model.py``)."""
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
         if steps is not None:
             env["TFSTUDIO_BENCH_STEPS"] = str(steps)
+        if metrics:
+            env["TFSTUDIO_BENCH_METRICS"] = metrics
         env["TFSTUDIO_BENCH_OUT"] = str(Path(tmp) / "rate.json")
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         code = CAPTURE.format(bench=str(ROOT / "bench"), script=str(SCRIPT), out=str(path))
@@ -195,13 +199,18 @@ def main() -> None:
     parser.add_argument(
         "--steps", type=int, help="timed steps of the captured run (mlp_steps.py: 2000)"
     )
+    parser.add_argument(
+        "--metrics",
+        help="the captured run's metrics, comma-separated (e.g. accuracy,top3,xent: a plot "
+        "each; bench_model.py)",
+    )
     args = parser.parse_args()
     events = args.events
     with tempfile.TemporaryDirectory() as tmp:
         if events is None or not events.exists():
             events = events or Path(tmp) / "events.pkl"
             print(f"capturing a run of {SCRIPT.name} in the window ...", flush=True)
-            capture(events, args.steps)
+            capture(events, args.steps, args.metrics)
         with open(events, "rb") as f:
             log = pickle.load(f)
     variants: dict[str, Callable[[], None]] = {"this tree": lambda: None}

@@ -41,6 +41,36 @@ def test_metrics_behind_another_tab_do_not_redraw_and_catch_up_when_shown(window
     assert _newest_drawn(curve) == 50  # everything that arrived meanwhile
 
 
+def test_plots_scrolled_out_of_view_wait_and_catch_up_when_scrolled_to(window, run):
+    # four families (not "many": all shown), one plot each: more than the view holds
+    families = ("loss", "accuracy", "precision", "recall")
+    values = lambda g: {f: 1.0 / g + i for i, f in enumerate(families)}  # noqa: E731
+    window.resize(1200, 807)
+    run.started().fit(epochs=1, steps_per_epoch=1000).steps(20, values=values).frame()
+    panel = window.metrics
+    assert all(panel.plots[f].shown for f in families)
+    top, bottom = panel.plots["loss"], panel.plots["recall"]
+    panel.scroll.verticalScrollBar().setValue(0)
+    QApplication.processEvents()
+    assert panel._in_view(top) and not panel._in_view(bottom)  # below the fold
+    top_curve, bottom_curve = top.steps["loss"], bottom.steps["recall"]
+    bottom_redraws = bottom.redraws
+
+    run.steps(30, start=20, values=values).frame()
+    run.frame()
+    assert _newest_drawn(top_curve) == 50  # in view: drawn as the steps come
+    assert bottom.redraws == bottom_redraws  # out of view: nothing drawn ...
+    assert _newest_drawn(bottom_curve) == 20
+    assert len(panel.store.tracks("recall"))  # ... the store has it all
+
+    bar = panel.scroll.verticalScrollBar()
+    bar.setValue(bar.maximum())  # scrolled to: drawn at once, no redraw of the window needed
+    assert panel._in_view(bottom)
+    assert bottom.redraws > bottom_redraws
+    assert _newest_drawn(bottom_curve) == 50
+    assert top.y_range is not None and bottom.y_range is not None
+
+
 def test_new_families_behind_another_tab_get_their_plots_when_shown(window, run):
     window.show_view("gradients")
     run.started().fit(epochs=1, steps_per_epoch=1000).steps(10).frame()

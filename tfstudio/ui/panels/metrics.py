@@ -17,7 +17,7 @@ import hashlib
 import math
 from collections.abc import Sequence
 
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QPoint, QRect, QSettings, Qt
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -197,6 +197,11 @@ class MetricsPanel(QWidget):
         self.xgroup = XLinkGroup()
         self.compared: list[RunLayer] = []  # other runs drawn behind the run on show
         self._behind = False  # data arrived while out of sight: drawn when shown
+        self._scrolled_out = False  # a plot out of the scroll area's view missed a redraw
+        # Scrolling or resizing brings plots into view: they catch up at once.
+        bar_v = self.scroll.verticalScrollBar()
+        bar_v.valueChanged.connect(self._catch_up)
+        bar_v.rangeChanged.connect(self._catch_up)
         self._reset_data()
 
     def _reset_data(self) -> None:
@@ -284,13 +289,40 @@ class MetricsPanel(QWidget):
         if self._hidden_by_default:
             self._show_running_families()
         for plot in self.plots.values():
-            plot.refresh()
+            if self._in_view(plot):
+                plot.refresh()
+            else:
+                self._scrolled_out = True
         if self._run_ended or (self.store.ended is not None and not self._finished):
             self._finished = True  # the x range fits the data, with no room to grow
             for group in self._groups():
                 group.finish()
             self._update_fit_rows()
         self._run_ended = False
+
+    def _in_view(self, plot: MetricPlot) -> bool:
+        """Whether any of ``plot`` is inside the scroll area's view (plots scrolled out of
+        it skip their redraws: with a metric per plot a run's plots overflow the view).
+
+        Geometry, not ``visibleRegion()``: a plot's own viewport, an opaque child, covers
+        all of it, so its visible region is always empty.
+        """
+        widget = plot.widget
+        if not widget.isVisible():
+            return True  # hidden: its refresh returns at once; a panel never shown draws all
+        view = self.scroll.viewport()
+        return QRect(widget.mapTo(view, QPoint(0, 0)), widget.size()).intersects(view.rect())
+
+    def _catch_up(self, *_: object) -> None:
+        """Scrolled or resized: draw the plots that came into view since they missed a redraw."""
+        if not self._scrolled_out or self._behind:
+            return
+        self._scrolled_out = False
+        for plot in self.plots.values():
+            if self._in_view(plot):
+                plot.refresh()
+            else:
+                self._scrolled_out = True
 
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 (Qt API)
         """Shown again: draw what arrived while out of sight."""
