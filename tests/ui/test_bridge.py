@@ -284,3 +284,45 @@ def test_an_idle_window_ticks_slowly_until_something_comes(qtbot):
         assert bridge.interval_ms() == frame_ms
     finally:
         bridge.stop()
+
+
+class BrokenPanel(SpyPanel):
+    """A panel with a bug: its refresh and its step ingest raise."""
+
+    def ingest_steps(self, steps):
+        raise ValueError("a bug in ingest_steps")
+
+    def refresh(self):
+        raise RuntimeError("a bug in refresh")
+
+
+def test_a_panel_that_raises_leaves_the_others_and_the_runs_end_alone(qtbot, capfd):
+    channel = Channel()
+    bridge = Bridge(channel)
+    log = []
+    bridge.add_panel(BrokenPanel([]))
+    bridge.add_panel(SpyPanel(log))
+    ended, errors = [], []
+    bridge.run_ended.connect(ended.append)
+    bridge.monitor_error.connect(errors.append)
+    channel.emit(RunStarted("/tmp/train.py", ("/tmp/train.py",), "/tmp", 0.0))
+    for g in (1, 2, 3):
+        channel.emit(step(g))
+    bridge.tick()
+    for g in (4, 5):
+        channel.emit(step(g))
+    channel.emit(RunEnded("finished", 0, 1, 5, 0.5))
+    bridge.tick()
+
+    # the panel after the broken one got every event and every redraw
+    assert ("steps", [1, 2, 3]) in log and ("steps", [4, 5]) in log
+    assert ("event", "RunEnded") in log and log.count(("refresh",)) >= 2
+    assert len(ended) == 1  # the run's end was heard
+    # each failure said once (refresh failed at every redraw), where and what
+    assert sorted(e.where for e in errors) == [
+        "the window (BrokenPanel.ingest_steps)",
+        "the window (BrokenPanel.refresh)",
+    ]
+    assert "RuntimeError: a bug in refresh" in {e.message for e in errors}
+    assert log.count(("event", "MonitorError")) == 2  # in the console
+    assert "BrokenPanel.refresh failed" in capfd.readouterr().err

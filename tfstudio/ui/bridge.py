@@ -38,7 +38,9 @@ until something comes: a window left open between runs wakes 10 times a second, 
 from __future__ import annotations
 
 import os
+import sys
 import time
+import traceback
 from collections import deque
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
@@ -165,6 +167,7 @@ class Bridge(QObject):
         super().__init__(parent)
         self.channel = channel
         self._panels: list[Panel] = []
+        self.panel_failures: set[tuple[str, str]] = set()  # (panel class, method) reported
         self._routes: dict[type, list[Panel]] = {}  # event kind -> panels that take it
         self._step_panels: list[Panel] = []
         self.fps = fps
@@ -325,7 +328,10 @@ class Bridge(QObject):
                 self._hand_steps(event)
                 continue
             for panel in self._routes.get(type(event), ()):
-                panel.ingest_event(event)
+                try:
+                    panel.ingest_event(event)
+                except Exception as exc:  # noqa: BLE001 - one panel's bug must not stop the rest
+                    self._panel_failed(panel, "ingest_event", exc)
             if isinstance(event, RunEnded):
                 self.live = False
                 self.resting = False
@@ -426,7 +432,10 @@ class Bridge(QObject):
     def _redraw(self, started: float) -> None:
         t0 = time.perf_counter()
         for panel in self._panels:
-            panel.refresh()
+            try:
+                panel.refresh()
+            except Exception as exc:  # noqa: BLE001 - one panel's bug must not stop the rest
+                self._panel_failed(panel, "refresh", exc)
         self._dirty = False
         self.redraws += 1
         # The paint itself happens later in the event loop; it is added to this
@@ -459,4 +468,26 @@ class Bridge(QObject):
     def _hand_steps(self, run: Sequence[StepEnded]) -> None:
         self.steps_consumed += len(run)
         for panel in self._step_panels:
-            panel.ingest_steps(run)
+            try:
+                panel.ingest_steps(run)
+            except Exception as exc:  # noqa: BLE001 - one panel's bug must not stop the rest
+                self._panel_failed(panel, "ingest_steps", exc)
+
+    def _panel_failed(self, panel: Panel, method: str, exc: BaseException) -> None:
+        """A panel raised: say so once per panel and method (on stderr, and as a monitoring
+        error in the console and the status bar); the other panels and the run go on."""
+        key = (type(panel).__name__, method)
+        if key in self.panel_failures:
+            return
+        self.panel_failures.add(key)
+        text = "".join(traceback.format_exception(exc))
+        print(f"tfstudio: the window's {key[0]}.{method} failed:\n{text}", file=sys.__stderr__)
+        error = MonitorError(
+            f"the window ({key[0]}.{method})", f"{type(exc).__name__}: {exc}", text
+        )
+        for other in self._routes.get(MonitorError, ()):
+            try:
+                other.ingest_event(error)
+            except Exception as again:  # noqa: BLE001 - reported once too
+                self._panel_failed(other, "ingest_event", again)
+        self.monitor_error.emit(error)
