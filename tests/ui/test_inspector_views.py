@@ -409,3 +409,53 @@ def test_cli_view_and_sample_every_flags():
         gui_parser().parse_args(["--view", "nope"])
     ns = headless_parser().parse_args(["--sample-every", "3", "train.py", "--epochs", "2"])
     assert (ns.sample_every, ns.script, ns.args) == (3, "train.py", ["--epochs", "2"])
+
+
+def _many_weights(step, n=12):
+    """WeightStats of ``n`` 8x8 kernels whose mean is ``step`` (the header says it)."""
+    variables = []
+    for i in range(n):
+        k = np.full(64, float(step)) + np.linspace(-1, 1, 64)
+        counts, lo, hi = _hist(k)
+        variables.append(
+            VariableStats(
+                f"m/d{i}/kernel",
+                (8, 8),
+                float(k.mean()),
+                float(k.std()),
+                lo,
+                hi,
+                float(np.linalg.norm(k)),
+                0.0,
+                counts,
+            )
+        )
+    return WeightStats(0, step, tuple(variables))
+
+
+def test_weight_rows_out_of_view_are_drawn_when_scrolled_to(qtbot):
+    from PySide6.QtWidgets import QApplication
+
+    from tfstudio.ui.panels.weights import WeightsView
+
+    store = InspectorStore()
+    view = WeightsView(store, [0.0])
+    qtbot.addWidget(view)
+    view.resize(800, 500)
+    view.show()
+    store.ingest(_many_weights(1))
+    view.refresh()
+    QApplication.processEvents()
+    rows = list(view.rows.values())
+    assert len(rows) == 12
+    bar = view.scroll.verticalScrollBar()
+    assert bar.maximum() > 0  # 12 rows do not fit in 500 px
+
+    store.ingest(_many_weights(7))
+    view.refresh()
+    first, last = rows[0], rows[-1]
+    assert "mean 7" in first.header.text()  # in view: drawn with the new sample
+    assert "mean 1" in last.header.text()  # scrolled out of view: not drawn yet
+
+    bar.setValue(bar.maximum())  # scrolled to: drawn at once
+    assert "mean 7" in last.header.text()

@@ -17,7 +17,7 @@ import hashlib
 import math
 from collections.abc import Sequence
 
-from PySide6.QtCore import QPoint, QRect, QSettings, Qt
+from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -63,7 +63,7 @@ from tfstudio.ui.panels.metric_plot import (
     RunLayer,
 )
 from tfstudio.ui.panels.metrics_sidebar import SIDEBAR_WIDTH, MetricsSidebar
-from tfstudio.ui.panels.visibility import out_of_sight
+from tfstudio.ui.panels.visibility import in_scroll_view, out_of_sight
 from tfstudio.ui.plotting import BACKGROUND, Segment, XLinkGroup, segment_colour
 from tfstudio.ui.plotting.smoothing import DEFAULT_WEIGHT, SmoothingSlider
 
@@ -302,16 +302,8 @@ class MetricsPanel(QWidget):
 
     def _in_view(self, plot: MetricPlot) -> bool:
         """Whether any of ``plot`` is inside the scroll area's view (plots scrolled out of
-        it skip their redraws: with a metric per plot a run's plots overflow the view).
-
-        Geometry, not ``visibleRegion()``: a plot's own viewport, an opaque child, covers
-        all of it, so its visible region is always empty.
-        """
-        widget = plot.widget
-        if not widget.isVisible():
-            return True  # hidden: its refresh returns at once; a panel never shown draws all
-        view = self.scroll.viewport()
-        return QRect(widget.mapTo(view, QPoint(0, 0)), widget.size()).intersects(view.rect())
+        it skip their redraws: with a metric per plot a run's plots overflow the view)."""
+        return in_scroll_view(plot.widget, self.scroll)
 
     def _catch_up(self, *_: object) -> None:
         """Scrolled or resized: draw the plots that came into view since they missed a redraw."""

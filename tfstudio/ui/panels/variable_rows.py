@@ -3,7 +3,9 @@
 A :class:`VariableRow` is a header line, a histogram heat map over steps and a
 lines plot; a :class:`VariableRowsView` keeps one row per variable shown (all,
 or those under the layer selected in the model tree), rebuilt only when that
-list changes and redrawn only when the inspector's store has new data.
+list changes and redrawn only when the inspector's store has new data, and then only
+the rows in the scrolled view: the others are drawn as they are scrolled to (24 rows of
+a large model took ~70 ms a sample, of which the ~5 in view take a fifth).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from PySide6.QtWidgets import (
 
 from tfstudio.core.inspector_store import InspectorStore
 from tfstudio.ui.panels.inspector_plots import HeatmapPlot, LinePlot
+from tfstudio.ui.panels.visibility import in_scroll_view
 
 MAX_ROWS = 24  # rows drawn at most (a large model lists its first 24 variables)
 
@@ -107,6 +110,7 @@ class VariableRowsView(QWidget):
         self.selection: str | None = None
         self.rows: dict[str, VariableRow] = {}
         self._drawn = -1
+        self._row_drawn: dict[str, int] = {}  # the store version each row was drawn at
         self.outer = QVBoxLayout(self)
         self.outer.setContentsMargins(0, 0, 0, 0)
         self.info = QLabel(empty_text)
@@ -120,6 +124,10 @@ class VariableRowsView(QWidget):
         self.body_layout.addStretch(1)
         self.scroll.setWidget(self.body)
         self.outer.addWidget(self.scroll, 1)
+        # Scrolling or resizing brings rows into view: they are drawn at once.
+        bar = self.scroll.verticalScrollBar()
+        bar.valueChanged.connect(self._draw_in_view)
+        bar.rangeChanged.connect(self._draw_in_view)
 
     def add_top(self, widget: QWidget) -> None:
         """Put ``widget`` between the info line and the rows."""
@@ -147,15 +155,23 @@ class VariableRowsView(QWidget):
                 row.setParent(None)
                 row.deleteLater()
             self.rows = {}
+            self._row_drawn = {}
             for path in paths:
                 row = self.make_row(path)
                 self.body_layout.insertWidget(self.body_layout.count() - 1, row)
                 self.rows[path] = row
-        for path, row in self.rows.items():
-            self.draw_row(path, row)
+        self._draw_in_view()
         text = self.describe(len(paths))
         if text:
             self.info.setText(text)
+
+    def _draw_in_view(self, *_: object) -> None:
+        """Draw the rows in the scrolled view that missed the store's latest data."""
+        version = self.store.version
+        for path, row in self.rows.items():
+            if self._row_drawn.get(path) != version and in_scroll_view(row, self.scroll):
+                self.draw_row(path, row)
+                self._row_drawn[path] = version
 
     def draw_top(self) -> None:
         """Draw what sits above the rows (nothing by default)."""

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QWidget
+from PySide6.QtCore import QPoint, QRect
+from PySide6.QtWidgets import QScrollArea, QWidget
 
 
 def out_of_sight(widget: QWidget) -> bool:
@@ -21,3 +22,16 @@ def out_of_sight(widget: QWidget) -> bool:
     if not window.isVisible():
         return False
     return window.isMinimized() or not widget.isVisible() or widget.visibleRegion().isEmpty()
+
+
+def in_scroll_view(widget: QWidget, scroll: QScrollArea) -> bool:
+    """Whether any of ``widget`` (inside ``scroll``'s content) lies in the scrolled view.
+
+    Geometry, not ``visibleRegion()``: a widget with an opaque child covering it (a
+    plot's viewport) has an empty visible region wherever it is. A widget not shown
+    yet (a new row, a window never shown) counts as in view: it draws as before.
+    """
+    if not widget.isVisible():
+        return True
+    view = scroll.viewport()
+    return QRect(widget.mapTo(view, QPoint(0, 0)), widget.size()).intersects(view.rect())
