@@ -45,6 +45,14 @@ if __name__ == "__main__":
 """
 
 
+def _save_started(folder: Path, step: int) -> bool:
+    """Whether anything of checkpoint ``step`` is on disk yet (``ckpt-N_temp``, its data)."""
+    try:
+        return any(name.startswith(f"ckpt-{step}") for name in os.listdir(folder))
+    except FileNotFoundError:
+        return False
+
+
 def _kill_mid_save(script: Path, folder: Path) -> list[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3")
     proc = subprocess.Popen(
@@ -60,7 +68,12 @@ def _kill_mid_save(script: Path, folder: Path) -> list[str]:
         for line in proc.stdout:
             lines.append(line.strip())
             if line.startswith("saving 3"):
-                time.sleep(0.05)  # well inside a save of ~50 MB (~0.2 s fixed + ~70 MB/s)
+                # Killed once save 3 has started writing (its first file or folder is
+                # there), whatever the disk's speed: a fixed sleep let a fast machine's
+                # save finish first.
+                deadline = time.monotonic() + 5.0
+                while time.monotonic() < deadline and not _save_started(folder, 3):
+                    time.sleep(0.001)
                 proc.send_signal(signal.SIGKILL)
                 break
         lines.extend(x.strip() for x in proc.stdout.read().splitlines())
