@@ -166,8 +166,10 @@ class VariableRowsView(QWidget):
             self.info.setText(text)
 
     def _draw_in_view(self, *_: object) -> None:
-        """Draw the rows in the scrolled view that missed the store's latest data."""
-        version = self.store.version
+        """Draw the rows in the scrolled view that missed the last refresh (marked with its
+        store version: a row scrolled to before the next refresh is drawn again by it, with
+        what :meth:`draw_top` set up for the same data)."""
+        version = self._drawn
         for path, row in self.rows.items():
             if self._row_drawn.get(path) != version and in_scroll_view(row, self.scroll):
                 self.draw_row(path, row)
