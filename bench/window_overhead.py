@@ -60,7 +60,12 @@ def process_cpu_s(pid: int) -> float:
 
 def measure(mode: str, busy: tuple[float, float] = (0.0, 1.0)) -> tuple[dict, dict | None]:
     """One run of the script: ``headless``, ``window`` or ``busy`` (headless beside a
-    process burning ``busy[0]`` seconds of CPU every ``busy[1]`` seconds)."""
+    process burning ``busy[0]`` seconds of CPU every ``busy[1]`` seconds).
+
+    Returns the script's own figures and the other process's: the window's statistics
+    (``window_driver.py``), ``{"share": ...}`` (the busy process's CPU share of a core),
+    or None (headless alone).
+    """
     burner = None
     if mode == "busy":
         burner = subprocess.Popen([sys.executable, "-c", BUSY, str(busy[0]), str(busy[1])])
@@ -81,10 +86,12 @@ def measure(mode: str, busy: tuple[float, float] = (0.0, 1.0)) -> tuple[dict, di
                 share = process_cpu_s(burner.pid) / (time.perf_counter() - started)
                 burner.kill()
                 burner.wait()
-        window = json.loads(stats.read_text()) if mode == "window" else None
-        if burner is not None:
-            window = {"share": share}
-        return json.loads(out.read_text()), window
+        other = None
+        if mode == "window":
+            other = json.loads(stats.read_text())
+        elif burner is not None:
+            other = {"share": share}
+        return json.loads(out.read_text()), other
 
 
 def main() -> None:

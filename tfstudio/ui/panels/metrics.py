@@ -288,11 +288,7 @@ class MetricsPanel(QWidget):
             self._decide_visibility()
         if self._hidden_by_default:
             self._show_running_families()
-        for plot in self.plots.values():
-            if self._in_view(plot):
-                plot.refresh()
-            else:
-                self._scrolled_out = True
+        self._refresh_in_view()
         if self._run_ended or (self.store.ended is not None and not self._finished):
             self._finished = True  # the x range fits the data, with no room to grow
             for group in self._groups():
@@ -305,16 +301,19 @@ class MetricsPanel(QWidget):
         it skip their redraws: with a metric per plot a run's plots overflow the view)."""
         return in_scroll_view(plot.widget, self.scroll)
 
-    def _catch_up(self, *_: object) -> None:
-        """Scrolled or resized: draw the plots that came into view since they missed a redraw."""
-        if not self._scrolled_out or self._behind:
-            return
+    def _refresh_in_view(self) -> None:
+        """Bring the plots in the scroll area's view up to date; note if any is not."""
         self._scrolled_out = False
         for plot in self.plots.values():
             if self._in_view(plot):
                 plot.refresh()
             else:
                 self._scrolled_out = True
+
+    def _catch_up(self, *_: object) -> None:
+        """Scrolled or resized: draw the plots that came into view since they missed a redraw."""
+        if self._scrolled_out and not self._behind:
+            self._refresh_in_view()
 
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 (Qt API)
         """Shown again: draw what arrived while out of sight."""
