@@ -67,7 +67,7 @@ steps = 0
 while True:
     try:
         kind, payload = conn.recv()
-    except EOFError:
+    except (EOFError, OSError):  # a reset, not an EOF, when the worker closes on an unread pull
         break
     for e in payload:
         name = type(e).__name__

@@ -37,21 +37,34 @@ def test_robust_range_of_a_long_envelope_sorts_a_sample_and_keeps_every_extreme(
     envelope[0::2], envelope[1::2] = noisy - 0.05, noisy + 0.05
     envelope[12_345] = 40.0  # a spike: an outlier, marked, not in range
     sorted_sizes = []
-    percentile = np.percentile
+    percentiles = ranges.percentiles
 
     def counted(values, q):
         sorted_sizes.append(len(values))
-        return percentile(values, q)
+        return percentiles(values, q)
 
-    monkeypatch.setattr(ranges.np, "percentile", counted)
+    monkeypatch.setattr(ranges, "percentiles", counted)
     lo, hi = robust_range(envelope)
     assert sorted_sizes and max(sorted_sizes) <= 2 * ranges.BULK_SAMPLE  # not all 40,000
-    monkeypatch.setattr(ranges.np, "percentile", percentile)
+    monkeypatch.setattr(ranges, "percentiles", percentiles)
     inliers = envelope[envelope < 10]
     pad = (inliers.max() - inliers.min()) * ranges.MARGIN
     # the range reaches every point but the spike (the extremes come from every point)
     assert lo == pytest.approx(inliers.min() - pad) and hi == pytest.approx(inliers.max() + pad)
     assert robust_range(envelope, show_all=True)[1] > 40
+
+
+def test_the_ranges_percentiles_are_numpys_to_the_last_bit():
+    from tfstudio.ui.plotting.ranges import percentiles
+
+    rng = np.random.default_rng(2)
+    for n in [*range(1, 40), 101, 4096, 8191]:
+        for scale in (1e-6, 1.0, 1e6):
+            values = rng.standard_normal(n) * scale + rng.uniform(-5, 5)
+            for v in (values, np.round(values, 1), np.sort(values)[::-1].copy()):
+                for qs in ((1.0, 99.0), (0.0, 50.0, 100.0), (25.0, 75.0)):
+                    want = tuple(float(x) for x in np.percentile(v, qs))
+                    assert percentiles(v, qs) == want, (n, qs)
 
 
 def test_robust_range_of_a_metric_stuck_at_one_is_not_its_rounding_noise():

@@ -400,11 +400,22 @@ def _clipped(line: str, most: int = HEADLINE_CHARS) -> str:
 
 @dataclass(frozen=True, slots=True)
 class MonitorError:
-    """tfstudio's own monitoring failed; training goes on without that part."""
+    """tfstudio's own monitoring failed; training goes on without that part.
+
+    Args:
+        window: the window's own code failed (one of its views), not the run's
+            monitoring: the run and its record are whole, only that view may lag.
+    """
 
     where: str
     message: str
     traceback: str
+    window: bool = False
+
+    def headline(self) -> str:
+        """One line for the console and the status bar: which part failed, where, what."""
+        part = "Window error" if self.window else "Monitoring error"
+        return f"{part} in {self.where}: {self.message}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -474,8 +474,8 @@ class Bridge(QObject):
                 self._panel_failed(panel, "ingest_steps", exc)
 
     def _panel_failed(self, panel: Panel, method: str, exc: BaseException) -> None:
-        """A panel raised: say so once per panel and method (on stderr, and as a monitoring
-        error in the console and the status bar); the other panels and the run go on."""
+        """A panel raised: say so once per panel and method (on stderr, and as a window error
+        in the console and the status bar); the other panels and the run go on."""
         key = (type(panel).__name__, method)
         if key in self.panel_failures:
             return
@@ -483,7 +483,7 @@ class Bridge(QObject):
         text = "".join(traceback.format_exception(exc))
         print(f"tfstudio: the window's {key[0]}.{method} failed:\n{text}", file=sys.__stderr__)
         error = MonitorError(
-            f"the window ({key[0]}.{method})", f"{type(exc).__name__}: {exc}", text
+            f"{key[0]}.{method}", f"{type(exc).__name__}: {exc}", text, window=True
         )
         for other in self._routes.get(MonitorError, ()):
             try:

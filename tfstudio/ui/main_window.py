@@ -425,9 +425,7 @@ class MainWindow(QMainWindow):
         self._update_state()
 
     def _on_monitor_error(self, event: MonitorError) -> None:
-        self.statusBar().showMessage(
-            f"Monitoring error in {event.where}: {event.message}", MESSAGE_MS
-        )
+        self.statusBar().showMessage(event.headline(), MESSAGE_MS)
 
     # -- state ---------------------------------------------------------------
     def _update_state(self) -> None:

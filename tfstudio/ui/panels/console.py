@@ -253,7 +253,7 @@ class ConsolePanel(QWidget):
             self._forget_trimmed_folds()
             self._new_phase()  # the next run's worker may write before its RunStarted
         elif isinstance(event, MonitorError):
-            self.note(f"Monitoring error in {event.where}: {event.message}", flush=False)
+            self.note(event.headline(), flush=False)
         elif isinstance(event, Notice):
             self.note(f"Notice ({event.kind}): {event.text}", flush=False)
         elif isinstance(event, CheckpointRefused):

@@ -39,7 +39,7 @@ def robust_range(
     lo, hi = float(v.min()), float(v.max())
     if not show_all and v.size >= MIN_POINTS:
         bulk = v if v.size <= 2 * BULK_SAMPLE else v[:: (v.size // BULK_SAMPLE) | 1]
-        p_lo, p_hi = (float(p) for p in np.percentile(bulk, PERCENTILES))
+        p_lo, p_hi = percentiles(bulk, PERCENTILES)
         span = p_hi - p_lo
         if span <= FLAT * max(abs(p_lo), abs(p_hi)):  # a flat bulk: fences by its size
             span = abs(p_hi) * 0.05 or 1e-9
@@ -54,6 +54,25 @@ def robust_range(
         return mid - pad, mid + pad
     pad = span * margin
     return lo - pad, hi + pad
+
+
+def percentiles(values: np.ndarray, qs: tuple[float, ...]) -> tuple[float, ...]:
+    """``np.percentile(values, qs)`` (its default, linear method), to the last bit, from one
+    ``np.partition`` of the few ranks it needs instead of numpy's general path (a third of
+    its time on a plot's few thousand points, at every redraw). ``values``: finite, 1-D."""
+    n = values.size
+    at = [q / 100.0 * (n - 1) for q in qs]
+    below = [min(int(a), n - 1) for a in at]
+    ranks = sorted({r for b in below for r in (b, min(b + 1, n - 1))})
+    part = np.partition(values, ranks)
+    out = []
+    for a, b in zip(at, below, strict=True):
+        lo, hi = float(part[b]), float(part[min(b + 1, n - 1)])
+        t = a - b
+        # numpy's lerp: from the nearer end, so t = 0 and t = 1 give lo and hi exactly
+        d = hi - lo
+        out.append(hi - d * (1.0 - t) if t >= 0.5 else lo + d * t)
+    return tuple(out)
 
 
 def settled_range(
