@@ -962,13 +962,16 @@ _fast_pickling(globals())
 
 def _reduce_steps(self: StepColumns) -> tuple:
     """Pickle a block of steps as one buffer of its 8-byte columns (half the cost of one
-    array each: a worker sends a block every pump beat, its viewer unpickles it)."""
+    array each: a worker sends a block every pump beat, its viewer unpickles it).
+
+    The buffer is the columns' bytes joined (``np.stack`` of them was 16 of the 24 us
+    this took for a block of 24 steps, on the worker's pipe thread at every beat)."""
     arrays = [self.global_step, self.epoch, self.step, self.steps, self.time]
     arrays += [*self.values.values(), *self.running.values()]
     n = len(self.global_step)
     if not n or any(a.dtype.itemsize != 8 or a.shape != (n,) for a in arrays):
         return _field_values(self)  # as every other event pickles
-    buf = np.stack([a.view(np.uint64) for a in arrays]).tobytes()
+    buf = b"".join([a.tobytes() for a in arrays])
     dtypes = "".join(a.dtype.char for a in arrays)
     return (
         _unpack_steps,
