@@ -66,6 +66,20 @@ def test_tf_function_step_retraced_reports_one_event_per_step(tmp_path: Path) ->
     _close([s.values["loss"] for s in steps], own["losses"])
 
 
+def test_a_fit_calls_tensorflows_own_tf_function_and_a_loop_after_it_is_monitored(
+    tmp_path: Path,
+) -> None:
+    # The loop wrapper only passes a fit's calls through: it is taken off while the fit
+    # runs and put back at its end, so the loop after the fit is still found.
+    _, events, own = _run(LOOPS / "fit_then_loop.py", tmp_path)
+    assert own["seen"]["fit"] == [False] * 4  # each of the fit's batches: TensorFlow's own
+    assert own["seen"]["after_fit"] and own["seen"]["loop"]
+    fits = [e for e in events if isinstance(e, FitStarted)]
+    assert [f.kind for f in fits] == ["fit", "loop"]
+    loop_steps = [s for s in _steps(events) if s.fit_index == fits[1].fit_index]
+    _close([s.values["loss"] for s in loop_steps], own["losses"])
+
+
 def test_gan_two_series_named_after_their_models(tmp_path: Path) -> None:
     ended, events, own = _run(LOOPS / "gan.py", tmp_path)
     steps = _steps(events)

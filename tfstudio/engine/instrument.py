@@ -190,9 +190,11 @@ class FitInterceptor:
                 bound.arguments["callbacks"] = [*(user_callbacks or []), callback]
             monitor.fits += 1
             monitor.in_fit = True
+            monitor.fit_active(True)
             try:
                 history = original(*bound.args, **bound.kwargs)
             finally:
+                monitor.fit_active(False)
                 monitor.in_fit = False
                 restore_evaluation(model)
             if monitor.stop_requested.is_set():

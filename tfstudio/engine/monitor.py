@@ -46,6 +46,9 @@ class RunMonitor:
         self._noted: set[str] = set()  # keys of note_once
         self.devices: tuple[str, ...] | None = None
         self.on_keras_imported: list[Callable[[], None]] = []  # when the script imports it
+        # Told True when a fit starts and False when it ends, on the script's thread (the
+        # loop interceptor takes its tf.function wrapper off while a fit runs).
+        self.fit_hooks: list[Callable[[bool], None]] = []
         self.control: Any = None  # the run's TrainingController (engine/control.py), made lazily
         self.stop_exit_code: int | None = None  # set when a stop is not the user's (NaN, --restore)
         self.stop_message = ""
@@ -56,6 +59,15 @@ class RunMonitor:
         # Tells the training thread's per-call fast path that a stop is due (a graph
         # loop's tf.function wrapper: engine/loops/patching.py); called after the flag is set.
         self.on_stop: Callable[[], None] = lambda: None
+
+    def fit_active(self, active: bool) -> None:
+        """Tell :attr:`fit_hooks` that a fit starts (True) or ended (False); a hook's
+        failure is reported, never raised into the script's ``fit``."""
+        for hook in list(self.fit_hooks):
+            try:
+                hook(active)
+            except Exception as exc:  # noqa: BLE001
+                self.report_error("fit start/end hook", exc)
 
     def now(self) -> float:
         """Seconds since the run started."""

@@ -21,7 +21,7 @@ from tfstudio.engine.loops.emission import LoopEmitter
 from tfstudio.engine.loops.explicit import ExplicitApi
 from tfstudio.engine.loops.metrics import LoopMetrics
 from tfstudio.engine.loops.owners import discover, variable_label
-from tfstudio.engine.loops.patching import Patches, patch_tensorflow
+from tfstudio.engine.loops.patching import Patches, fit_hook, patch_tensorflow
 from tfstudio.engine.loops.ring import RingReader
 from tfstudio.engine.loops.sampling import TwinSampler
 from tfstudio.engine.loops.series import LoopBook, Series
@@ -44,6 +44,7 @@ class LoopInterceptor:
         self._lock = threading.RLock()  # the reader thread drains loops too
         self._hook: Any = None
         self._patches = Patches()
+        self._fit_hook: Any = None  # takes the tf.function wrapper off while a fit runs
         self.book = LoopBook()
         self.detector = StepDetector(None)
         # the inspector (engine/loop_inspect.py): None when the run turned it off
@@ -81,11 +82,15 @@ class LoopInterceptor:
         self.tf = tf
         self.detector.tf = tf
         patch_tensorflow(tf, self._patches, self)
+        self._fit_hook = fit_hook(self._patches)
+        self.monitor.fit_hooks.append(self._fit_hook)
 
     def __exit__(self, *exc: object) -> None:
         self.explicit.uninstall()
         if self._hook is not None:
             self._hook.remove()
+        if self._fit_hook in self.monitor.fit_hooks:
+            self.monitor.fit_hooks.remove(self._fit_hook)
         self._patches.restore()
         self.reader.stop()
         try:

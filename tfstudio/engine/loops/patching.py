@@ -31,6 +31,7 @@ class Patches:
 
     def __init__(self) -> None:
         self._saved: list[tuple[type, str, Any]] = []
+        self._wrappers: dict[tuple[type, str], Any] = {}
 
     def replace(self, cls: type, name: str, make: Callable[[Any], Any]) -> None:
         """Set ``cls.name`` to ``make(current value)``; remember what was there."""
@@ -39,18 +40,38 @@ class Patches:
         wrapper = make(original)
         wrapper.__wrapped__ = original
         setattr(cls, name, wrapper)
+        self._wrappers[(cls, name)] = wrapper
+
+    def suspend(self, cls: type, name: str) -> None:
+        """Put back what ``cls.name`` was before :meth:`replace`, until :meth:`resume`."""
+        if (cls, name) in self._wrappers:
+            for saved_cls, saved_name, saved in reversed(self._saved):
+                if saved_cls is cls and saved_name == name:
+                    _put_back(cls, name, saved)
+                    return
+
+    def resume(self, cls: type, name: str) -> None:
+        """Set ``cls.name`` to its wrapper again (nothing once :meth:`restore` ran)."""
+        wrapper = self._wrappers.get((cls, name))
+        if wrapper is not None:
+            setattr(cls, name, wrapper)
 
     def restore(self) -> None:
         """Put back every replaced attribute (inherited ones are deleted again)."""
         for cls, name, saved in reversed(self._saved):
-            if saved is _MISSING:
-                try:
-                    delattr(cls, name)
-                except AttributeError:
-                    pass
-            else:
-                setattr(cls, name, saved)
+            _put_back(cls, name, saved)
         self._saved = []
+        self._wrappers = {}
+
+
+def _put_back(cls: type, name: str, saved: Any) -> None:
+    if saved is _MISSING:
+        try:
+            delattr(cls, name)
+        except AttributeError:
+            pass
+    else:
+        setattr(cls, name, saved)
 
 
 def patch_tensorflow(tf: Any, patches: Patches, it: LoopInterceptor) -> None:
@@ -73,6 +94,27 @@ def patch_tensorflow(tf: Any, patches: Patches, it: LoopInterceptor) -> None:
         patch_keras(patches, it)
     else:
         it.monitor.on_keras_imported.append(lambda: patch_keras(patches, it))
+
+
+def fit_hook(patches: Patches) -> Callable[[bool], None]:
+    """While a fit runs, ``tf.function`` calls go straight to TensorFlow's own ``__call__``.
+
+    The wrapper passes every call through while ``monitor.in_fit`` holds (a fit is
+    monitored by its callback), yet that cost ~5 us a step of ``fit`` on a busy 2-core
+    VM (bench/loop_split.py's method, ``fit_wrapper.py``): taken off for the fit, put
+    back at its end.
+    """
+    from tensorflow.python.eager.polymorphic_function import polymorphic_function
+
+    function = polymorphic_function.Function
+
+    def hook(active: bool) -> None:
+        if active:
+            patches.suspend(function, "__call__")
+        else:
+            patches.resume(function, "__call__")
+
+    return hook
 
 
 def patch_keras(patches: Patches, it: LoopInterceptor) -> None:
