@@ -76,7 +76,7 @@ def main() -> None:
     for k, names in ways.items():
         mean, med = bench.mean(*names), bench.median(*names)
         print(
-            f"{k} ({labels[k]}): mean {mean * 1e6:.1f} us (+{(mean - base) * 1e6:.1f}), "
+            f"{k} ({labels[k]}): mean {mean * 1e6:.1f} us ({(mean - base) * 1e6:+.1f}), "
             f"median {med * 1e6:.1f} us"
         )
     x_cost = bench.mean(*ways["X"]) - base

@@ -82,7 +82,7 @@ def main() -> None:
     print(
         f"machine: {os.cpu_count()} cpus (load average {os.getloadavg()[0]:.2f}); MLP "
         f"32-64-64-10, batch 64, Adam; {args.traces} traces x {args.steps} rounds; norm twins "
-        + f"at most {1 / sampling.NORM_MIN_GAP_S:g} calls a second"
+        f"at most {1 / sampling.NORM_MIN_GAP_S:g} calls a second"
     )
     labels = {
         "G": "TensorFlow's __call__",

@@ -9,7 +9,9 @@ into the live advisor, the recorder (TensorBoard event files in a temporary fold
 and a socket pair to a viewer in another process (which unpickles every batch and
 counts the steps, and asks for each batch 14 times a second, as the window does before
 its redraws on 2 cores: ``PULL_HZ``). The inspector is off here (``--inspector``
-measures it).
+measures it). No loop interceptor runs here: a real run's loop wrapper of
+``tf.function`` calls is taken off while a fit runs (``bench/fit_wrapper.py``), so a
+monitored fit's steps are called as here.
 
 Each twin's ``fit`` runs as a generator (``interleave.stepped_fit``: what Keras's
 ``fit`` does per step, with the fit's ``CallbackList``), so single steps of the three

@@ -31,37 +31,35 @@ class Patches:
 
     def __init__(self) -> None:
         self._saved: list[tuple[type, str, Any]] = []
-        self._wrappers: dict[tuple[type, str], Any] = {}
+        # (cls, name) -> (what was there, its wrapper), for suspend and resume
+        self._replaced: dict[tuple[type, str], tuple[Any, Any]] = {}
 
     def replace(self, cls: type, name: str, make: Callable[[Any], Any]) -> None:
         """Set ``cls.name`` to ``make(current value)``; remember what was there."""
-        self._saved.append((cls, name, cls.__dict__.get(name, _MISSING)))
+        saved = cls.__dict__.get(name, _MISSING)
+        self._saved.append((cls, name, saved))
         original = getattr(cls, name)
         wrapper = make(original)
         wrapper.__wrapped__ = original
         setattr(cls, name, wrapper)
-        self._wrappers[(cls, name)] = wrapper
+        self._replaced[(cls, name)] = (saved, wrapper)
 
     def suspend(self, cls: type, name: str) -> None:
         """Put back what ``cls.name`` was before :meth:`replace`, until :meth:`resume`."""
-        if (cls, name) in self._wrappers:
-            for saved_cls, saved_name, saved in reversed(self._saved):
-                if saved_cls is cls and saved_name == name:
-                    _put_back(cls, name, saved)
-                    return
+        if (cls, name) in self._replaced:
+            _put_back(cls, name, self._replaced[(cls, name)][0])
 
     def resume(self, cls: type, name: str) -> None:
         """Set ``cls.name`` to its wrapper again (nothing once :meth:`restore` ran)."""
-        wrapper = self._wrappers.get((cls, name))
-        if wrapper is not None:
-            setattr(cls, name, wrapper)
+        if (cls, name) in self._replaced:
+            setattr(cls, name, self._replaced[(cls, name)][1])
 
     def restore(self) -> None:
         """Put back every replaced attribute (inherited ones are deleted again)."""
         for cls, name, saved in reversed(self._saved):
             _put_back(cls, name, saved)
         self._saved = []
-        self._wrappers = {}
+        self._replaced = {}
 
 
 def _put_back(cls: type, name: str, saved: Any) -> None:
@@ -100,9 +98,10 @@ def fit_hook(patches: Patches) -> Callable[[bool], None]:
     """While a fit runs, ``tf.function`` calls go straight to TensorFlow's own ``__call__``.
 
     The wrapper passes every call through while ``monitor.in_fit`` holds (a fit is
-    monitored by its callback), yet that cost ~5 us a step of ``fit`` on a busy 2-core
-    VM (bench/loop_split.py's method, ``fit_wrapper.py``): taken off for the fit, put
-    back at its end.
+    monitored by its callback), yet each of the fit's calls still ran its Python: a few
+    us a step, within ``bench/fit_wrapper.py``'s resolution, and a cost
+    ``bench/overhead.py`` (no loop interceptor) never showed. So it is taken off for
+    the fit and put back at its end (its ``in_fit`` test stays, should this hook fail).
     """
     from tensorflow.python.eager.polymorphic_function import polymorphic_function
 
