@@ -71,14 +71,9 @@ def main() -> None:
         f"{args.steps} rounds"
     )
     ways = {k: [f"{k}{i}" for i in range(args.traces)] for k in "GHX"}
-    base = bench.mean(*ways["G"])
     labels = {"G": "TensorFlow's __call__", "H": "the same (control)", "X": "the wrapper, in a fit"}
-    for k, names in ways.items():
-        mean, med = bench.mean(*names), bench.median(*names)
-        print(
-            f"{k} ({labels[k]}): mean {mean * 1e6:.1f} us ({(mean - base) * 1e6:+.1f}), "
-            f"median {med * 1e6:.1f} us"
-        )
+    bench.report(ways, labels, "G")
+    base = bench.mean(*ways["G"])
     x_cost = bench.mean(*ways["X"]) - base
     control = bench.mean(*ways["H"]) - base
     print(f"fit wrapper: {x_cost * 1e6:+.1f} us a step (control {control * 1e6:+.1f} us)")

@@ -174,3 +174,19 @@ class Interleaved:
     def median(self, *names: str) -> float:
         """Median step time (s) pooled over the named sides."""
         return statistics.median(t for name in names for t in self.times[name])
+
+    def report(self, ways: dict[str, list[str]], labels: dict[str, str], base: str) -> None:
+        """Print each way's mean and median step time (its sides pooled), both signed
+        against way ``base``'s (a bench's reference way: TensorFlow's own call, bare).
+
+        Args:
+            ways: way -> the names of its sides (e.g. one per trace).
+            labels: way -> what it is, printed beside it.
+        """
+        mean_0, med_0 = self.mean(*ways[base]), self.median(*ways[base])
+        for way, names in ways.items():
+            mean, med = self.mean(*names), self.median(*names)
+            print(
+                f"{way} ({labels[way]}): mean {mean * 1e6:.1f} us ({(mean - mean_0) * 1e6:+.1f}), "
+                f"median {med * 1e6:.1f} us ({(med - med_0) * 1e6:+.1f})"
+            )

@@ -72,15 +72,9 @@ def main() -> None:
         bench = Interleaved(steps)
         bench.run(args.steps)
     side.close()
-    mean_b, med_b = bench.mean(*kinds["B"]), bench.median(*kinds["B"])
     labels = {"B": "bare", "W": "bare, wrapper", "G": "monitored graph", "M": "monitored"}
-    for kind, names in kinds.items():
-        mean, med = bench.mean(*names), bench.median(*names)
-        print(
-            f"{kind} ({labels[kind]}): mean {mean * 1e6:.1f} us (+{(mean - mean_b) * 1e6:.1f}), "
-            f"median {med * 1e6:.1f} us (+{(med - med_b) * 1e6:.1f})"
-        )
-    wrap = bench.mean(*kinds["W"]) - mean_b
+    bench.report(kinds, labels, "B")
+    wrap = bench.mean(*kinds["W"]) - bench.mean(*kinds["B"])
     call = bench.mean(*kinds["M"]) - bench.mean(*kinds["G"])
     print(f"wrapper on bare traces {wrap * 1e6:+.1f} us; on monitored ones {call * 1e6:+.1f} us")
 

@@ -91,14 +91,7 @@ def main() -> None:
         "Q": "the quiet path's test",
         "M": "tfstudio's wrapper",
     }
-    base = bench.mean(*[f"G{i}" for i in range(args.traces)])
-    for k, label in labels.items():
-        names = [f"{k}{i}" for i in range(args.traces)]
-        mean, med = bench.mean(*names), bench.median(*names)
-        print(
-            f"{k} ({label}): mean {mean * 1e6:.1f} us ({(mean - base) * 1e6:+.1f}), "
-            f"median {med * 1e6:.1f} us"
-        )
+    bench.report({k: [f"{k}{i}" for i in range(args.traces)] for k in labels}, labels, "G")
 
 
 if __name__ == "__main__":
