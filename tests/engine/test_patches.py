@@ -60,3 +60,19 @@ def test_fit_hooks_are_told_and_a_failing_one_is_reported_not_raised() -> None:
     errors = [e for e in channel.drain() if isinstance(e, MonitorError)]
     assert [e.where for e in errors] == ["fit start/end hook"]
     assert "a bug in a hook" in errors[0].message
+
+
+def test_an_attribute_replaced_twice_is_restored_to_what_was_there_first() -> None:
+    patches = Patches()
+    patches.replace(Own, "call", _wrap)
+    patches.replace(Own, "call", _wrap)
+    patches.replace(Inherits, "call", _wrap)
+    patches.replace(Inherits, "call", _wrap)
+    assert Own().call() == "wrapped wrapped own"
+    patches.suspend(Own, "call")
+    assert Own().call() == "own"
+    patches.resume(Own, "call")
+    assert Own().call() == "wrapped wrapped own"
+    patches.restore()
+    assert Own().call() == "own" and Inherits().call() == "base"
+    assert "call" not in Inherits.__dict__

@@ -30,19 +30,20 @@ class Patches:
     """Class attributes replaced for a run, restored in reverse order."""
 
     def __init__(self) -> None:
-        self._saved: list[tuple[type, str, Any]] = []
-        # (cls, name) -> (what was there, its wrapper), for suspend and resume
+        # (cls, name) -> (what was there, its wrapper), in the order replaced
         self._replaced: dict[tuple[type, str], tuple[Any, Any]] = {}
 
     def replace(self, cls: type, name: str, make: Callable[[Any], Any]) -> None:
-        """Set ``cls.name`` to ``make(current value)``; remember what was there."""
-        saved = cls.__dict__.get(name, _MISSING)
-        self._saved.append((cls, name, saved))
+        """Set ``cls.name`` to ``make(current value)``; remember what was there first."""
+        key = (cls, name)
+        saved = (
+            self._replaced[key][0] if key in self._replaced else cls.__dict__.get(name, _MISSING)
+        )
         original = getattr(cls, name)
         wrapper = make(original)
         wrapper.__wrapped__ = original
         setattr(cls, name, wrapper)
-        self._replaced[(cls, name)] = (saved, wrapper)
+        self._replaced[key] = (saved, wrapper)
 
     def suspend(self, cls: type, name: str) -> None:
         """Put back what ``cls.name`` was before :meth:`replace`, until :meth:`resume`."""
@@ -56,9 +57,8 @@ class Patches:
 
     def restore(self) -> None:
         """Put back every replaced attribute (inherited ones are deleted again)."""
-        for cls, name, saved in reversed(self._saved):
+        for (cls, name), (saved, _) in reversed(self._replaced.items()):
             _put_back(cls, name, saved)
-        self._saved = []
         self._replaced = {}
 
 
