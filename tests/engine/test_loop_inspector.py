@@ -429,5 +429,21 @@ def test_ring_buffer_wraps_and_names_overwritten_steps(tmp_path: Path, monkeypat
     assert math.isclose(steps[0].values["loss"], own["losses"][0], rel_tol=1e-5)
     assert all(math.isnan(s.values["loss"]) for s in steps[1:12])
     _close([s.values["loss"] for s in steps[12:]], own["losses"][12:])
-    # step 18 writes the ring row that holds step 10's norm: not reported as step 18's
+    # step 10's norm row is still in the norm ring, but its step was overwritten: only 20's
+    assert _norm_steps(steps, NORM, own["norms"]) == [20]
+
+
+def test_norm_ring_rows_overwritten_by_a_later_twin_are_not_reported(
+    tmp_path: Path, monkeypatch
+) -> None:
+    import tfstudio.engine.loops.ring as ring
+
+    # The norm twins run at steps 10 and 20 (0-based 9 and 19); a norm ring of 10 rows puts
+    # both in row 9, and with one read after the first call and one at the end, step 20's
+    # row has taken step 10's: step 10 reports its loss but no norm (not 20's norm, either).
+    monkeypatch.setattr(ring, "NORM_RING", 10)
+    monkeypatch.setattr(ring, "READ_EVERY", 1000.0)
+    _, events, own = _run("graph_norms.py", tmp_path, "20", inspector=False)
+    steps = of(events, StepEnded)
+    _close([s.values["loss"] for s in steps], own["losses"])  # every loss (RING is 16,384)
     assert _norm_steps(steps, NORM, own["norms"]) == [20]

@@ -5,11 +5,12 @@ time the step gets a write of its loss into a device-side ring buffer (a
 ``tf.Variable[RING]`` per series, made with ``tf.init_scope`` so a retrace reuses
 it) at a step counter, and the counter's increment. Steps that measure the
 gradient norm (the norm twin's, every :data:`NORM_EVERY` calls at most 20 times a
-second; see
-``sampling.py``) also write one ``l2_loss`` per gradient into a second ring, and
-the step's number into a third, so a reader tells a norm of this step from one a
-lap of the ring ago. A background thread (:class:`RingReader`) reads the buffers
-every :data:`READ_EVERY` seconds.
+second; see ``sampling.py``) also write a row into a second, smaller ring
+(:data:`NORM_RING` rows, at ``step % NORM_RING``): one ``l2_loss`` per gradient and
+the step's number, its int64 bits in the row's last two float32 columns, so a
+reader tells a norm of this step from one written a lap of the ring ago (or never).
+A background thread (:class:`RingReader`) reads the buffers every
+:data:`READ_EVERY` seconds: three reads, the counter, the losses and the norm rows.
 """
 
 from __future__ import annotations
@@ -22,6 +23,13 @@ from typing import Any
 import numpy as np
 
 RING = 16384  # steps a graph series' buffer holds between two reads (80,000 steps/s)
+# Rows of the norm ring. Only norm twins write it (every 10th step at the most), so it is
+# a quarter of RING: a row lasts until a twin 4,096 steps later lands on its slot, at
+# least two reads later up to 20,000 steps/s. It was a RING-row buffer and a third one
+# for the step numbers: each read copied both whole (~0.5 MB for a six-variable MLP;
+# bench/loop_read_cost.py).
+NORM_RING = 4096
+STEP_COLUMNS = 2  # a norm row's last columns: its step number's int64 bits as float32
 # Seconds between reads of the graph buffers: 5 plot updates a second. Each read costs
 # a thread wake and a few eager reads (~0.5 ms of CPU on a busy 2-core VM): every 50 ms
 # that was ~1% of a 1 ms step's time.
@@ -44,12 +52,17 @@ class GraphRing:
 
     def __init__(self) -> None:
         self.losses: Any = None  # tf.Variable[RING] float32: each step's loss
-        # tf.Variable[RING, parts]: l2_loss of each gradient (or of groups of them, at
-        # most MAX_PARTS) of the steps that measured it; the reader sums them
-        self.parts: Any = None
-        self.norm_steps: Any = None  # tf.Variable[RING] int64: the step each parts row is of
+        # tf.Variable[NORM_RING, parts + STEP_COLUMNS] float32: l2_loss of each gradient
+        # (or of groups of them, at most MAX_PARTS) of a step that measured it, the
+        # reader sums them; then that step's number, bit for bit (-1: no step yet)
+        self.norms: Any = None
         self.counter: Any = None  # tf.Variable int64: steps written
         self._tf: Any = None
+
+    @property
+    def parts(self) -> int:
+        """Gradient columns of a norm row (fixed by the first trace)."""
+        return int(self.norms.shape[1]) - STEP_COLUMNS
 
     def write(self, tf: Any, target: Any, pairs: list[tuple[Any, Any]], norm: bool) -> None:
         """At trace time: add the ops that write the step's loss (and gradient norm), then count it.
@@ -76,13 +89,15 @@ class GraphRing:
         # Values first, then the count: a reader that sees the count sees the values.
         # (a raw read: read_value() adds an Identity op to every step)
         index = tf.raw_ops.ReadVariableOp(resource=self.counter.handle, dtype=tf.int64)
-        slot = index % RING
         scatter = tf.raw_ops.ResourceScatterUpdate
-        written = [scatter(resource=self.losses.handle, indices=slot, updates=value)]
+        written = [scatter(resource=self.losses.handle, indices=index % RING, updates=value)]
         if parts is not None:
-            row = tf.stack(_columns(tf, parts, int(self.parts.shape[1])))
-            written.append(scatter(resource=self.parts.handle, indices=slot, updates=row))
-            written.append(scatter(resource=self.norm_steps.handle, indices=slot, updates=index))
+            # the step's number as two float32 columns: its bits, copied, never computed on
+            step = tf.bitcast(index, tf.float32)
+            row = tf.concat([tf.stack(_columns(tf, parts, self.parts)), step], 0)
+            written.append(
+                scatter(resource=self.norms.handle, indices=index % NORM_RING, updates=row)
+            )
         with tf.control_dependencies(written):
             self.counter.assign_add(1, read_value=False)
 
@@ -90,8 +105,8 @@ class GraphRing:
         """Steps written so far, and the losses and global norms of steps ``known..count-1``.
 
         Steps overwritten before this read are NaN, and so is the norm of a step that
-        did not measure it. Called by the reader thread (eagerly) or while a trace asks
-        how far its loop is (in ``init_scope``).
+        did not measure it (or whose row a later step's took). Called by the reader
+        thread (eagerly) or while a trace asks how far its loop is (in ``init_scope``).
         """
         tf = self._tf
         if tf.executing_eagerly():  # the reader thread: raw reads (~20 us, .numpy() ~110 us)
@@ -101,28 +116,32 @@ class GraphRing:
             if count <= known:
                 return count, [], []
             losses = read_handle(self.losses.handle, tf.float32)
-            steps = read_handle(self.norm_steps.handle, tf.int64)
-            parts = read_handle(self.parts.handle, tf.float32)
+            rows = read_handle(self.norms.handle, tf.float32)
         else:  # while tracing (a new series asks how far the loop is)
             with tf.init_scope():
                 count = int(self.counter.numpy())
                 if count <= known:
                     return count, [], []
                 losses = self.losses.numpy()
-                steps = self.norm_steps.numpy()
-                parts = self.parts.numpy()
+                rows = self.norms.numpy()
         lost = max(0, count - known - RING)  # overwritten before this read
         first = known + lost
         out_losses = [math.nan] * lost
-        out_norms = [math.nan] * lost
+        out_norms = [math.nan] * (count - known)
         if first < count:
-            slots = np.arange(first, count) % RING
-            out_losses.extend(losses[slots].tolist())
-            # parts hold l2_loss(g) = sum(g**2) / 2: the global norm is sqrt(2 sum), for
-            # the rows written at this very step (not a lap of the ring ago)
-            norms = np.sqrt(2.0 * parts[slots].astype(np.float64).sum(axis=1))
-            norms[steps[slots] != np.arange(first, count)] = math.nan
-            out_norms.extend(norms.tolist())
+            if first // RING == (count - 1) // RING:  # no wrap: a view, no copy
+                out_losses.extend(losses[first % RING : (count - 1) % RING + 1].tolist())
+            else:
+                out_losses.extend(losses[np.arange(first, count) % RING].tolist())
+            # the rows written by steps first..count-1 (each names its step)
+            steps = np.ascontiguousarray(rows[:, -STEP_COLUMNS:]).view(np.int64)[:, 0]
+            new = np.flatnonzero((steps >= first) & (steps < count))
+            if new.size:
+                # parts hold l2_loss(g) = sum(g**2) / 2: the global norm is sqrt(2 sum)
+                parts = rows[new, :-STEP_COLUMNS].astype(np.float64)
+                norms = np.sqrt(2.0 * parts.sum(axis=1))
+                for step, norm in zip(steps[new].tolist(), norms.tolist(), strict=True):
+                    out_norms[step - known] = norm
         return count, out_losses, out_norms
 
     def _make(self, tf: Any, parts: int) -> None:
@@ -135,9 +154,10 @@ class GraphRing:
         if self.losses is None:
             with tf.init_scope():
                 self.losses = tf.Variable(tf.zeros([RING], tf.float32), trainable=False)
-                self.parts = tf.Variable(tf.zeros([RING, parts], tf.float32), trainable=False)
-                none = tf.fill([RING], tf.constant(-1, tf.int64))  # no row measured yet
-                self.norm_steps = tf.Variable(none, trainable=False)
+                rows = np.zeros((NORM_RING, parts + STEP_COLUMNS), np.float32)
+                # no row measured yet: step -1 (its bits, as a row written by step s holds s's)
+                rows[:, -STEP_COLUMNS:] = np.full((NORM_RING, 1), -1, np.int64).view(np.float32)
+                self.norms = tf.Variable(rows, trainable=False)
                 self.counter = tf.Variable(0, dtype=tf.int64, trainable=False)
 
 
