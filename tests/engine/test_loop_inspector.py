@@ -224,6 +224,15 @@ def test_inspector_off_means_no_inspector_events(tmp_path: Path) -> None:
     assert _norm_steps(steps, NORM, own["norms"]) == [10, 20]
 
 
+def test_an_xla_compiled_step_reports_every_loss_and_its_sampled_norms(tmp_path: Path) -> None:
+    # jit_compile=True: the ring's writes (the norm row's step number is a Bitcast) are
+    # compiled with the step, in its own graph and in its norm twin's
+    _, events, own = _run("graph_norms.py", tmp_path, "20", "jit", inspector=False)
+    steps = of(events, StepEnded)
+    _close([s.values["loss"] for s in steps], own["losses"])
+    assert _norm_steps(steps, NORM, own["norms"]) == [10, 20]
+
+
 def test_a_step_with_a_stateful_random_op_keeps_its_draws_and_measures_every_norm(
     tmp_path: Path,
 ) -> None:

@@ -1,7 +1,8 @@
 """A @tf.function train step that records its own loss, global and per-variable gradient norms.
 
 Writes to argv[1]: losses, global norms (tf.linalg.global_norm) and per-variable
-norms (tf.norm) per step, and the variables' values after the last step.
+norms (tf.norm) per step, and the variables' values after the last step. argv[2]: the
+steps (12); argv[3] ``jit``: the step is compiled by XLA (``jit_compile=True``).
 """
 
 import json
@@ -23,9 +24,10 @@ opt = keras.optimizers.Adam(0.01)
 x = np.random.default_rng(0).normal(size=(32, 4)).astype("float32")
 y = x.sum(axis=1, keepdims=True)
 steps = int(sys.argv[2]) if len(sys.argv) > 2 else 12
+jit = len(sys.argv) > 3 and sys.argv[3] == "jit"
 
 
-@tf.function
+@tf.function(jit_compile=True if jit else None)
 def train_step(x, y):
     with tf.GradientTape() as tape:
         loss = tf.reduce_mean(tf.square(model(x) - y))
