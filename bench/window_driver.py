@@ -4,8 +4,9 @@ Used by ``window_overhead.py`` (as a process) and ``latency.py``:
 
     python bench/window_driver.py SCRIPT OUT.json [script args...]
 
-writes ``{"redraws": N, "run_s": T, "redraws_per_s": R, "window_cpu_s": C,
-"cpu_per_redraw_ms": M, "exit": code}``: the bridge's redraws from the start of
+writes ``{"redraws": N, "run_s": T, "redraws_per_s": R, "pulls_per_s": P,
+"window_cpu_s": C, "cpu_per_redraw_ms": M, "exit": code}``: the bridge's redraws (and
+its pulls: the batches it asked the worker for) from the start of
 the script's last ``fit`` (its warm-up and TensorFlow's import are not counted)
 to the end of the run, that time, and the window process's CPU time over it
 (all its threads: draining the pipe, ingesting, painting).
@@ -76,6 +77,7 @@ def run_window(
         marks["t0"] = time.perf_counter()
         marks["c0"] = time.process_time()
         marks["r0"] = bridge.redraws
+        marks["p0"] = bridge.pulls
         if profiler is not None:
             profiler.disable()
             profiler.enable()  # from the last fit's start: earlier fits are left out
@@ -86,6 +88,7 @@ def run_window(
         marks["t1"] = time.perf_counter()
         marks["c1"] = time.process_time()
         marks["r1"] = bridge.redraws
+        marks["p1"] = bridge.pulls
         marks["exit"] = code
         QTimer.singleShot(0, app.quit)
 
@@ -105,6 +108,7 @@ def run_window(
         "redraws": redraws,
         "run_s": run_s,
         "redraws_per_s": redraws / run_s,
+        "pulls_per_s": (marks["p1"] - marks["p0"]) / run_s,
         "window_cpu_s": cpu_s,
         "cpu_per_redraw_ms": 1000 * cpu_s / max(1, redraws),
         "exit": marks["exit"],

@@ -103,6 +103,7 @@ def main() -> None:
     busy = (0.020, 1 / 12)  # until a window round measured it: ~20 ms of CPU, 12 times a second
     busy_share: list[float] = []
     redraws: list[float] = []
+    pulls: list[float] = []  # the batches the window asked the worker for, a second
     window_cpu: list[float] = []  # the window process's CPU seconds per second of the run
     per_redraw: list[float] = []
     for r in range(args.rounds):
@@ -115,6 +116,7 @@ def main() -> None:
                 busy_share.append(window["share"])
             elif window is not None:
                 redraws.append(window["redraws_per_s"])
+                pulls.append(window["pulls_per_s"])
                 window_cpu.append(window["window_cpu_s"] / window["run_s"])
                 per_redraw.append(window["cpu_per_redraw_ms"])
                 rate_hz = max(window["redraws_per_s"], 1.0)
@@ -134,7 +136,8 @@ def main() -> None:
     print(
         f"medians: headless {statistics.median(rate['headless']):.1f} steps/s, "
         f"window {statistics.median(rate['window']):.1f} steps/s (ratio {speed:.3f}); "
-        f"window redraws {statistics.median(redraws):.1f}/s during the run"
+        f"window redraws {statistics.median(redraws):.1f}/s during the run, pulls "
+        f"{statistics.median(pulls):.1f}/s (the worker's pump beats when pulled)"
     )
     print(
         f"window process: {statistics.median(window_cpu):.0%} of a core during the run, "
