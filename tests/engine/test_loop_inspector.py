@@ -225,8 +225,8 @@ def test_inspector_off_means_no_inspector_events(tmp_path: Path) -> None:
 
 
 def test_an_xla_compiled_step_reports_every_loss_and_its_sampled_norms(tmp_path: Path) -> None:
-    # jit_compile=True: the ring's writes (the norm row's step number is a Bitcast) are
-    # compiled with the step, in its own graph and in its norm twin's
+    # jit_compile=True: the ring's writes (the norm row with its step number) are compiled
+    # with the step, in its own graph and in its norm twin's
     _, events, own = _run("graph_norms.py", tmp_path, "20", "jit", inspector=False)
     steps = of(events, StepEnded)
     _close([s.values["loss"] for s in steps], own["losses"])
@@ -456,3 +456,32 @@ def test_norm_ring_rows_overwritten_by_a_later_twin_are_not_reported(
     steps = of(events, StepEnded)
     _close([s.values["loss"] for s in steps], own["losses"])  # every loss (RING is 16,384)
     assert _norm_steps(steps, NORM, own["norms"]) == [20]
+
+
+def test_norm_rows_name_their_step_exactly_far_past_float32s_integers() -> None:
+    import tensorflow as tf
+
+    from tfstudio.engine.loops.ring import NORM_RING, GraphRing
+
+    # The step number is kept as two float32 parts: exact where one float32 would not be
+    # (2**40 + 3 is not a float32), and a row a lap of the norm ring ago is not this step's.
+    ring = GraphRing()
+    w = tf.Variable([3.0, 4.0])
+
+    @tf.function
+    def step(norm: bool) -> None:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(w * w)
+        ring.write(tf, loss, [(w, tape.gradient(loss, w))], norm)
+
+    start = 2**40 + 3
+    step(True)  # makes the buffers; its row is step 0's
+    ring.counter.assign(start)
+    step(True)  # step `start`: gradient 2w = (6, 8), norm 10
+    count, losses, norms = ring.read(start)
+    assert count == start + 1 and losses == [25.0] and norms == [10.0]
+    ring.counter.assign(start + NORM_RING)
+    step(False)  # the row of `start + NORM_RING`'s slot is still `start`'s: not this step's
+    count, losses, norms = ring.read(start + NORM_RING)
+    assert count == start + NORM_RING + 1 and losses == [25.0]
+    assert len(norms) == 1 and math.isnan(norms[0])

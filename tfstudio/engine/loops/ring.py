@@ -7,8 +7,9 @@ it) at a step counter, and the counter's increment. Steps that measure the
 gradient norm (the norm twin's, every :data:`NORM_EVERY` calls at most 20 times a
 second; see ``sampling.py``) also write a row into a second, smaller ring
 (:data:`NORM_RING` rows, at ``step % NORM_RING``): one ``l2_loss`` per gradient and
-the step's number, its int64 bits in the row's last two float32 columns, so a
-reader tells a norm of this step from one written a lap of the ring ago (or never).
+the step's number, in the row's last two float32 columns (``step // 2**24`` and
+``step % 2**24``: integers a float32 holds exactly), so a reader tells a norm of
+this step from one written a lap of the ring ago (or never).
 A background thread (:class:`RingReader`) reads the buffers every
 :data:`READ_EVERY` seconds: three reads, the counter, the losses and the norm rows.
 """
@@ -29,7 +30,8 @@ RING = 16384  # steps a graph series' buffer holds between two reads (80,000 ste
 # for the step numbers: each read copied both whole (~0.5 MB for a six-variable MLP;
 # bench/loop_read_cost.py).
 NORM_RING = 4096
-STEP_COLUMNS = 2  # a norm row's last columns: its step number's int64 bits as float32
+STEP_COLUMNS = 2  # a norm row's last columns: its step number, high and low part
+STEP_SPLIT = 1 << 24  # ... split here: each part is exact in float32 (steps < 2**48)
 # Seconds between reads of the graph buffers: 5 plot updates a second. Each read costs
 # a thread wake and a few eager reads (~0.5 ms of CPU on a busy 2-core VM): every 50 ms
 # that was ~1% of a 1 ms step's time.
@@ -92,8 +94,8 @@ class GraphRing:
         scatter = tf.raw_ops.ResourceScatterUpdate
         written = [scatter(resource=self.losses.handle, indices=index % RING, updates=value)]
         if parts is not None:
-            # the step's number as two float32 columns: its bits, copied, never computed on
-            step = tf.bitcast(index, tf.float32)
+            # the step's number as two float32 columns, each part an exact integer
+            step = tf.cast(tf.stack([index // STEP_SPLIT, index % STEP_SPLIT]), tf.float32)
             row = tf.concat([tf.stack(_columns(tf, parts, self.parts)), step], 0)
             written.append(
                 scatter(resource=self.norms.handle, indices=index % NORM_RING, updates=row)
@@ -134,7 +136,8 @@ class GraphRing:
             else:
                 out_losses.extend(losses[np.arange(first, count) % RING].tolist())
             # the rows written by steps first..count-1 (each names its step)
-            steps = np.ascontiguousarray(rows[:, -STEP_COLUMNS:]).view(np.int64)[:, 0]
+            high, low = rows[:, -2].astype(np.int64), rows[:, -1].astype(np.int64)
+            steps = high * STEP_SPLIT + low
             new = np.flatnonzero((steps >= first) & (steps < count))
             if new.size:
                 # parts hold l2_loss(g) = sum(g**2) / 2: the global norm is sqrt(2 sum)
@@ -155,8 +158,7 @@ class GraphRing:
             with tf.init_scope():
                 self.losses = tf.Variable(tf.zeros([RING], tf.float32), trainable=False)
                 rows = np.zeros((NORM_RING, parts + STEP_COLUMNS), np.float32)
-                # no row measured yet: step -1 (its bits, as a row written by step s holds s's)
-                rows[:, -STEP_COLUMNS:] = np.full((NORM_RING, 1), -1, np.int64).view(np.float32)
+                rows[:, -STEP_COLUMNS:] = -1.0  # no row measured yet: a step before the first
                 self.norms = tf.Variable(rows, trainable=False)
                 self.counter = tf.Variable(0, dtype=tf.int64, trainable=False)
 
