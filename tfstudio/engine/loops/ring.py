@@ -24,10 +24,11 @@ from typing import Any
 import numpy as np
 
 RING = 16384  # steps a graph series' buffer holds between two reads (80,000 steps/s)
-# Rows of the norm ring. Only norm twins write it (every 10th step at the most), so it is
-# a quarter of RING: a row lasts until a twin 4,096 steps later lands on its slot, at
-# least two reads later up to 20,000 steps/s. It was a RING-row buffer and a third one
-# for the step numbers: each read copied both whole (~0.5 MB for a six-variable MLP;
+# Rows of the norm ring. Norm twins write it (a row every 10th step at the most; a step
+# function with a stateful random op, every step), so it is a quarter of RING: a row
+# lasts until a later step's row lands on its slot, at least 4,096 steps, one read
+# interval at 20,000 steps/s. It was a RING-row buffer and a third one for the step
+# numbers: each read copied both whole (~0.5 MB for a six-variable MLP;
 # bench/loop_read_cost.py).
 NORM_RING = 4096
 STEP_COLUMNS = 2  # a norm row's last columns: its step number, high and low part
