@@ -118,7 +118,12 @@ class LoopEmitter:
             losses, norms = s.values(first, max(upto, first))
             columns.append((s.loss_key, s.norm_key, losses, norms, upto - first))
         extras = [s for s in series if s.has_extra()]
-        if running and limit - loop.metrics_step < 2:
+        if running and not whole and not hold_newest and len(series) == 1:
+            # A graph loop's first read, before it is announced: its newest step is held
+            # back, and metrics read now hold that step's updates (or later ones), never
+            # only those up to `limit`'s. The next beat reads them again.
+            running = None
+        elif running and limit - loop.metrics_step < 2:
             running = None  # a step after the last sample: it would read as per-step values
         elif running:
             loop.metrics_step = limit

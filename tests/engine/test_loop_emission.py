@@ -1,0 +1,41 @@
+"""A custom loop's steps and the Keras metrics read with them, as events.
+
+No TensorFlow here: an eager-style series (its steps added by hand) behind the same
+emitter a graph loop's reader drains.
+"""
+
+from __future__ import annotations
+
+from tfstudio.core.channel import Channel
+from tfstudio.core.events import StepEnded, step_rows
+from tfstudio.engine.loops.emission import LoopEmitter
+from tfstudio.engine.loops.series import LoopBook, Series
+from tfstudio.engine.monitor import RunMonitor
+
+
+def _steps(channel: Channel) -> list[StepEnded]:
+    return [e for e in step_rows(channel.drain()) if isinstance(e, StepEnded)]
+
+
+def test_metrics_read_while_the_newest_step_is_held_back_do_not_go_with_an_earlier_step() -> None:
+    channel = Channel()
+    emitter = LoopEmitter(RunMonitor(channel), None)
+    book = LoopBook()
+    loop = book.new_loop(0)
+    series = Series(frozenset({1}), "model", [], [])
+    book.add(series, loop)
+    for k in range(3):
+        series.add(1.0 / (k + 1), 0.5, None)
+    # The reader's first beat: the loop is not announced yet (a second series may still
+    # join it), so its newest step, 3, is held back. The metrics were read after step 3
+    # (64 samples a step: 192 seen), so they must not be shown as step 2's.
+    emitter.drain(loop, running={"seen": 192.0})
+    first = _steps(channel)
+    assert [s.global_step for s in first] == [1, 2]
+    assert not any(s.running for s in first), first
+    # Announced now: every step goes at once, the metrics with the newest.
+    series.add(0.25, 0.5, None)
+    emitter.drain(loop, running={"seen": 256.0})
+    rest = _steps(channel)
+    assert [s.global_step for s in rest] == [3, 4]
+    assert not rest[0].running and rest[1].running == {"seen": 256.0}
