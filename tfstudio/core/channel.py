@@ -4,12 +4,16 @@ Events go out, commands come in. The training side never waits on its
 consumers and never drops an event: the consumer (the run's pump) drains
 whatever is queued at its own pace.
 
-Steps travel as columns. :meth:`Channel.step` appends one step's row to the
-block being filled (one tuple: a few hundred nanoseconds whatever the rate);
-any other event seals that block first, so order is kept, and :meth:`drain`
-turns each block into one :class:`~tfstudio.core.events.StepColumns` on the
-consumer's thread. Commands are a lock-free deque (``append``/``popleft`` are
-atomic in CPython); events share one uncontended lock with the rows.
+Steps travel as columns. The training side appends one row per step to
+:attr:`Channel.rows` (one tuple: a few hundred nanoseconds whatever the rate):
+a fit's batch hook a *raw row* (``core/fit_rows.py``: Keras's running means, each
+batch's own values derived later), anything else :meth:`Channel.step`'s derived
+row. Any other event seals the rows so far first, so order is kept, and
+:meth:`drain` turns each run of rows into :class:`~tfstudio.core.events.StepColumns`
+on the consumer's thread. The row list is never replaced: appending to it takes no
+lock (``list.append`` is atomic in CPython) and sealing takes the rows from its
+front. Commands are a lock-free deque (``append``/``popleft`` are atomic too);
+sealing and events share one uncontended lock.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import numpy as np
 
 from tfstudio.core.commands import Command
 from tfstudio.core.events import Event, StepColumns, StepEnded
+from tfstudio.core.fit_rows import raw_block
 
 BLOCK_ROWS = 4096  # a block is sealed at this many rows even if no one drains it
 # With this many blocks queued (the pump starved of CPU or of the GIL by a fast loop),
@@ -33,8 +38,10 @@ BACKLOG_BLOCKS = 16
 class StepRows:
     """Rows of consecutive steps, as appended on the training thread (sealed, not yet columns).
 
-    Each row is ``(fit_index, global_step, epoch, step, steps, time, values, running)``;
-    :meth:`columns` makes them columns, one :class:`StepColumns` per fit.
+    A row is ``(fit_index, global_step, epoch, step, steps, time, values, running)``
+    (:meth:`Channel.step`) or a fit's raw row, whose first item is its
+    :class:`~tfstudio.core.fit_rows.RowLayout`; :meth:`columns` makes them columns,
+    one :class:`StepColumns` per run of rows of one fit (and, for raw rows, one epoch).
     """
 
     __slots__ = ("rows",)
@@ -58,8 +65,10 @@ class StepRows:
         out: list[StepColumns] = []
         start = 0
         for i in range(1, len(rows) + 1):
+            # a fit's index (an int) or a raw row's layout (compared as the same object)
             if i == len(rows) or rows[i][0] != rows[start][0]:
-                out.append(_block(rows[start:i]))
+                part = rows[start:i]
+                out.append(_block(part) if type(part[0][0]) is int else raw_block(part))
                 start = i
         return out
 
@@ -127,13 +136,20 @@ class Channel:
 
     def __init__(self, commands_of: Channel | None = None) -> None:
         self._events: deque[object] = deque()
-        self._rows: list[tuple] = []
+        self._rows: list[tuple] = []  # never replaced: the training side appends lock-free
         self._lock = threading.Lock()
         self._commands: deque[Command] = (
             commands_of._commands if commands_of is not None else deque()
         )
 
     # -- training side -------------------------------------------------
+    @property
+    def rows(self) -> list[tuple]:
+        """The list the training side appends step rows to (the same list for the
+        channel's life; a fit's hook binds its ``append``). After an append that leaves
+        :data:`BLOCK_ROWS` or more, call :meth:`seal_full`."""
+        return self._rows
+
     def step(
         self,
         fit_index: int,
@@ -145,34 +161,50 @@ class Channel:
         running: Mapping[str, float],
         time: float,
     ) -> None:
-        """Append one step (as :class:`StepEnded` describes it) to the block being filled.
+        """Append one step (as :class:`StepEnded` describes it) to the rows being filled.
 
         The dicts are kept, not copied: the caller must not change them afterwards.
         """
+        rows = self._rows
+        rows.append((fit_index, global_step, epoch, step, steps, time, values, running))
+        if len(rows) >= BLOCK_ROWS:
+            self.seal_full()
+
+    def seal_full(self) -> None:
+        """Seal the rows appended so far as a block even though no one drains them (at
+        :data:`BLOCK_ROWS`), as columns when :data:`BACKLOG_BLOCKS` wait already."""
         with self._lock:
-            rows = self._rows
-            rows.append((fit_index, global_step, epoch, step, steps, time, values, running))
-            if len(rows) >= BLOCK_ROWS:
-                self._rows = []
-                if len(self._events) < BACKLOG_BLOCKS:
-                    self._events.append(StepRows(rows))
-                else:  # the consumer lags: keep the rows as columns, a tenth of the memory
-                    self._events.extend(StepRows(rows).columns())
+            rows = self._take_rows()
+            if not rows:
+                return
+            if len(self._events) < BACKLOG_BLOCKS:
+                self._events.append(StepRows(rows))
+            else:  # the consumer lags: keep the rows as columns, a tenth of the memory
+                self._events.extend(StepRows(rows).columns())
+
+    def _take_rows(self) -> list[tuple]:
+        """The rows appended so far, taken from the front of the list (with the lock held):
+        a row another thread appends meanwhile stays for the next seal."""
+        rows = self._rows
+        n = len(rows)
+        taken = rows[:n]
+        del rows[:n]
+        return taken
+
+    def _seal_locked(self) -> None:
+        if self._rows:
+            self._events.append(StepRows(self._take_rows()))
 
     def emit(self, event: Event) -> None:
         """Queue one event after the steps appended so far; never blocks for long."""
         with self._lock:
-            if self._rows:
-                self._events.append(StepRows(self._rows))
-                self._rows = []
+            self._seal_locked()
             self._events.append(event)
 
     def emit_all(self, events: Iterable[object]) -> None:
         """Queue several events, in order, after the steps appended so far."""
         with self._lock:
-            if self._rows:
-                self._events.append(StepRows(self._rows))
-                self._rows = []
+            self._seal_locked()
             self._events.extend(events)
 
     def has_commands(self) -> bool:
@@ -196,9 +228,7 @@ class Channel:
     def drain(self) -> list[Event]:
         """Remove and return every queued event, oldest first (steps as :class:`StepColumns`)."""
         with self._lock:
-            if self._rows:
-                self._events.append(StepRows(self._rows))
-                self._rows = []
+            self._seal_locked()
             taken = list(self._events)
             self._events.clear()
         if not any(type(e) is StepRows for e in taken):

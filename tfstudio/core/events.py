@@ -160,9 +160,10 @@ class StepEnded:
 class StepColumns:
     """Consecutive steps of one fit or loop, as columns: how steps travel and are recorded.
 
-    The training side appends each step to preallocated columns
-    (:class:`tfstudio.core.channel.StepRows`) and ships them as one of these, so a
-    step costs a few array writes whatever the rate. Row ``i`` is what
+    The training side appends each step to the channel as one row (a tuple:
+    :class:`tfstudio.core.channel.StepRows`, a fit's raw rows ``core/fit_rows.py``)
+    and the consumer's thread ships each run of rows as one of these, so a step costs
+    one append on the training thread whatever the rate. Row ``i`` is what
     :class:`StepEnded` says of one step (:meth:`row` builds it).
 
     Args:

@@ -1,32 +1,40 @@
 """StudioCallback: Keras batch and epoch hooks -> events; commands applied between steps.
 
 Per-step cost is the budget that matters (Keras 3 runs batch hooks
-synchronously): ``on_train_batch_end`` only turns a few floats into one event
-and checks for commands. Everything else happens once per epoch or per fit.
+synchronously): ``on_train_batch_end`` only appends the batch's logs to the
+channel as one raw row and checks for commands. Everything else happens once per
+epoch or per fit, or on the pump's thread.
 
 Keras 3 reports running means over the epoch in ``logs``; the batch's own value
 of a mean metric is derived from two successive running means weighted by the
-samples seen: ``own = (c_k*m_k - c_j*m_j) / (c_k - c_j)``. Metrics that are not
+samples seen: ``own = (c_k*m_k - c_j*m_j) / (c_k - c_j)``, for a whole block of
+rows at once on the pump's thread (``core/fit_rows.py``). Metrics that are not
 means (AUC, precision) have no per-batch value: only their running value is sent.
 Values a custom ``train_step`` returns that are not tracked metrics are taken as
-the batch's own.
+the batch's own. Means that count in units of their own (a ``train_step``'s MAE
+tracker counting samples beside a loss tracker counting batches) are derived here,
+row by row, each with its own count.
 """
 
 from __future__ import annotations
 
 import math
+from time import perf_counter
 from typing import Any
 
 import keras
 import numpy as np
 
+from tfstudio.core.channel import BLOCK_ROWS
 from tfstudio.core.events import EpochEnded, FitEnded, FitStarted
+from tfstudio.core.fit_rows import MEAN as _MEAN
+from tfstudio.core.fit_rows import RAW as _RAW
+from tfstudio.core.fit_rows import RUNNING as _RUNNING
+from tfstudio.core.fit_rows import RowLayout, batch_mean
 from tfstudio.engine.control import TrainingController
 from tfstudio.engine.monitor import RunMonitor
 from tfstudio.engine.probes.inspector import NEVER, Inspector
 from tfstudio.engine.probes.model import model_summary
-
-_MEAN, _RAW, _RUNNING = 0, 1, 2
 
 
 class StudioCallback(keras.callbacks.Callback):
@@ -42,7 +50,9 @@ class StudioCallback(keras.callbacks.Callback):
         super().__init__()
         self._monitor = monitor
         self._emit = monitor.channel.emit
-        self._step_row = monitor.channel.step  # steps travel as columns (core/channel.py)
+        self._step_row = monitor.channel.step  # a derived row (means in units of their own)
+        self._rows = monitor.channel.rows  # raw rows, appended lock-free (core/fit_rows.py)
+        self._seal_full = monitor.channel.seal_full
         self._quick = False  # batch ends may take the quick way (on_train_batch_end)
         self._last_k = math.inf  # an epoch's last batch end goes through _step (count read)
         self._has_commands = monitor.channel.has_commands
@@ -62,7 +72,11 @@ class StudioCallback(keras.callbacks.Callback):
         self._epoch = initial_epoch
         self._prev_k = 0
         self._prev_c = 0.0
-        self._prev_running: dict[str, float] = {}
+        # the previous batch end's running values (its raw row's), for its keys; None at
+        # an epoch's first batch end and after the loss tracker was reset
+        self._prev_vals: tuple | None = None
+        self._prev_keys: tuple[str, ...] = ()
+        self._layout: RowLayout | None = None  # this epoch's raw rows' keys and kinds
         self._per_batch = 1.0  # samples per batch (weights of the derivation)
         self._base_k = 0  # steps of this epoch before the loss tracker was last reset
         if monitor.control is None:
@@ -184,14 +198,16 @@ class StudioCallback(keras.callbacks.Callback):
         self._epoch = epoch
         self._prev_k = 0
         self._prev_c = 0.0
-        self._prev_running = {}
+        self._prev_vals = None
         self._base_k = 0
+        if self._layout is not None:
+            self._layout = self._layout.for_epoch(epoch)
 
     def _rebase(self) -> None:
         """The loss tracker was reset mid-epoch (after a restore): derive from there."""
         self._base_k = self._prev_k
         self._prev_c = 0.0
-        self._prev_running = {}
+        self._prev_vals = None
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         """Send the epoch's metrics, ``val_`` metrics included."""
@@ -210,22 +226,41 @@ class StudioCallback(keras.callbacks.Callback):
 
     # -- steps (the hot path) ------------------------------------------
     def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
-        """Turn this hook's logs into one step (a row of columns); then the step boundary.
+        """Append this hook's logs to the channel as one raw row; then the step boundary.
 
-        Most batch ends take the quick way, straight to :func:`_derive`: within an epoch,
-        after the fit's first batch end, when every mean counts as the loss tracker
-        does. The others (the fit's first, an epoch's last with its count read, means
-        with counts of their own) go through :meth:`_step`, which derives with it too.
+        Most batch ends take the quick way (a tuple appended, ~5 us less than deriving
+        here: docs/benchmarks.md): within an epoch, after the fit's first batch end,
+        with the keys of the batch end before, when every mean counts as the loss
+        tracker does. The others (the fit's first, an epoch's last with its count read,
+        new keys, means with counts of their own) go through :meth:`_step`.
         """
         loss = None
         k = batch + 1
         try:
-            if self._quick and self._prev_k < k < self._last_k:
+            layout = self._layout
+            if (
+                self._quick
+                and self._prev_k < k < self._last_k
+                and logs is not None
+                and layout is not None
+                and tuple(logs) == layout.keys  # in order: the values come in it
+            ):
+                vals = tuple(logs.values())
                 c_k = (k - self._base_k) * self._per_batch
-                values, running = _derive(
-                    logs or {}, self._kinds, self._prev_running, c_k, self._prev_c
-                )
-                loss = self._send_step(k, c_k, values, running)
+                n = k - self._prev_k
+                mon = self._monitor
+                step = mon.global_step = mon.global_step + n
+                rows = self._rows
+                rows.append(
+                    (layout, step, k, n, perf_counter() - mon.t0, c_k, self._prev_c, vals,
+                     self._prev_vals)
+                )  # fmt: skip
+                self._prev_k, self._prev_c, self._prev_vals = k, c_k, vals
+                if len(rows) >= BLOCK_ROWS:
+                    self._seal_full()
+                i = layout.loss_at
+                if i is not None and type(vals[i]) is float:
+                    loss = vals[i]
             else:
                 loss = self._step(batch, logs or {})
         except Exception as exc:  # noqa: BLE001
@@ -259,7 +294,21 @@ class StudioCallback(keras.callbacks.Callback):
         c_k = (k - self._base_k) * self._per_batch
         if last and self._loss_count is not None:
             c_k = _count(self._loss_count)
-        prev = self._prev_running
+        self._quick = not self._own and not self._unclaimed
+        keys = tuple(logs)
+        mon = self._monitor
+        if not self._own and (self._prev_vals is None or keys == self._prev_keys):
+            # a raw row, derived on the pump's thread like the quick way's
+            layout = self._layout
+            layout_kinds = [kinds.get(key, _RAW) for key in keys]
+            if layout is None or not layout.same(self._epoch, keys, layout_kinds):
+                layout = self._layout = RowLayout(self.fit_index, self._epoch, keys, layout_kinds)
+            vals = tuple(logs.values())
+            step = mon.global_step = mon.global_step + n
+            self._step_row_raw(layout, step, k, n, c_k, vals)
+            loss = vals[layout.loss_at] if layout.loss_at is not None else None
+            return loss if type(loss) is float else None  # (a number Keras made a float)
+        prev = dict(zip(self._prev_keys, self._prev_vals or (), strict=False))
         values, running = _derive(logs, kinds, prev, c_k, self._prev_c)
         for key, (count, per_batch) in self._own.items():  # means counting in their own units
             m = running.get(key)
@@ -267,21 +316,25 @@ class StudioCallback(keras.callbacks.Callback):
                 continue
             ck = _count(count) if last else (k - self._base_k) * per_batch
             cj = (self._prev_k - self._base_k) * per_batch  # (never an epoch's last)
-            values[key] = _batch_mean(m, prev.get(key), ck, cj)
-        self._quick = not self._own and not self._unclaimed
-        return self._send_step(k, c_k, values, running)
-
-    def _send_step(
-        self, k: int, c_k: float, values: dict[str, float], running: dict[str, float]
-    ) -> float | None:
-        """Keep batch end ``k``'s running means for the next derivation, count its steps,
-        send it as a row; its loss (for the NaN guard)."""
-        n = k - self._prev_k
-        self._prev_k, self._prev_c, self._prev_running = k, c_k, running
-        mon = self._monitor
+            values[key] = batch_mean(m, prev.get(key), ck, cj)
+        self._prev_k, self._prev_c = k, c_k
+        self._prev_vals, self._prev_keys = tuple(running.values()), tuple(running)
         step = mon.global_step = mon.global_step + n
         self._step_row(self.fit_index, step, self._epoch, k, n, values, running, mon.now())
         return running.get("loss")
+
+    def _step_row_raw(
+        self, layout: RowLayout, step: int, k: int, n: int, c_k: float, vals: tuple
+    ) -> None:
+        """Append batch end ``k``'s raw row (``core/fit_rows.py``) and keep its values for
+        the next one (the quick way in :meth:`on_train_batch_end` does the same inline)."""
+        rows = self._rows
+        row = (layout, step, k, n, self._monitor.now(), c_k, self._prev_c, vals, self._prev_vals)
+        rows.append(row)
+        self._prev_k, self._prev_c = k, c_k
+        self._prev_vals, self._prev_keys = vals, layout.keys
+        if len(rows) >= BLOCK_ROWS:
+            self._seal_full()
 
     def _inspect(self) -> None:
         try:
@@ -423,16 +476,10 @@ def _derive(
         m = running[key] = float(raw)
         kind = kinds.get(key, _RAW)
         if kind == _MEAN:
-            values[key] = _batch_mean(m, prev.get(key), c_k, c_j)
+            values[key] = batch_mean(m, prev.get(key), c_k, c_j)
         elif kind == _RAW:
             values[key] = m
     return values, running
-
-
-def _batch_mean(m: float, m_j: float | None, c_k: float, c_j: float) -> float:
-    """A batch's own mean from the running means after it (``m``, over ``c_k`` samples)
-    and before it (``m_j``, over ``c_j``); ``m`` itself at an epoch's first batch."""
-    return m if m_j is None or c_j == 0.0 else (c_k * m - c_j * m_j) / (c_k - c_j)
 
 
 def _count(variable: Any) -> float:

@@ -1,0 +1,159 @@
+"""A fit's steps as Keras reports them, turned into each batch's own values off the training thread.
+
+Keras 3 reports running means over the epoch in ``logs``; the batch's own value of
+a mean metric is derived from two successive running means weighted by the samples
+seen: ``own = (c_k*m_k - c_j*m_j) / (c_k - c_j)``. On the training thread a fit's
+batch hook only appends one *raw row* to the run's channel: the running values as
+Keras gave them (a tuple, in the logs' order), the samples seen after this batch and
+after the one before (``c_k``, ``c_j``) and the previous row's running values. The
+pump's thread derives a whole block of rows at once with numpy
+(:func:`raw_block`), bit for bit what :func:`batch_mean` gives row by row (the same
+float64 operations in the same order), so the hook costs a few microseconds less
+per step (docs/benchmarks.md).
+
+A raw row is ``(layout, global_step, step, steps, time, c_k, c_j, running, previous)``:
+
+- ``layout``: a :class:`RowLayout`: the fit, the epoch, the logs' keys in order and
+  how each is derived (the same object for every row of an epoch);
+- ``running``: the logs' values in ``layout.keys`` order (floats, as Keras's
+  ``pythonify_logs`` made them; anything else is read as absent);
+- ``previous``: the previous row's ``running`` (the same tuple) for the same keys,
+  or None at an epoch's first batch and after the loss tracker was reset (``c_j`` is
+  0 there); a block reads only its first row's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import chain
+
+import numpy as np
+
+from tfstudio.core.events import StepColumns
+
+MEAN, RAW, RUNNING = 0, 1, 2
+"""How a log key is derived: a running mean (its batch's own value is derived), a raw
+value (the batch's own already: a ``train_step``'s untracked numbers), or a running
+value with no batch value (AUC, precision: only the running value is sent)."""
+
+
+class RowLayout:
+    """What the raw rows of one epoch of one fit hold: its keys in order and their kinds.
+
+    Args:
+        fit_index: the fit the rows belong to.
+        epoch: their epoch.
+        keys: the logs' keys, in the order the rows' values come in.
+        kinds: per key, :data:`MEAN`, :data:`RAW` or :data:`RUNNING`.
+    """
+
+    __slots__ = ("fit_index", "epoch", "keys", "kinds", "loss_at")
+
+    def __init__(
+        self, fit_index: int, epoch: int, keys: Sequence[str], kinds: Sequence[int]
+    ) -> None:
+        self.fit_index = fit_index
+        self.epoch = epoch
+        self.keys = tuple(keys)
+        self.kinds = tuple(kinds)
+        self.loss_at = self.keys.index("loss") if "loss" in self.keys else None
+
+    def for_epoch(self, epoch: int) -> RowLayout:
+        """The same keys and kinds, for another epoch."""
+        return RowLayout(self.fit_index, epoch, self.keys, self.kinds)
+
+    def same(self, epoch: int, keys: Sequence[str], kinds: Sequence[int]) -> bool:
+        """Whether this layout is the one for ``epoch``, ``keys`` and ``kinds``."""
+        return epoch == self.epoch and tuple(keys) == self.keys and tuple(kinds) == self.kinds
+
+
+def batch_mean(m: float, m_j: float | None, c_k: float, c_j: float) -> float:
+    """A batch's own mean from the running means after it (``m``, over ``c_k`` samples)
+    and before it (``m_j``, over ``c_j``); ``m`` itself at an epoch's first batch."""
+    return m if m_j is None or c_j == 0.0 else (c_k * m - c_j * m_j) / (c_k - c_j)
+
+
+def batch_means(m: np.ndarray, m_j: np.ndarray, c_k: np.ndarray, c_j: np.ndarray) -> np.ndarray:
+    """:func:`batch_mean` of each row at once (``c_j`` 0: the row's ``m``), bit for bit.
+
+    ``m`` and ``m_j`` may hold several keys, a row each (``c_k`` and ``c_j`` broadcast).
+    """
+    with np.errstate(all="ignore"):
+        own = c_k * m
+        own -= c_j * m_j
+        own /= c_k - c_j
+    np.copyto(own, m, where=c_j == 0.0)
+    return own
+
+
+def raw_block(rows: Sequence[tuple]) -> StepColumns:
+    """Consecutive raw rows of one layout as a block of columns, each batch's own values derived.
+
+    Values that are not numbers (a ``train_step`` returning a vector Keras could not
+    make a float) are absent in their rows, the rest of the row is kept.
+    """
+    layout: RowLayout = rows[0][0]
+    _, global_step, step, steps, time, c_k, c_j, running, _ = zip(*rows, strict=True)
+    n = len(rows)
+    width = len(layout.keys)
+    bad = None
+    try:  # one conversion for the whole block (integers exact: below 2**53)
+        flat = np.fromiter(
+            chain(global_step, step, steps, time, c_k, c_j, chain.from_iterable(running)),
+            np.float64,
+            (6 + width) * n,
+        )
+        current = flat[6 * n :].reshape(n, width).T  # a key a row
+    except (TypeError, ValueError):  # a value that is not a number: absent in its row
+        flat = np.fromiter(chain(global_step, step, steps, time, c_k, c_j), np.float64, 6 * n)
+        current, bad = _numbers(running, n, width)
+    # Each row's previous values are the row before's (the same tuple): only the first
+    # row's come from outside the block (and only count where its c_j is not 0).
+    before = np.empty_like(current)
+    before[:, 1:] = current[:, :-1]
+    first = rows[0][8]
+    before[:, 0] = current[:, 0] if first is None else _numbers([first], 1, width)[0][:, 0]
+    head = flat[: 6 * n].reshape(6, n)
+    ints = head[:3].astype(np.int64)
+    own = batch_means(current, before, head[4], head[5]) if MEAN in layout.kinds else current
+    values: dict[str, np.ndarray] = {}
+    runs: dict[str, np.ndarray] = {}
+    absent: dict[str, np.ndarray] = {}
+    running_absent: dict[str, np.ndarray] = {}
+    for j, (key, kind) in enumerate(zip(layout.keys, layout.kinds, strict=True)):
+        runs[key] = current[j]
+        mask = bad[j] if bad is not None and bad[j].any() else None
+        if mask is not None:
+            running_absent[key] = mask
+        if kind == RUNNING:
+            continue
+        values[key] = own[j] if kind == MEAN else current[j]
+        if mask is not None:
+            absent[key] = mask
+    return StepColumns(
+        layout.fit_index,
+        ints[0],
+        np.full(n, layout.epoch, dtype=np.int64),
+        ints[1],
+        ints[2],
+        head[3],
+        values,
+        runs,
+        absent,
+        running_absent,
+    )
+
+
+def _numbers(rows: Sequence[Sequence[object]], n: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` rows of ``width`` values as a ``(width, n)`` float64 array (a key a row), NaN
+    where a value is not a number, and where that is."""
+    out = np.full((width, n), np.nan)
+    bad = np.ones((width, n), dtype=bool)
+    for i, row in enumerate(rows):
+        for j, value in enumerate(row):
+            try:
+                out[j, i] = float(value)  # type: ignore[arg-type]
+                bad[j, i] = False
+            except (TypeError, ValueError):
+                pass
+    return out, bad
