@@ -57,6 +57,11 @@ NAN_EXIT_CODE = 3  # the run was stopped because a step's loss was NaN or Inf
 RESTORE_FAILED_EXIT_CODE = 2  # --restore named no usable checkpoint
 LR_EVERY = 10  # steps between learning-rate events (the UI draws them as a line) ...
 LR_MIN_S = 0.25  # ... and seconds: a fast fit reads its rate 4 times a second, not 60
+# A plain rate no one assigned since it was sent is the same value again: said again this
+# often (a record read elsewhere, TensorBoard's own view, draws it as a line), not every
+# LR_MIN_S. The window holds a rate's last value to the newest step anyway, and each
+# event splits the block of steps around it on the way (docs/benchmarks.md).
+LR_REPEAT_S = 2.0
 
 
 def _optimizer_candidates(model: Any, optimizer: Any) -> list[tuple[str, Any, int]] | None:
@@ -324,11 +329,13 @@ class TrainingController:
             self._send_learning_rate()
         elif step // LR_EVERY != self._lr_step // LR_EVERY:
             # a read costs ~0.1-0.25 ms (a variable read): at most 4 times a second, and
-            # none for a plain rate that no one assigned since (its last value again)
+            # none for a plain rate that no one assigned since (its last value again,
+            # every LR_REPEAT_S)
             now = time.monotonic()
-            if now - self._lr_time >= LR_MIN_S:
+            known = self._lr_watched is not None and self._lr_sent is not None
+            if now - self._lr_time >= (LR_REPEAT_S if known else LR_MIN_S):
                 self._lr_step, self._lr_time = step, now
-                if self._lr_watched is not None and self._lr_sent is not None:
+                if known:
                     value, is_schedule = self._lr_sent
                     mon.channel.emit(LearningRate(step, value, is_schedule, ""))
                 else:
