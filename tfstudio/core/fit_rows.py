@@ -6,10 +6,9 @@ seen: ``own = (c_k*m_k - c_j*m_j) / (c_k - c_j)``. On the training thread a fit'
 batch hook only appends one *raw row* to the run's channel: the running values as
 Keras gave them (a tuple, in the logs' order), the samples seen after this batch and
 after the one before (``c_k``, ``c_j``) and the previous row's running values. The
-pump's thread derives a whole block of rows at once with numpy
-(:func:`raw_block`), bit for bit what :func:`batch_mean` gives row by row (the same
-float64 operations in the same order), so the hook costs a few microseconds less
-per step (docs/benchmarks.md).
+pump's thread derives a whole block of rows at once (:func:`raw_block`), bit for bit
+what :func:`batch_mean` gives row by row (the same float64 operations in the same
+order), so the hook costs a few microseconds less per step (docs/benchmarks.md).
 
 A raw row is ``(layout, global_step, step, steps, time, c_k, c_j, running, previous)``:
 
@@ -92,37 +91,70 @@ def raw_block(rows: Sequence[tuple]) -> StepColumns:
     Values that are not numbers (a ``train_step`` returning a vector Keras could not
     make a float) are absent in their rows, the rest of the row is kept.
     """
+    try:
+        return _block_of_numbers(rows)
+    except (TypeError, ValueError, ZeroDivisionError):
+        return _block_checked(rows)
+
+
+def _block_of_numbers(rows: Sequence[tuple]) -> StepColumns:
+    """:func:`raw_block` when every value is a number (raises otherwise).
+
+    The means are derived in Python, row by row, as the rows are read: on the pump's
+    thread that is ~30 us a block cheaper than numpy's seven calls on a few dozen rows
+    (docs/benchmarks.md), and the same float64 operations in the same order.
+    """
     layout: RowLayout = rows[0][0]
     _, global_step, step, steps, time, c_k, c_j, running, _ = zip(*rows, strict=True)
     n = len(rows)
     width = len(layout.keys)
-    bad = None
-    try:  # one conversion for the whole block (integers exact: below 2**53)
-        flat = np.fromiter(
-            chain(global_step, step, steps, time, c_k, c_j, chain.from_iterable(running)),
-            np.float64,
-            (6 + width) * n,
-        )
-        current = flat[6 * n :].reshape(n, width).T  # a key a row
-    except (TypeError, ValueError):  # a value that is not a number: absent in its row
-        flat = np.fromiter(chain(global_step, step, steps, time, c_k, c_j), np.float64, 6 * n)
-        current, bad = _numbers(running, n, width)
+    means = [j for j, kind in enumerate(layout.kinds) if kind == MEAN]
+    own: list[float] = []
     # Each row's previous values are the row before's (the same tuple): only the first
-    # row's come from outside the block (and only count where its c_j is not 0).
-    before = np.empty_like(current)
-    before[:, 1:] = current[:, :-1]
-    first = rows[0][8]
-    before[:, 0] = current[:, 0] if first is None else _numbers([first], 1, width)[0][:, 0]
-    head = flat[: 6 * n].reshape(6, n)
-    ints = head[:3].astype(np.int64)
-    own = batch_means(current, before, head[4], head[5]) if MEAN in layout.kinds else current
+    # row's come from outside the block (read only where its c_j is not 0).
+    before = rows[0][8]
+    for ck, cj, now in zip(c_k, c_j, running, strict=True):
+        if cj == 0.0:
+            own.extend([now[j] for j in means])
+        else:
+            den = ck - cj
+            own.extend([(ck * now[j] - cj * before[j]) / den for j in means])
+        before = now
+    flat = np.fromiter(
+        chain(global_step, step, steps, time, chain.from_iterable(running), own),
+        np.float64,
+        (4 + width + len(means)) * n,
+    )
+    current = flat[4 * n : (4 + width) * n].reshape(n, width).T  # a key a row
+    derived = flat[(4 + width) * n :].reshape(n, len(means)).T
+    of_mean = {j: derived[i] for i, j in enumerate(means)}
+    values: dict[str, np.ndarray] = {}
+    runs: dict[str, np.ndarray] = {}
+    for j, (key, kind) in enumerate(zip(layout.keys, layout.kinds, strict=True)):
+        runs[key] = current[j]
+        if kind != RUNNING:
+            values[key] = of_mean[j] if kind == MEAN else current[j]
+    return _columns(layout, flat[: 4 * n].reshape(4, n), values, runs, {}, {})
+
+
+def _block_checked(rows: Sequence[tuple]) -> StepColumns:
+    """:func:`raw_block` with values that are not numbers: absent in their rows."""
+    layout: RowLayout = rows[0][0]
+    _, global_step, step, steps, time, c_k, c_j, running, _ = zip(*rows, strict=True)
+    n = len(rows)
+    width = len(layout.keys)
+    first = rows[0][8] if rows[0][8] is not None else running[0]
+    table, bad = _numbers((first, *running), n + 1, width)  # the first row's previous first
+    before, current, bad = table[:, :-1], table[:, 1:], bad[:, 1:]
+    head = np.array((global_step, step, steps, time, c_k, c_j), dtype=np.float64)
+    own = batch_means(current, before, head[4], head[5])
     values: dict[str, np.ndarray] = {}
     runs: dict[str, np.ndarray] = {}
     absent: dict[str, np.ndarray] = {}
     running_absent: dict[str, np.ndarray] = {}
     for j, (key, kind) in enumerate(zip(layout.keys, layout.kinds, strict=True)):
         runs[key] = current[j]
-        mask = bad[j] if bad is not None and bad[j].any() else None
+        mask = bad[j] if bad[j].any() else None
         if mask is not None:
             running_absent[key] = mask
         if kind == RUNNING:
@@ -130,10 +162,24 @@ def raw_block(rows: Sequence[tuple]) -> StepColumns:
         values[key] = own[j] if kind == MEAN else current[j]
         if mask is not None:
             absent[key] = mask
+    return _columns(layout, head, values, runs, absent, running_absent)
+
+
+def _columns(
+    layout: RowLayout,
+    head: np.ndarray,
+    values: dict[str, np.ndarray],
+    runs: dict[str, np.ndarray],
+    absent: dict[str, np.ndarray],
+    running_absent: dict[str, np.ndarray],
+) -> StepColumns:
+    """The block: ``head``'s rows are the global step, step, steps and time columns."""
+    ints = head[:3].astype(np.int64)
+    epoch = np.full(head.shape[1], layout.epoch, dtype=np.int64)
     return StepColumns(
         layout.fit_index,
         ints[0],
-        np.full(n, layout.epoch, dtype=np.int64),
+        epoch,
         ints[1],
         ints[2],
         head[3],
