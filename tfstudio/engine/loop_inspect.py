@@ -26,7 +26,6 @@ measured for ``fit``: its untaken branch cost ~25% of a small MLP's step.)
 from __future__ import annotations
 
 import math
-import pickle
 import time
 from collections.abc import Callable
 from typing import Any
@@ -41,6 +40,7 @@ from tfstudio.core.events import (
     VariableStats,
     WeightStats,
 )
+from tfstudio.core.message_size import LargestMessage
 from tfstudio.engine.monitor import RunMonitor
 from tfstudio.engine.probes.cadence import Cadence
 
@@ -87,7 +87,7 @@ class LoopInspector:
     def __init__(self, monitor: RunMonitor, probing: Callable[[], Any]) -> None:
         self.monitor = monitor
         self.probing = probing
-        self.largest_message = 0
+        self._sizes = LargestMessage()
         self.deferred: tuple[Any, _Sample] | None = None  # eager: emitted at the next gradient
         self._failed: set[str] = set()
 
@@ -315,9 +315,13 @@ class LoopInspector:
             train = now - loop.t0 + loop.first_cost - cadence.probe_seconds
             loop.trace_weights = cadence.credit(train) >= estimate
 
+    @property
+    def largest_message(self) -> int:
+        """Bytes of the largest event sent so far (pickled; see ``core/message_size.py``)."""
+        return self._sizes.largest
+
     def _emit(self, event: object) -> None:
-        size = len(pickle.dumps(event, protocol=pickle.HIGHEST_PROTOCOL))
-        self.largest_message = max(self.largest_message, size)
+        self._sizes.note(event)
         self.monitor.channel.emit(event)
 
     def _error(self, where: str, exc: BaseException) -> None:

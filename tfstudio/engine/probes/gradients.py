@@ -249,9 +249,9 @@ class GradientProbe:
         write(self._seen, self._unseen)
         out = []
         total = 0.0
-        for i in np.flatnonzero(seen):
-            norm, lo, hi = (float(x) for x in stats[i])
+        rows, counts = stats.tolist(), hists.tolist()  # Python numbers at once
+        for i in np.flatnonzero(seen).tolist():
+            norm, lo, hi = rows[i]
             total += norm * norm
-            hist = tuple(int(c) for c in hists[i])
-            out.append(GradientVariable(self.paths[i], norm, lo, hi, hist))
+            out.append(GradientVariable(self.paths[i], norm, lo, hi, tuple(counts[i])))
         return GradientStats(fit_index, step, math.sqrt(total), tuple(out))

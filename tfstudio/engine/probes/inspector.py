@@ -22,12 +22,12 @@ everything from the start.
 from __future__ import annotations
 
 import inspect
-import pickle
 import time
 import weakref
 from typing import Any
 
 from tfstudio.core.events import InspectorStatus, ModelTree
+from tfstudio.core.message_size import LargestMessage
 from tfstudio.engine.monitor import RunMonitor
 from tfstudio.engine.probes.activations import ActivationProbe, probe_batch, reshuffles
 from tfstudio.engine.probes.cadence import MAX_GAP, Cadence
@@ -105,7 +105,7 @@ class Inspector:
         options = monitor.options
         self.cadence = Cadence(options.inspector_budget, options.sample_every)
         self.next_at = NEVER
-        self.largest_message = 0
+        self._sizes = LargestMessage()
         self._weights: WeightProbe | None = None
         self._gradients: GradientProbe | None = None
         self._activations: ActivationProbe | None = None
@@ -409,9 +409,13 @@ class Inspector:
                 self._emit(event)
 
     # -- helpers -----------------------------------------------------------
+    @property
+    def largest_message(self) -> int:
+        """Bytes of the largest event sent so far (pickled; see ``core/message_size.py``)."""
+        return self._sizes.largest
+
     def _emit(self, event: object) -> None:
-        size = len(pickle.dumps(event, protocol=pickle.HIGHEST_PROTOCOL))
-        self.largest_message = max(self.largest_message, size)
+        self._sizes.note(event)
         self.monitor.channel.emit(event)
 
     def _make(self, where: str, factory: Any) -> Any:

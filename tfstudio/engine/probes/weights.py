@@ -123,24 +123,25 @@ class WeightProbe:
             stats, hists, flat = self._on_host()
         values: dict[int, tuple[float, ...]] = {}
         offset = 0
+        flat_values = flat.tolist()  # Python numbers at once (not element by element)
         for i in self._small:
             n = int(np.prod(self.shapes[i]))
-            values[i] = tuple(float(x) for x in flat[offset : offset + n])
+            values[i] = tuple(flat_values[offset : offset + n])
             offset += n
         out = []
-        for i, path in enumerate(self.paths):
-            s = stats[i]
+        rows = zip(self.paths, stats.tolist(), hists.tolist(), strict=True)
+        for i, (path, s, hist) in enumerate(rows):
             out.append(
                 VariableStats(
                     path=path,
                     shape=self.shapes[i],
-                    mean=float(s[0]),
-                    std=float(s[1]),
-                    min=float(s[2]),
-                    max=float(s[3]),
-                    norm=float(s[4]),
-                    zero_fraction=float(s[5]),
-                    hist=tuple(int(c) for c in hists[i]),
+                    mean=s[0],
+                    std=s[1],
+                    min=s[2],
+                    max=s[3],
+                    norm=s[4],
+                    zero_fraction=s[5],
+                    hist=tuple(hist),
                     values=values.get(i, ()),
                 )
             )
