@@ -146,7 +146,7 @@ class Channel:
     @property
     def rows(self) -> list[tuple]:
         """The list the training side appends step rows to (the same list for the
-        channel's life; a fit's hook binds its ``append``). After an append that leaves
+        channel's life: a fit's hook keeps it). After an append that leaves
         :data:`BLOCK_ROWS` or more, call :meth:`seal_full`."""
         return self._rows
 
