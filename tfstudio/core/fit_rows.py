@@ -23,6 +23,7 @@ A raw row is ``(layout, global_step, step, steps, time, c_k, c_j, running, previ
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from itertools import chain
 
@@ -72,19 +73,6 @@ def batch_mean(m: float, m_j: float | None, c_k: float, c_j: float) -> float:
     return m if m_j is None or c_j == 0.0 else (c_k * m - c_j * m_j) / (c_k - c_j)
 
 
-def batch_means(m: np.ndarray, m_j: np.ndarray, c_k: np.ndarray, c_j: np.ndarray) -> np.ndarray:
-    """:func:`batch_mean` of each row at once (``c_j`` 0: the row's ``m``), bit for bit.
-
-    ``m`` and ``m_j`` may hold several keys, a row each (``c_k`` and ``c_j`` broadcast).
-    """
-    with np.errstate(all="ignore"):
-        own = c_k * m
-        own -= c_j * m_j
-        own /= c_k - c_j
-    np.copyto(own, m, where=c_j == 0.0)
-    return own
-
-
 def raw_block(rows: Sequence[tuple]) -> StepColumns:
     """Consecutive raw rows of one layout as a block of columns, each batch's own values derived.
 
@@ -93,8 +81,23 @@ def raw_block(rows: Sequence[tuple]) -> StepColumns:
     """
     try:
         return _block_of_numbers(rows)
-    except (TypeError, ValueError, ZeroDivisionError):
-        return _block_checked(rows)
+    except (TypeError, ValueError):
+        pass
+    # NaN in place of each value that is not a number, then the same derivation
+    cleaned, bad = [], []
+    for row in rows:
+        running, bad_running = _floats(row[7])
+        previous = None if row[8] is None else _floats(row[8])[0]
+        cleaned.append((*row[:7], running, previous))
+        bad.append(bad_running)
+    block = _block_of_numbers(cleaned)
+    masks = np.array(bad, dtype=bool).T  # a key a row
+    for j, (key, kind) in enumerate(zip(rows[0][0].keys, rows[0][0].kinds, strict=True)):
+        if masks[j].any():
+            block.running_absent[key] = masks[j]  # type: ignore[index]
+            if kind != RUNNING:
+                block.absent[key] = masks[j]  # type: ignore[index]
+    return block
 
 
 def _block_of_numbers(rows: Sequence[tuple]) -> StepColumns:
@@ -102,7 +105,8 @@ def _block_of_numbers(rows: Sequence[tuple]) -> StepColumns:
 
     The means are derived in Python, row by row, as the rows are read: on the pump's
     thread that is ~30 us a block cheaper than numpy's seven calls on a few dozen rows
-    (docs/benchmarks.md), and the same float64 operations in the same order.
+    (docs/benchmarks.md), and the same float64 operations in the same order as
+    :func:`batch_mean`.
     """
     layout: RowLayout = rows[0][0]
     _, global_step, step, steps, time, c_k, c_j, running, _ = zip(*rows, strict=True)
@@ -116,6 +120,8 @@ def _block_of_numbers(rows: Sequence[tuple]) -> StepColumns:
     for ck, cj, now in zip(c_k, c_j, running, strict=True):
         if cj == 0.0:
             own.extend([now[j] for j in means])
+        elif ck == cj:  # no samples between two batch ends (never seen): no own value
+            own.extend([math.nan] * len(means))
         else:
             den = ck - cj
             own.extend([(ck * now[j] - cj * before[j]) / den for j in means])
@@ -134,72 +140,31 @@ def _block_of_numbers(rows: Sequence[tuple]) -> StepColumns:
         runs[key] = current[j]
         if kind != RUNNING:
             values[key] = of_mean[j] if kind == MEAN else current[j]
-    return _columns(layout, flat[: 4 * n].reshape(4, n), values, runs, {}, {})
-
-
-def _block_checked(rows: Sequence[tuple]) -> StepColumns:
-    """:func:`raw_block` with values that are not numbers: absent in their rows."""
-    layout: RowLayout = rows[0][0]
-    _, global_step, step, steps, time, c_k, c_j, running, _ = zip(*rows, strict=True)
-    n = len(rows)
-    width = len(layout.keys)
-    first = rows[0][8] if rows[0][8] is not None else running[0]
-    table, bad = _numbers((first, *running), n + 1, width)  # the first row's previous first
-    before, current, bad = table[:, :-1], table[:, 1:], bad[:, 1:]
-    head = np.array((global_step, step, steps, time, c_k, c_j), dtype=np.float64)
-    own = batch_means(current, before, head[4], head[5])
-    values: dict[str, np.ndarray] = {}
-    runs: dict[str, np.ndarray] = {}
-    absent: dict[str, np.ndarray] = {}
-    running_absent: dict[str, np.ndarray] = {}
-    for j, (key, kind) in enumerate(zip(layout.keys, layout.kinds, strict=True)):
-        runs[key] = current[j]
-        mask = bad[j] if bad[j].any() else None
-        if mask is not None:
-            running_absent[key] = mask
-        if kind == RUNNING:
-            continue
-        values[key] = own[j] if kind == MEAN else current[j]
-        if mask is not None:
-            absent[key] = mask
-    return _columns(layout, head, values, runs, absent, running_absent)
-
-
-def _columns(
-    layout: RowLayout,
-    head: np.ndarray,
-    values: dict[str, np.ndarray],
-    runs: dict[str, np.ndarray],
-    absent: dict[str, np.ndarray],
-    running_absent: dict[str, np.ndarray],
-) -> StepColumns:
-    """The block: ``head``'s rows are the global step, step, steps and time columns."""
-    ints = head[:3].astype(np.int64)
-    epoch = np.full(head.shape[1], layout.epoch, dtype=np.int64)
+    ints = flat[: 3 * n].reshape(3, n).astype(np.int64)
+    epoch = np.full(n, layout.epoch, dtype=np.int64)
     return StepColumns(
         layout.fit_index,
         ints[0],
         epoch,
         ints[1],
         ints[2],
-        head[3],
+        flat[3 * n : 4 * n],
         values,
         runs,
-        absent,
-        running_absent,
+        {},
+        {},
     )
 
 
-def _numbers(rows: Sequence[Sequence[object]], n: int, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """``n`` rows of ``width`` values as a ``(width, n)`` float64 array (a key a row), NaN
-    where a value is not a number, and where that is."""
-    out = np.full((width, n), np.nan)
-    bad = np.ones((width, n), dtype=bool)
-    for i, row in enumerate(rows):
-        for j, value in enumerate(row):
-            try:
-                out[j, i] = float(value)  # type: ignore[arg-type]
-                bad[j, i] = False
-            except (TypeError, ValueError):
-                pass
-    return out, bad
+def _floats(values: Sequence[object]) -> tuple[tuple[float, ...], list[bool]]:
+    """``values`` as floats, NaN for each that is not a number; and which those are."""
+    out: list[float] = []
+    bad: list[bool] = []
+    for value in values:
+        try:
+            out.append(float(value))  # type: ignore[arg-type]
+            bad.append(False)
+        except (TypeError, ValueError):
+            out.append(math.nan)
+            bad.append(True)
+    return tuple(out), bad
