@@ -60,7 +60,9 @@ class LoopInterceptor:
         self.sampler.before_call = self._due_boundary
         self.explicit = ExplicitApi(monitor, self.book, self.emitter, self._lock)
         self.reader = RingReader(
-            self._read, lambda exc: monitor.report_error("custom loop (reader)", exc)
+            self._read,
+            lambda exc: monitor.report_error("custom loop (reader)", exc),
+            self.sampler.tick,
         )
         self.metrics = LoopMetrics(monitor.report_error)  # the Keras metrics steps update
 
@@ -82,7 +84,7 @@ class LoopInterceptor:
         self.tf = tf
         self.detector.tf = tf
         patch_tensorflow(tf, self._patches, self)
-        self._fit_hook = fit_hook(self._patches)
+        self._fit_hook = fit_hook(self._patches, self.sampler)
         self.monitor.fit_hooks.append(self._fit_hook)
 
     def __exit__(self, *exc: object) -> None:
@@ -161,6 +163,7 @@ class LoopInterceptor:
         ask for a schedule's rate."""
         self.metrics.discover(self.tf)  # the graphs traced since the last beat
         self.sync(metrics=True)
+        self.sampler.counted()  # the counters just read
         self.controls.beat()
 
     # -- a step --------------------------------------------------------
@@ -203,7 +206,7 @@ class LoopInterceptor:
                 self.inspector.record_graph(series, found.pairs)
             ring.write(tf, found.target, found.pairs, norm)
             self.metrics.traced(tf.compat.v1.get_default_graph(), loop)
-            self.sampler.traced_step()
+            self.sampler.traced_step(ring)
             self.graph_active = True
             self.reader.start()
 

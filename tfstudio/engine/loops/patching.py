@@ -14,6 +14,7 @@ wrapper never adds a ``try`` of its own to the script's call.
 
 from __future__ import annotations
 
+import inspect
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -86,7 +87,11 @@ def patch_tensorflow(tf: Any, patches: Patches, it: LoopInterceptor) -> None:
         for name in ("assign_sub", "assign_add"):
             if name in var_cls.__dict__:
                 patches.replace(var_cls, name, lambda f: _assign(f, it))
-    patches.replace(polymorphic_function.Function, "__call__", lambda f: _function_call(f, it))
+    function = polymorphic_function.Function
+    patches.replace(function, "__call__", lambda f: _function_call(f, it))
+    # a quiet stretch of a graph loop's calls runs without the wrapper (sampling.py)
+    it.sampler.wrapper_off = lambda: patches.suspend(function, "__call__")
+    it.sampler.wrapper_on = lambda: patches.resume(function, "__call__")
     keras = sys.modules.get("keras")
     if keras is not None and hasattr(keras, "optimizers"):
         patch_keras(patches, it)
@@ -94,14 +99,17 @@ def patch_tensorflow(tf: Any, patches: Patches, it: LoopInterceptor) -> None:
         it.monitor.on_keras_imported.append(lambda: patch_keras(patches, it))
 
 
-def fit_hook(patches: Patches) -> Callable[[bool], None]:
+def fit_hook(patches: Patches, sampler: Any = None) -> Callable[[bool], None]:
     """While a fit runs, ``tf.function`` calls go straight to TensorFlow's own ``__call__``.
 
     The wrapper passes every call through while ``monitor.in_fit`` holds (a fit is
     monitored by its callback), yet each of the fit's calls still ran its Python: a few
     us a step, within ``bench/fit_wrapper.py``'s resolution, and a cost
     ``bench/overhead.py`` (no loop interceptor) never showed. So it is taken off for
-    the fit and put back at its end (its ``in_fit`` test stays, should this hook fail).
+    the fit and put back at its end (its ``in_fit`` test stays, should this hook fail);
+    then a loop's next call takes the wrapper's full path (``sampler``: the run's
+    :class:`~tfstudio.engine.loops.sampling.TwinSampler`), which counts the calls a
+    quiet stretch ran without it.
     """
     from tensorflow.python.eager.polymorphic_function import polymorphic_function
 
@@ -112,6 +120,8 @@ def fit_hook(patches: Patches) -> Callable[[bool], None]:
             patches.suspend(function, "__call__")
         else:
             patches.resume(function, "__call__")
+            if sampler is not None:
+                sampler.quiet_until = 0
 
     return hook
 
@@ -206,6 +216,10 @@ def _function_call(original: Callable[..., Any], it: LoopInterceptor) -> Callabl
             return original(function, *args, **kwargs)
         if sampler.probing or monitor.in_fit or not executing_eagerly():
             return original(function, *args, **kwargs)  # probes, fit, nested calls
+        if sampler.off or (sampler.estimated and waiting()):
+            # back after a quiet stretch without it (or a boundary with work after one):
+            # the calls it missed, from the step counters
+            sampler.resync()
         fid = id(function)
         if it.graph_active and controls.started and waiting():
             # It came while the previous call ran its quiet path: the boundary after it.
@@ -239,8 +253,11 @@ def _function_call(original: Callable[..., Any], it: LoopInterceptor) -> Callabl
                 or waiting()
             ):
                 sampler.quiet_until = 0
+            elif fid in sampler.step_fns:
+                sampler.quiet_off(waiting)  # a long stretch: without this wrapper
         return result
 
     sampler.call_code = __call__.__code__
-    monitor.on_stop = lambda: setattr(sampler, "quiet_until", 0)
+    sampler.own_code = inspect.unwrap(original).__code__  # TensorFlow's, under its decorator
+    monitor.on_stop = sampler.wake_for_stop
     return __call__
