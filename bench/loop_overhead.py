@@ -15,7 +15,7 @@ bare call goes through the unpatched ``Function.__call__`` (what
 an unmonitored script runs); a monitored call goes the monitored way (the wrapper, the
 recording ops: each step's loss, and in rounds of norm twins, one call of each trace's
 twin, which measures the gradient norm too: the monitored traces are the step functions
-of one loop, so their twins' calls share the cap of 20 a second, as a GAN's two do). A
+of one loop, so their twins' calls share the cap of 10 a second, as a GAN's two do). A
 shared VM's speed jumps between regimes for seconds at a time; steps
 a millisecond apart see the same regime, so the comparison resolves a few percent where
 rounds of hundreds of steps could not. The monitored side is also charged, on top of

@@ -9,10 +9,11 @@ fresh random order every round, one step each, every call timed:
 - ``H``: the same again (the control: how far two identical ways land apart);
 - ``P``: through a wrapper that only passes the call on (what any Python wrapper costs);
 - ``Q``: through a copy of the wrapper's quiet path (its one comparison, no counting);
-- ``M``: through tfstudio's wrapper (a monitored step: the quiet path, and in rounds of
-  at most 20 twin calls a second the traces' norm twins).
+- ``M``: a monitored step as a run calls it: through tfstudio's wrapper (its quiet path,
+  and in rounds of at most 10 twin calls a second the traces' norm twins), or, in a
+  quiet stretch that runs without the wrapper, TensorFlow's own ``__call__``.
 
-``--gap S`` sets the norm twins' least gap (``NORM_MIN_GAP_S``, 0.05 s now: at most 20
+``--gap S`` sets the norm twins' least gap (``NORM_MIN_GAP_S``, 0.1 s now: at most 10
 twin calls a second); ``--gap 3600`` leaves them out, so ``M`` shows the wrapper alone.
 
     python bench/loop_wrapper.py [--steps 2000] [--traces 4] [--gap S]

@@ -41,9 +41,9 @@ READ_EVERY = 0.2
 # The reader thread's ticks, between reads: while a step function's calls run without the
 # tfstudio wrapper (a quiet stretch: sampling.py), a tick about when the stretch ends
 # reads the step counters and puts the wrapper back when a twin's call or a sample is
-# due; one at least this often looks for commands (a wake costs ~20 us of CPU on a busy
-# 2-core VM, a read of the counters ~140 us).
-TICK_EVERY = 0.05
+# due; one at least this often looks for commands (a wake costs ~20-50 us of CPU on a
+# busy 2-core VM, a read of the counters ~140 us).
+TICK_EVERY = 0.1
 MAX_PARTS = 16  # columns of gradient norms per row (more gradients are added in groups)
 # A graph loop measures its gradient norm every NORM_EVERY calls of its step function:
 # one l2_loss per gradient cost ~1.5% of a ~1 ms step when written every step
@@ -52,9 +52,13 @@ NORM_EVERY = 10
 # ... and at most every NORM_MIN_GAP_S seconds: a call of the norm twin, a graph of its
 # own, costs TensorFlow ~0.12-0.15 ms more than a call of the graph it follows (switching
 # graphs; the twin alone runs as fast: bench/loop_split.py), ~12 us a step at every 10th
-# call of a 0.7 ms step. At most 20 such calls a second take ~0.3% of any loop's time
-# (a loop of two step functions, a GAN's, runs a round of two twins' calls every 0.1 s).
-NORM_MIN_GAP_S = 0.05
+# call of a 0.7 ms step; with what it leaves behind for the next call, ~0.23 ms in all
+# (/tmp probe of 2026-12-01: calls sorted by kind). At most 10 such calls a second take
+# ~0.2% of any loop's time (a loop of two step functions, a GAN's, runs a round of two
+# twins' calls every 0.2 s). At 20 a second (0.05 s, before 2026-12-01) a monitored
+# call of the small MLP cost 4.6-8.4 us more than at 10, alternated in one process
+# (docs/benchmarks.md); 10 norm points a second are still far more than a plot needs.
+NORM_MIN_GAP_S = 0.1
 
 
 class GraphRing:

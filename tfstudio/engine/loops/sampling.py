@@ -132,6 +132,7 @@ class TwinSampler:
         self._norm_opened: int | None = None  # the call that opened the round (None: no round)
         self._norm_time = -math.inf  # time.monotonic() when the last round opened
         self._norm_time_call = 0  # the call that opened it
+        self._pace = 0.0  # seconds a call between the last two rounds' openings (0: unknown)
         self._round: set[int] = set()  # step functions whose twin ran for this sample
         self._round_cost = 0.0
         self._twin_failed = False
@@ -152,6 +153,7 @@ class TwinSampler:
         # (time, calls) the stretch's estimate of the calls made counts from
         self._anchor: tuple[float, int] = (0.0, 0)
         self.estimated = False  # calls is an estimate (the tick's) until the next resync
+        self._stretch_s = 0.0  # how long the last stretch without the wrapper lasted
 
     @contextmanager
     def probing_context(self) -> Iterator[None]:
@@ -306,12 +308,12 @@ class TwinSampler:
         """
         now = time.monotonic()
         if not self.off:
-            return TICK_EVERY if now - self._off_time < 1.0 else None
+            return self._next_tick() if now - self._off_time < 1.0 else None
         if self.monitor.in_fit:
             return None  # the fit's end puts the wrapper back
         if self.monitor.channel.command_queue:  # a command waits: the next call applies it
             self.arm()
-            return TICK_EVERY
+            return self._next_tick()
         per_call = self._per_call
         if per_call is None:  # no pace yet: read the counters
             total = self._counters()
@@ -328,8 +330,15 @@ class TwinSampler:
         self.calls = max(self.calls, calls)
         self.estimated = per_call is not None
         self.off = False
+        self._stretch_s = now - self._off_time
         self.arm()
-        return TICK_EVERY
+        return self._next_tick()
+
+    def _next_tick(self) -> float:
+        """The wait until the reader's next tick, once the wrapper is back: the next
+        stretch (which the next call's full path begins) will end about as long after
+        it as the last one lasted (one wake a stretch; at most TICK_EVERY)."""
+        return max(0.005, 0.9 * self._stretch_s) if self._stretch_s else TICK_EVERY
 
     def _counters(self) -> int | None:
         """The sum of the step functions' step counters (each series' once), or None."""
@@ -353,10 +362,12 @@ class TwinSampler:
         round also ends when a function of the round is called again. The next round
         comes :data:`NORM_EVERY` loop steps after this one began, once
         :data:`NORM_MIN_GAP_S` has passed for each twin's call of the last round (the
-        twins' calls, not the rounds, are capped at 20 a second); else it is looked at
+        twins' calls, not the rounds, are capped at 10 a second); else it is looked at
         again about when that gap will have passed, at the calls' pace so far, and
-        NORM_EVERY calls on at the soonest. The inspector's sample comes first (its
-        recording twin writes the norm too).
+        NORM_EVERY calls on at the soonest; when a round ends, the next is planned for
+        about when its gap will have passed, at the pace between the last two rounds
+        (one long quiet stretch between rounds, not a short one and a long one). The
+        inspector's sample comes first (its recording twin writes the norm too).
         """
         self._woken = False
         self.before_call()
@@ -369,6 +380,8 @@ class TwinSampler:
             # a GAN's round is two twins' calls
             gap = NORM_MIN_GAP_S * max(1, len(self._norm_done))
             if elapsed >= gap:
+                if elapsed < math.inf:  # the calls' pace between the last two rounds
+                    self._pace = elapsed / max(1, call - self._norm_time_call)
                 self._norm_time = now
                 self._norm_time_call = call
                 self._norm_due = self.step_fns - self.every_step
@@ -398,6 +411,10 @@ class TwinSampler:
                 calls_per_step = max(1, len(self._norm_done))
                 self.norm_call = self._norm_opened + NORM_EVERY * calls_per_step
                 self._norm_opened = None
+                if self._pace > 0:  # fast steps: about when the next gap will have passed
+                    wait = NORM_MIN_GAP_S * calls_per_step - (self.clock() - self._norm_time)
+                    later = min(math.ceil(wait / self._pace), 100 * NORM_EVERY)
+                    self.norm_call = max(self.norm_call, call + later)
         later = call + 1 if self._norm_opened is not None else self.norm_call
         self.special_call = min(self.sample_call, later)
         if self._woken:  # woken by another thread meanwhile: the next call is special too

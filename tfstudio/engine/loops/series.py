@@ -62,7 +62,7 @@ class Series:
         """The metric name of its gradient norm: ``name``, saying so when steps sample it.
 
         A graph loop's norm twin runs every 10th call, less often for fast steps (at most
-        20 times a second): "sampled", not a fixed stride.
+        10 times a second): "sampled", not a fixed stride.
         """
         if self.norm_every == 1:
             return name
