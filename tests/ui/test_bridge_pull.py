@@ -79,8 +79,10 @@ def test_a_live_run_is_pulled_before_each_redraw_and_shown_at_the_next_tick(qtbo
         qtbot.waitUntil(lambda: len(panel.shown) >= 15, timeout=5000)
         waits = [panel.shown[g] - t for g, t in fake.arrived.items() if g in panel.shown]
         assert statistics.median(waits) < tick / 2
-        # one pull per redraw (no beat asked for a tick that only drains)
-        assert abs(bridge.pulls - bridge.redraws) <= 2
+        # one pull per redraw (no beat asked for a tick that only drains); a loaded
+        # machine (the suite on 2 cores) may run a late tick's pull before a redraw
+        # that Qt then merges: a few in 16, not one pull per tick twice over
+        assert abs(bridge.pulls - bridge.redraws) <= max(2, bridge.redraws // 4)
         # the lead was learned from the round trips: about the stand-in's 8 ms
         assert len(bridge.round_trips) >= 8
         assert ANSWER_S <= bridge.pull_lead() <= tick / 2
