@@ -240,10 +240,9 @@ class TwinSampler:
             self.wrapper_on()
 
     def wake_for_stop(self) -> None:
-        """A stop was asked for (from any thread): the next call takes the full path."""
-        self.quiet_until = 0
-        if self.off:
-            self.arm()
+        """A stop was asked for (from any thread): the next call takes the full path (the
+        wrapper put back whatever ``off`` says: a stop must never be missed)."""
+        self.arm()
 
     def quiet_off(self, waiting: Callable[[], bool]) -> None:
         """After a step function's full path armed a quiet stretch: run it without the
@@ -271,10 +270,12 @@ class TwinSampler:
             self._per_call = None
         self._off_time, self._off_calls = now, calls
         self._anchor = (now, calls)
-        self.off = True
+        # off first, then said so: the reader's tick, which acts only on ``off``, never
+        # puts the wrapper back before it is off (and then sees it on, for good)
         self.wrapper_off()
-        # looked at after the wrapper is off: a thread that woke the sampler before that
-        # put the wrapper back first, and would be undone
+        self.off = True
+        # looked at after: a thread that woke the sampler before ``off`` was set did not
+        # put the wrapper back
         if not self.quiet_until or waiting():
             self.arm()
 
