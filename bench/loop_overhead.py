@@ -12,7 +12,8 @@ every call is timed. What the training thread schedules by time (the norm twins'
 of calls a second, the inspector's budget) runs on the monitored side's own clock
 (``OwnClock``: it advances only during monitored calls), as in a run of its own. A
 bare call goes through the unpatched ``Function.__call__`` (what
-an unmonitored script runs); a monitored call goes the monitored way (the wrapper, the
+an unmonitored script runs); a monitored call goes the monitored way (the wrapper, or
+TensorFlow's own call in a quiet stretch that runs without it; the
 recording ops: each step's loss, and in rounds of norm twins, one call of each trace's
 twin, which measures the gradient norm too: the monitored traces are the step functions
 of one loop, so their twins' calls share the cap of 10 a second, as a GAN's two do). A

@@ -6,10 +6,13 @@ write each step's loss into the ring buffer), each trace called both ways, all c
 a fresh random order every round, one step each, every call timed:
 
 - ``B``: a bare trace through the unpatched ``Function.__call__`` (what a script runs);
-- ``W``: the same bare traces through tfstudio's ``Function.__call__`` wrapper;
+- ``W``: the same bare traces called as a monitored run calls them (tfstudio's
+  ``Function.__call__`` wrapper, or TensorFlow's own while a quiet stretch of the
+  monitored traces runs without it: ``engine/loops/sampling.py``);
 - ``G``: a monitored trace through the unpatched call (the graph's write alone);
-- ``M``: the same monitored traces through the wrapper (a monitored step: the write,
-  the wrapper, in rounds of at most 20 twin calls a second the traces' norm twins).
+- ``M``: the same monitored traces called so (a monitored step: the write, the wrapper
+  or a quiet stretch without it, in rounds of at most 10 twin calls a second the
+  traces' norm twins).
 
 ``W - B`` and ``M - G`` compare the same traces (a trace's own speed differs by up to
 ~1.5%); ``G - B`` compares different traces. The worker side of ``bench/overhead.py``
@@ -72,11 +75,19 @@ def main() -> None:
         bench = Interleaved(steps)
         bench.run(args.steps)
     side.close()
-    labels = {"B": "bare", "W": "bare, wrapper", "G": "monitored graph", "M": "monitored"}
+    labels = {
+        "B": "bare",
+        "W": "bare, called as monitored",
+        "G": "monitored graph",
+        "M": "monitored",
+    }
     bench.report(kinds, labels, "B")
     wrap = bench.mean(*kinds["W"]) - bench.mean(*kinds["B"])
     call = bench.mean(*kinds["M"]) - bench.mean(*kinds["G"])
-    print(f"wrapper on bare traces {wrap * 1e6:+.1f} us; on monitored ones {call * 1e6:+.1f} us")
+    print(
+        f"the monitored call on bare traces {wrap * 1e6:+.1f} us; "
+        f"on monitored ones {call * 1e6:+.1f} us"
+    )
 
 
 if __name__ == "__main__":

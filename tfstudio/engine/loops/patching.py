@@ -23,6 +23,7 @@ from tfstudio.engine.script import RunStopped
 
 if TYPE_CHECKING:
     from tfstudio.engine.loops.interceptor import LoopInterceptor
+    from tfstudio.engine.loops.sampling import TwinSampler
 
 _MISSING = object()
 
@@ -99,7 +100,7 @@ def patch_tensorflow(tf: Any, patches: Patches, it: LoopInterceptor) -> None:
         it.monitor.on_keras_imported.append(lambda: patch_keras(patches, it))
 
 
-def fit_hook(patches: Patches, sampler: Any = None) -> Callable[[bool], None]:
+def fit_hook(patches: Patches, sampler: TwinSampler) -> Callable[[bool], None]:
     """While a fit runs, ``tf.function`` calls go straight to TensorFlow's own ``__call__``.
 
     The wrapper passes every call through while ``monitor.in_fit`` holds (a fit is
@@ -120,8 +121,7 @@ def fit_hook(patches: Patches, sampler: Any = None) -> Callable[[bool], None]:
             patches.suspend(function, "__call__")
         else:
             patches.resume(function, "__call__")
-            if sampler is not None:
-                sampler.quiet_until = 0
+            sampler.quiet_until = 0
 
     return hook
 
@@ -259,5 +259,5 @@ def _function_call(original: Callable[..., Any], it: LoopInterceptor) -> Callabl
 
     sampler.call_code = __call__.__code__
     sampler.own_code = inspect.unwrap(original).__code__  # TensorFlow's, under its decorator
-    monitor.on_stop = sampler.wake_for_stop
+    monitor.on_stop = sampler.arm
     return __call__

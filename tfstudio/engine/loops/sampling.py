@@ -234,15 +234,11 @@ class TwinSampler:
     # -- quiet stretches without the wrapper (see the module's docstring) --------
     def arm(self) -> None:
         """Put the wrapper back, from any thread (during a fit its end does): the next call
-        takes its full path, which counts the calls that ran without it (:meth:`resync`)."""
+        takes its full path, which counts the calls that ran without it (:meth:`resync`).
+        A stop calls it whatever ``off`` says (a stop must never be missed)."""
         self.quiet_until = 0
         if not self.monitor.in_fit:
             self.wrapper_on()
-
-    def wake_for_stop(self) -> None:
-        """A stop was asked for (from any thread): the next call takes the full path (the
-        wrapper put back whatever ``off`` says: a stop must never be missed)."""
-        self.arm()
 
     def quiet_off(self, waiting: Callable[[], bool]) -> None:
         """After a step function's full path armed a quiet stretch: run it without the
@@ -294,7 +290,7 @@ class TwinSampler:
         off, the stretch's estimate starts again from them (what each ring read last)."""
         if not self.off or self._offset is None:
             return
-        counts = [r.count for r in {id(r): r for r in self.rings.values()}.values()]
+        counts = [ring.count for ring in self._distinct_rings()]
         if None not in counts:
             self._anchor = (time.monotonic(), self._offset + sum(counts))
 
@@ -316,7 +312,7 @@ class TwinSampler:
             self.arm()
             return self._next_tick()
         per_call = self._per_call
-        if per_call is None:  # no pace yet: read the counters
+        if per_call is None:  # no pace yet: read the counters (at every tick)
             total = self._counters()
             if total is None:
                 self.off = False
@@ -327,7 +323,7 @@ class TwinSampler:
             at, known = self._anchor
             calls = known + int((now - at) / per_call)
         if calls + 2 < self.special_call:  # not yet: about when it will be
-            return (self.special_call - calls - 1) * (per_call or TICK_EVERY / 10)
+            return TICK_EVERY if per_call is None else (self.special_call - calls - 1) * per_call
         self.calls = max(self.calls, calls)
         self.estimated = per_call is not None
         self.off = False
@@ -341,15 +337,19 @@ class TwinSampler:
         it as the last one lasted (one wake a stretch; at most TICK_EVERY)."""
         return max(0.005, 0.9 * self._stretch_s) if self._stretch_s else TICK_EVERY
 
+    def _distinct_rings(self) -> list[Any]:
+        """The step functions' rings, each once (several traces may write one series)."""
+        return list({id(ring): ring for ring in self.rings.values()}.values())
+
     def _counters(self) -> int | None:
         """The sum of the step functions' step counters (each series' once), or None."""
         try:
             from tfstudio.engine.probes.values import read_handle
 
-            total = 0
-            for ring in {id(r): r for r in self.rings.values()}.values():
-                total += int(read_handle(ring.counter.handle, ring.counter.dtype))
-            return total
+            return sum(
+                int(read_handle(ring.counter.handle, ring.counter.dtype))
+                for ring in self._distinct_rings()
+            )
         except Exception as exc:  # noqa: BLE001
             self.monitor.report_error("custom loop (step counters)", exc)
             self.wrapper_off = None  # no quiet stretches without the wrapper in this run
