@@ -4,9 +4,11 @@ A monitored fit of the small MLP runs alone with the worker side of
 ``bench/overhead.py`` (pump, live advisor, recorder, the pipe to a viewer process).
 After ``--warm`` steps, over ``--steps`` more, it reports per step: the CPU of the pump
 thread and of the pipe's sender thread, and the pump's CPU in each part (waiting for
-commands, draining the channel, the advisor, queueing for the pipe, the recorder and,
-within it, encoding the steps and writing ``run.json``), each timed with
-``time.thread_time`` around the call. Then, for comparison, what the recorder's
+commands, draining the channel, the advisor, the pipe's write (a batch the socket takes
+whole is sent there, on the pump's thread; else it is queued for the sender thread), the
+recorder and, within it, encoding the steps and writing ``run.json``), each timed with
+``time.thread_time`` around the call; and both threads' CPU a second of the stretch
+(steps/s jump between runs on a shared VM: the per-second figure is the one to compare). Then, for comparison, what the recorder's
 encoding of the same kind of steps costs on an idle core (``--encode-rows`` rows).
 
     python bench/pump_split.py [--interval 0.05] [--steps 3000] [--inspector]
@@ -99,7 +101,7 @@ def main() -> None:
 
     timed(channel.Channel, "drain", "drain")
     timed(advisor.AdviceSink, "write", "advisor")
-    timed(worker.PipeSink, "write", "pipe queue")
+    timed(worker.PipeSink, "write", "pipe (sent whole on the pump's thread, or queued)")
     timed(worker.WorkerPump, "_receive", "commands wait")
     timed(recorder.Recorder, "write", "recorder")
     timed(recorder.Recorder, "_write_pending", "recorder: encoding steps")
@@ -123,7 +125,9 @@ def main() -> None:
     print(machine_line())
     print(
         f"{n / wall:,.0f} steps/s, pump beat {side.pump.interval * 1e3:.0f} ms: "
-        f"pump {pump / n * 1e6:.1f} + pipe sender {pipe / n * 1e6:.1f} us/step"
+        f"pump {pump / n * 1e6:.1f} + pipe sender {pipe / n * 1e6:.1f} us/step "
+        f"({(pump + pipe) / wall * 1e3:.1f} ms a second: the figure to compare across runs "
+        "whose steps/s differ)"
     )
     for part, seconds in PARTS.items():
         print(f"  {part}: {seconds / n * 1e6:.1f} us/step")
