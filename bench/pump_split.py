@@ -8,8 +8,9 @@ commands, draining the channel, the advisor, the pipe's write (a batch the socke
 whole is sent there, on the pump's thread; else it is queued for the sender thread), the
 recorder and, within it, encoding the steps and writing ``run.json``), each timed with
 ``time.thread_time`` around the call; and both threads' CPU a second of the stretch
-(steps/s jump between runs on a shared VM: the per-second figure is the one to compare). Then, for comparison, what the recorder's
-encoding of the same kind of steps costs on an idle core (``--encode-rows`` rows).
+(steps/s jump between runs on a shared VM: the per-second figure is the one to compare).
+Then, for comparison, what the recorder's encoding of the same kind of steps costs on
+an idle core (``--encode-rows`` rows).
 
     python bench/pump_split.py [--interval 0.05] [--steps 3000] [--inspector]
 
