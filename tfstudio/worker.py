@@ -251,8 +251,13 @@ def _nonblocking_sender(conn: Connection) -> socket.socket | None:
     if not hasattr(socket, "MSG_DONTWAIT"):
         return None
     try:
-        sock = socket.socket(fileno=os.dup(conn.fileno()))
+        fd = os.dup(conn.fileno())
     except OSError:
+        return None
+    try:
+        sock = socket.socket(fileno=fd)
+    except OSError:  # not a socket (a pipe)
+        os.close(fd)
         return None
     if sock.type != socket.SOCK_STREAM:
         sock.close()

@@ -100,3 +100,18 @@ def test_an_event_that_cannot_be_pickled_is_named_and_the_others_still_arrive():
     assert len(notes) == 1 and "lock" in notes[0].message
     assert pipe.sync(timeout=5)
     pipe.close()
+
+
+def test_over_a_plain_pipe_the_sender_thread_sends_everything():
+    viewer, conn = Pipe(duplex=False)  # an os.pipe: no socket to send without waiting
+    pipe = worker.PipeSink(conn, lambda: None)
+    channel = Channel()
+    for k in range(3):
+        pipe.write(batch(channel, 1 + 10 * k, 10))
+    got: list[object] = []
+    while len(steps_of(got)) < 30:
+        got.extend(viewer.recv()[1])
+    assert steps_of(got) == list(range(1, 31))
+    assert pipe.sent_inline == 0
+    assert pipe.sync(timeout=5)
+    pipe.close()
