@@ -281,7 +281,9 @@ def test_a_graph_loops_own_keras_metrics_are_plotted_as_running_values() -> None
     torn = []
     for s in sampled:
         if "seen" in s.running:  # 64 samples a step, never reset: read near its step
-            assert 64 * (s.global_step - 200) <= s.running["seen"] <= 64 * s.global_step, s
+            # (a step runs while the reader reads: its metric updates and its count are
+            # not ordered in the graph, so the value may hold that one step's updates)
+            assert 64 * (s.global_step - 200) <= s.running["seen"] <= 64 * (s.global_step + 1), s
         if "train_acc" in s.running:  # an accuracy, never a reset metric's empty 0
             assert s.running["train_acc"] > 0.0
             if s.running["train_acc"] > 1.0:

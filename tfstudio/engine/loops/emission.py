@@ -88,7 +88,9 @@ class LoopEmitter:
 
         Args:
             running: values of the loop's Keras metrics read now: they go with the newest
-                step reported (dropped when no step is).
+                step reported (dropped when no step is). They may also hold the updates of
+                the step that was running meanwhile (one at most): in its graph the
+                metrics' updates and the step counter's are not ordered.
             hold_newest: keep the newest step back even so (an eager loop whose metrics,
                 read at a step's update, hold the steps before it).
         """
