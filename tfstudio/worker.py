@@ -85,7 +85,7 @@ class PipeSink:
         self.lost = lost
         self.unsent: list[object] = []  # what the viewer could no longer take
         self.coalesced_blocks = 0  # blocks of steps the viewer got thinned
-        self.sent_inline = 0  # messages the caller's thread sent whole (benchmarks, tests)
+        self.sent_inline = 0  # messages the caller's thread sent whole (tests read it)
         self._queue: list[list[object]] = []
         self._rows = 0  # steps queued
         self._rest: memoryview | None = None  # the unsent end of a message begun inline
@@ -214,7 +214,7 @@ class PipeSink:
                     return
             try:
                 if rest is not None:
-                    _write_all(self.conn.fileno(), rest)
+                    self._sock.sendall(rest)  # type: ignore[union-attr] - blocking: may wait
                 else:
                     self._send(events)
             except (EOFError, OSError):
@@ -271,12 +271,6 @@ def _message(obj: object) -> bytes:
     if len(payload) > 0x7FFFFFFF:
         raise ValueError("too long for a 4-byte header")  # the sender thread's send handles it
     return struct.pack("!i", len(payload)) + payload
-
-
-def _write_all(fd: int, data: memoryview) -> None:
-    """Write all of ``data`` to a blocking descriptor."""
-    while len(data):
-        data = data[os.write(fd, data) :]
 
 
 def _rows(events: list[object]) -> int:

@@ -4,7 +4,7 @@ Inside a ``tf.function`` a step's values exist only when the graph runs. At trac
 time the step gets a write of its loss into a device-side ring buffer (a
 ``tf.Variable[RING]`` per series, made with ``tf.init_scope`` so a retrace reuses
 it) at a step counter, and the counter's increment. Steps that measure the
-gradient norm (the norm twin's, every :data:`NORM_EVERY` calls at most 20 times a
+gradient norm (the norm twin's, every :data:`NORM_EVERY` calls at most 10 times a
 second; see ``sampling.py``) also write a row into a second, smaller ring
 (:data:`NORM_RING` rows, at ``step % NORM_RING``): one ``l2_loss`` per gradient and
 the step's number, in the row's last two float32 columns (``step // 2**24`` and
@@ -40,8 +40,9 @@ STEP_SPLIT = 1 << 24  # ... split here: each part is exact in float32 (steps < 2
 READ_EVERY = 0.2
 # The reader thread's ticks, between reads: while a step function's calls run without the
 # tfstudio wrapper (a quiet stretch: sampling.py), a tick about when the stretch ends
-# reads the step counters and puts the wrapper back when a twin's call or a sample is
-# due; one at least this often looks for commands (a wake costs ~20-50 us of CPU on a
+# (estimated at the calls' pace; the step counters read only where no pace is known)
+# puts the wrapper back when a twin's call or a sample is due; one at least this often
+# looks for commands (a wake costs ~20-50 us of CPU on a
 # busy 2-core VM, a read of the counters ~140 us).
 TICK_EVERY = 0.1
 MAX_PARTS = 16  # columns of gradient norms per row (more gradients are added in groups)
