@@ -12,8 +12,9 @@ to the end of the run, that time, and the window process's CPU time over it
 (all its threads: draining the pipe, ingesting, painting).
 
 With ``TFSTUDIO_WINDOW_PROFILE=PATH`` set, the window's UI thread runs under
-cProfile from the last ``fit``'s start to the run's end, and its statistics are
-written to PATH (read them with ``python -m pstats PATH``).
+cProfile (its clock: the thread's CPU time) from the last ``fit``'s start to the
+run's end, and its statistics are written to PATH (read them with
+``python -m pstats PATH``).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def run_window(
     bridge = window.bridge
     marks: dict[str, float] = {}
     profile_path = os.environ.get("TFSTUDIO_WINDOW_PROFILE")
-    profiler = cProfile.Profile() if profile_path else None
+    profiler: cProfile.Profile | None = None
     if on_redraw is not None:
         bridge.add_panel(_RedrawSpy(lambda: on_redraw(window)))  # refreshed after the others
 
@@ -78,9 +79,14 @@ def run_window(
         marks["c0"] = time.process_time()
         marks["r0"] = bridge.redraws
         marks["p0"] = bridge.pulls
-        if profiler is not None:
-            profiler.disable()
-            profiler.enable()  # from the last fit's start: earlier fits are left out
+        nonlocal profiler
+        if profile_path:
+            if profiler is not None:
+                profiler.disable()
+            # a fresh profile at each fit's start (disable/enable would add to the old
+            # one): what is written is the last fit's, the warm-up's plots and tracing not in it
+            profiler = cProfile.Profile(time.thread_time)
+            profiler.enable()
 
     def ended(status: str, code: int) -> None:
         if profiler is not None:
