@@ -3,7 +3,8 @@
 The small MLP's ``tf.function`` train step of ``bench/loop_overhead.py``, two monitored
 traces called in turn for ``--seconds`` with the worker side of ``bench/overhead.py``
 (pump, live advisor, recorder, the pipe to a viewer process pulling 14 times a second).
-Each part is timed with ``time.thread_time`` around its call, on whatever thread runs it:
+Each part is timed with ``time.thread_time`` around its call, on whatever thread runs it
+(``pump_split.timed``):
 
 - the reader thread (``engine/loops/ring.py``): its beats (``sync``: reading the graph
   buffers, the ``ReadVariableOp`` reads within it, emitting the steps), its ticks (the
@@ -22,14 +23,12 @@ second, calls a second, CPU a call. Per second is the figure to compare across r
 from __future__ import annotations
 
 import argparse
-import collections
 import os
 import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -38,27 +37,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 from interleave import thread_cpu  # noqa: E402
 from loop_overhead import mlp_step, traces  # noqa: E402
 from overhead import WorkerSide  # noqa: E402
-
-CPU: collections.Counter[str] = collections.Counter()
-CALLS: collections.Counter[str] = collections.Counter()
-
-
-def timed(owner: Any, name: str, part: str | Callable[[tuple], str | None]) -> None:
-    """Wrap ``owner.name`` to add its thread CPU to ``part`` (a name, or a function of
-    the call's arguments giving one; None: not counted)."""
-    original = getattr(owner, name)
-
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        key = part(args) if callable(part) else part
-        t0 = time.thread_time()
-        try:
-            return original(*args, **kwargs)
-        finally:
-            if key is not None:
-                CPU[key] += time.thread_time() - t0
-                CALLS[key] += 1
-
-    setattr(owner, name, wrapper)
+from pump_split import CALLS, PARTS, timed  # noqa: E402
 
 
 def on_reader(part: str) -> Callable[[tuple], str | None]:
@@ -94,7 +73,7 @@ def main() -> None:
         timed(reader, "_sync", "reader: beat (read + emit)")
         timed(reader, "_tick", "reader: tick")
         time.sleep(0.3)
-        CPU.clear()
+        PARTS.clear()
         CALLS.clear()
         thread = reader.thread
         read0, pump0 = thread_cpu(thread), side.pump_cpu()
@@ -105,7 +84,7 @@ def main() -> None:
         fns[0](x, y).numpy()
         seconds = time.perf_counter() - t0
         read_s, pump_s = thread_cpu(thread) - read0, side.pump_cpu() - pump0
-        cpu, calls = dict(CPU), dict(CALLS)
+        cpu, calls = dict(PARTS), dict(CALLS)
     side.close()
     print(
         f"{n / seconds:,.0f} steps/s; reader {1e3 * read_s / seconds:.2f} ms a second "

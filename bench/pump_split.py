@@ -25,6 +25,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,22 +36,28 @@ sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 from interleave import thread_cpu  # noqa: E402
 from overhead import WorkerSide, machine_line, twin  # noqa: E402
 
-PARTS: dict[str, float] = {}
+PARTS: dict[str, float] = {}  # part -> thread CPU seconds
+CALLS: dict[str, int] = {}  # part -> calls timed
 
 
-def timed(owner: Any, name: str, part: str) -> None:
-    """Wrap ``owner.name`` so its thread CPU adds up under ``part`` (absent: not timed,
-    e.g. in an older tree run with this script)."""
+def timed(owner: Any, name: str, part: str | Callable[[tuple], str | None]) -> None:
+    """Wrap ``owner.name`` so its thread CPU adds up under ``part`` in :data:`PARTS` and
+    its calls in :data:`CALLS` (absent: not timed, e.g. in an older tree run with this
+    script). ``part`` may be a function of the call's arguments giving the name (None:
+    this call is not counted)."""
     original = getattr(owner, name, None)
     if original is None:
         return
 
     def call(*args: Any, **kwargs: Any) -> Any:
+        key = part(args) if callable(part) else part
         t = time.thread_time()
         try:
             return original(*args, **kwargs)
         finally:
-            PARTS[part] = PARTS.get(part, 0.0) + time.thread_time() - t
+            if key is not None:
+                PARTS[key] = PARTS.get(key, 0.0) + time.thread_time() - t
+                CALLS[key] = CALLS.get(key, 0) + 1
 
     setattr(owner, name, call)
 
