@@ -12,7 +12,13 @@ this isolates the device ops. Variants:
   its own column of the row (the reader adds them up);
 - ``add_n``: the loss and the ``add_n`` of the ``l2_loss``es, one column (the write
   before 2026-11-22);
-- ``queue``: the ``columns`` row through a ``tf.queue.FIFOQueue`` (one enqueue op).
+- ``queue``: the ``columns`` row through a ``tf.queue.FIFOQueue`` (one enqueue op);
+- ``returned``: no write: the bare step's returned loss kept by a Python wrapper (a
+  list the loop stacks and reads every 200 rounds, untimed: a reader thread's work),
+  what a design that takes each step's loss from the step function's result would pay
+  instead of the write;
+- ``returned2``: the same again, a second arm of identical code (its distance from
+  ``returned`` is the method's resolution).
 
 Prints each variant's ratio of mean step times to bare (``bare/this``), and a control:
 half the bare traces against the other half.
@@ -80,8 +86,21 @@ def main() -> None:
 
         return tf.function(step)
 
-    kinds = ["bare", "loss", "columns", "add_n", "queue"]
-    calls = [(k, t, make(k)) for k in kinds for t in range(args.traces)]
+    kinds = ["bare", "loss", "columns", "add_n", "queue", "returned", "returned2"]
+    kept: list[tf.Tensor] = []  # the returned losses, read in bulk now and then
+
+    def keeping(fn: tf.types.experimental.PolymorphicFunction) -> object:
+        def call(x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+            loss = fn(x, y)
+            kept.append(loss)
+            return loss
+
+        return call
+
+    def arm(kind: str) -> object:
+        return keeping(make("bare")) if kind.startswith("returned") else make(kind)
+
+    calls = [(k, t, arm(k)) for k in kinds for t in range(args.traces)]
     for _, _, fn in calls:
         fn(x, y).numpy()  # trace (not timed)
     times: dict[tuple[str, int], list[float]] = {(k, t): [] for k, t, _ in calls}
@@ -95,6 +114,9 @@ def main() -> None:
             times[k, t].append(clock() - start)
         if i % 200 == 199:  # nobody reads the queue here: empty it now and then
             queue.dequeue_many(int(queue.size()))
+            if kept:  # the returned losses' read: one stack, one copy
+                tf.stack(kept).numpy()
+                kept.clear()
 
     def mean(kind: str, traces: range) -> float:
         return statistics.fmean([v for t in traces for v in times[kind, t]])
