@@ -27,34 +27,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 from pathlib import Path
-from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_model import mlp_and_data  # noqa: E402
 from interleave import Interleaved, stepped_fit  # noqa: E402
-
-
-def make_model(keras: Any) -> Any:
-    """The MLP of ``overhead.py`` (32-128-128-10, Adam, accuracy), seeded alike for every twin."""
-    keras.utils.set_random_seed(0)
-    model = keras.Sequential(
-        [
-            keras.Input((32,)),
-            keras.layers.Dense(128, activation="relu"),
-            keras.layers.Dense(128, activation="relu"),
-            keras.layers.Dense(10),
-        ]
-    )
-    model.compile(
-        "adam",
-        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=["accuracy"],
-    )
-    return model
 
 
 def main() -> None:
@@ -62,9 +42,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--twins", type=int, default=2)
     args = parser.parse_args()
+    if args.twins < 2:
+        parser.error("--twins must be at least 2: the control compares bare twins")
     import keras
-    import numpy as np
-    import tensorflow as tf
 
     class InLine(keras.callbacks.Callback):
         def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
@@ -73,20 +53,14 @@ def main() -> None:
     class Pooled(InLine):
         async_safe = True
 
-    rng = np.random.default_rng(0)
-    x = rng.random((64 * 100, 32), dtype=np.float32)
-    y = rng.integers(0, 10, 64 * 100)
-    data = tf.data.Dataset.from_tensor_slices((x, y)).batch(64).repeat()
     arms: dict[str, list[str]] = {"bare": [], "sync": [], "async": []}
     fits = {}
     for i in range(args.twins):
         for arm, callbacks in (("bare", []), ("sync", [InLine()]), ("async", [Pooled()])):
             name = f"{arm}{i}"
+            model, data = mlp_and_data()  # the MLP and input every bench here uses
             fits[name] = stepped_fit(
-                make_model(keras),
-                data,
-                steps_per_epoch=args.steps + 200,
-                callbacks=callbacks,
+                model, data, steps_per_epoch=args.steps + 200, callbacks=callbacks
             )
             arms[arm].append(name)
     steps = Interleaved({name: fit.__next__ for name, fit in fits.items()})
@@ -103,15 +77,8 @@ def main() -> None:
             f"median {median * 1e6:.1f} us ({(median - base_median) * 1e6:+.1f}), "
             f"bare/{arm} {base_mean / mean:.4f}"
         )
-    bare = arms["bare"]
-    half = max(1, len(bare) // 2)
-    if len(bare) > 1:
-        control = steps.mean(*bare[:half]) / steps.mean(*bare[half:])
-    else:  # one twin: its first and second halves of rounds
-        times = steps.times[bare[0]]
-        control = statistics.fmean(times[: len(times) // 2]) / statistics.fmean(
-            times[len(times) // 2 :]
-        )
+    bare, half = arms["bare"], args.twins // 2
+    control = steps.mean(*bare[:half]) / steps.mean(*bare[half:])
     print(f"control: bare/bare = {control:.4f}")
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
 
