@@ -41,12 +41,15 @@ def run_app(
     from PySide6.QtWidgets import QApplication
 
     from tfstudio.core.process import ProcessLauncher
+    from tfstudio.ui import guards
     from tfstudio.ui.main_window import MainWindow
 
     screenshot = os.path.abspath(screenshot) if screenshot else None
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("tfstudio")
     app.setOrganizationName("tfstudio")
+    # Garbage collected on the GUI thread only, and a stall reported with every thread's stack.
+    collector, watchdog = guards.install(app)
     channel = Channel()
     launcher = ProcessLauncher(channel, script_cwd=True)
     window = MainWindow(channel, launcher)
@@ -100,10 +103,14 @@ def run_app(
         if opened:
             QTimer.singleShot(0, lambda: window.run_script(window.script_args))
         elif quit_when_done:
+            watchdog.close()
+            collector.uninstall()
             return 2
 
     def shut_down() -> None:
+        watchdog.close()  # a shutdown that takes a while is no stall
         launcher.shutdown()  # no worker outlives the window
+        collector.uninstall()
 
     app.aboutToQuit.connect(shut_down)
     code = app.exec()
