@@ -218,7 +218,7 @@ def test_follows_a_folder_written_by_another_process(panel, qtbot, tmp_path):
         loss = picked[0][0].steps.get("loss") if picked else None
         return loss.points() if loss is not None else ((), ())
 
-    # How far the panel lags behind a writer is a figure, not a test: bench/recording.py
+    # How far the panel lags behind a writer is a figure, not a test
     try:
         assert proc.stdout.readline().split() == ["wrote", "20"]
         panel.open_folder(run_dir)

@@ -284,7 +284,7 @@ class GpuReader:
             # Older drivers know no pid namespaces: inside a container (without
             # --pid=host) they list the host's pids, none of which exist here. The run
             # may hold gigabytes; 0 would be a wrong figure. (Driver 580 gave the
-            # namespace's own pids: bench/gpu_container_pids.py.)
+            # namespace's own pids.)
             if self.note is None:
                 self.note = FOREIGN_PIDS_NOTE
             return None

@@ -54,7 +54,7 @@ SELECT_S = 0.05
 # Once nothing came from a run for this long, a pull is not sent: the worker, asked
 # once, beats on its own every PULL_FALLBACK_S (0.25 s) and brings what comes next.
 # A run between fits, in a long evaluation or paused then costs neither process a
-# message per redraw (bench/idle_cost.py).
+# message per redraw.
 QUIET_PULL_S = 0.5
 # What a worker sends on a clock of its own while its run is otherwise quiet (on a GPU,
 # TensorFlow's memory figures every second): a batch of only these does not end the

@@ -77,7 +77,7 @@ PULL_MARGIN_S = 0.003  # added to the round trips' 80th percentile
 PULL_HISTORY = 16  # round trips the lead is learned from
 # While a live run is quiet (Puller.quiet): a tick this often at most. The worker's own
 # beat brings what comes next every 0.25 s; ticking at the redraw rate (30 a second on
-# an idle machine) would only drain an empty channel (bench/idle_cost.py).
+# an idle machine) would only drain an empty channel.
 QUIET_TICK_S = 0.1
 # With no run under way, after this long with nothing drained: ticks every QUIET_TICK_S
 # (an idle window's 30 ticks a second were two thirds of its CPU; the first events of
