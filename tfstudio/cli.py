@@ -7,8 +7,9 @@ and ``--help`` answer at once.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from tfstudio import __version__
 from tfstudio.core.options import RunOptions
@@ -25,8 +26,9 @@ pitfalls:         tfstudio check SCRIPT           (static advisor, no run)
 """
 
 LOGDIR_HELP = (
-    "runs directory to record into (default: ./tfstudio-runs beside the script in the "
-    "window, in the working directory headless; or $TFSTUDIO_LOGDIR)"
+    "runs directory to record into (default: $TFSTUDIO_LOGDIR if set, else ./tfstudio-runs "
+    "beside the script in the window, in the working directory headless; for a bundled "
+    "example or a read-only folder, ~/.local/share/tfstudio/runs)"
 )
 
 
@@ -124,10 +126,13 @@ def runs_parser() -> argparse.ArgumentParser:
     """Parser for ``tfstudio runs``."""
     p = argparse.ArgumentParser(
         prog="tfstudio runs",
-        description="List recorded runs: name, status, steps, final loss, date.",
+        description="List recorded runs, newest first: name, status, steps, final loss, date.",
     )
     p.add_argument(
-        "logdir", nargs="?", help="runs directory (default: ./tfstudio-runs or $TFSTUDIO_LOGDIR)"
+        "logdir",
+        nargs="?",
+        help="runs directory (default: $TFSTUDIO_LOGDIR, else ./tfstudio-runs; in a "
+        "read-only folder ~/.local/share/tfstudio/runs)",
     )
     return p
 
@@ -143,13 +148,24 @@ def export_parser() -> argparse.ArgumentParser:
 
 
 def _runs_command(argv: list[str]) -> int:
-    import os
-
-    from tfstudio.core.runs import format_run_line, list_runs, resolve_logdir
+    from tfstudio.core.locations import fs_for, user_data_dir
+    from tfstudio.core.runs import USER_RUNS_DIRNAME, format_run_line, list_runs, resolve_logdir
 
     ns = runs_parser().parse_args(argv)
     logdir = resolve_logdir(ns.logdir, os.getcwd())
     try:
+        fs = fs_for(logdir)
+        if not fs.isdir(logdir):  # type: ignore[arg-type]
+            what = "not a folder" if fs.exists(logdir) else "no such folder"  # type: ignore[arg-type]
+            print(f"tfstudio runs: {what}: {logdir}", file=sys.stderr)
+            user_runs = user_data_dir() / USER_RUNS_DIRNAME
+            if ns.logdir is None and user_runs != logdir and user_runs.is_dir():
+                print(
+                    f"  (runs of the bundled examples and of scripts in read-only folders are "
+                    f"in {user_runs}: tfstudio runs {user_runs})",
+                    file=sys.stderr,
+                )
+            return 2
         runs = list_runs(logdir)
     except OSError as exc:  # an unsupported or unreachable URL
         print(f"tfstudio runs: {exc}", file=sys.stderr)
@@ -157,7 +173,7 @@ def _runs_command(argv: list[str]) -> int:
     if not runs:
         print(f"no runs in {logdir}", file=sys.stderr)
         return 1
-    for run in runs:
+    for run in reversed(runs):  # newest first, as the window lists them
         print(format_run_line(run))
     return 0
 
@@ -189,16 +205,18 @@ def _export(ns: argparse.Namespace) -> int:
 def _check_command(argv: list[str]) -> int:
     from pathlib import Path
 
-    from tfstudio.core.advisor import check_source
+    from tfstudio.core.advisor import check_text, syntax_error
 
     p = argparse.ArgumentParser(
         prog="tfstudio check",
         description="Name the TensorFlow pitfalls a script falls into (static rules; no "
-        "TensorFlow needed). Exit 0 when clean, 1 when something was found, 2 for a bad path.",
+        "TensorFlow needed). Exit 0 when clean, 1 when something was found, 2 for a bad "
+        "path or a script that does not parse (its file:line: SyntaxError).",
     )
     p.add_argument("scripts", nargs="+", metavar="SCRIPT", help="training script(s) to check")
     ns = p.parse_args(argv)
     found = 0
+    unreadable = 0
     for script in ns.scripts:
         if not Path(script).is_file():
             print(
@@ -206,9 +224,22 @@ def _check_command(argv: list[str]) -> int:
                 file=sys.stderr,
             )
             return 2
-        for f in check_source(script):
+        try:
+            source = Path(script).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            print(f"tfstudio check: {script}: cannot read it: {exc}", file=sys.stderr)
+            unreadable += 1
+            continue
+        error = syntax_error(source, script)
+        if error is not None:  # nothing to check: say so, as Python would on running it
+            print(error, file=sys.stderr)
+            unreadable += 1
+            continue
+        for f in check_text(source, script):
             found += 1
             print(f"{f.location()}: [{f.rule}] {f.title}\n    {f.message}\n    fix: {f.fix}")
+    if unreadable:
+        return 2
     if not found:
         print(f"tfstudio check: no pitfalls found in {', '.join(ns.scripts)}")
     return 1 if found else 0
@@ -231,7 +262,10 @@ def add_control_flags(p: argparse.ArgumentParser, headless: bool) -> None:
     g.add_argument(
         "--checkpoint-dir",
         metavar="DIR",
-        help="checkpoint folder (default: tfstudio-checkpoints/<script>-<time>/ beside the script)",
+        help="checkpoint folder (default: checkpoints/ in the run's folder, <runs "
+        "directory>/<run>/checkpoints; with --no-record, tfstudio-checkpoints/<script>-<time>/ "
+        "beside the script, or in ~/.local/share/tfstudio/checkpoints/ for a bundled example "
+        "or a read-only folder)",
     )
     g.add_argument("--max-to-keep", type=int, default=5, metavar="K",
                    help="checkpoints kept (default 5)")  # fmt: skip
@@ -291,6 +325,46 @@ def run_options(ns: argparse.Namespace) -> RunOptions:
     )
 
 
+NO_DISPLAY_EXIT_CODE = 2
+
+
+def display_problem(
+    environ: Mapping[str, str] | None = None, platform: str | None = None
+) -> str | None:
+    """Why the window cannot open here, in words; None when it can (or we cannot tell).
+
+    On Linux, Qt's default platform (``xcb``, or Wayland when a compositor is named)
+    needs ``DISPLAY`` or ``WAYLAND_DISPLAY``; without them Qt aborts the process (exit
+    134, "could not load the Qt platform plugin"). Checked before Qt is imported.
+    """
+    env = os.environ if environ is None else environ
+    if not (platform or sys.platform).startswith("linux"):
+        return None
+    wanted = [
+        name.split(":", 1)[0].strip()
+        for name in env.get("QT_QPA_PLATFORM", "").split(";")
+        if name.strip()
+    ]
+    if not wanted:  # Qt's default: X11, or Wayland when a compositor is named
+        if env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"):
+            return None
+        missing = "neither DISPLAY nor WAYLAND_DISPLAY is set"
+    elif all(name == "xcb" for name in wanted):
+        if env.get("DISPLAY"):
+            return None
+        missing = "QT_QPA_PLATFORM=xcb and DISPLAY is not set"
+    else:
+        return None  # offscreen, wayland, vnc...: Qt says what is wrong itself
+    return (
+        f"tfstudio: no display to open the window on ({missing}).\n"
+        "  - on a desktop: set DISPLAY to its X display (e.g. DISPLAY=:0), or start "
+        "tfstudio from a terminal of that desktop; over ssh: ssh -X\n"
+        "  - without a display, run the script headless: tfstudio run SCRIPT [ARGS...]\n"
+        "  - or draw the window off screen (e.g. for --screenshot): "
+        "QT_QPA_PLATFORM=offscreen tfstudio ...\n"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tfstudio`` command; returns the process exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -317,6 +391,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"unrecognized arguments: {' '.join(extra)}; the script's own arguments go "
             f"after --: tfstudio {script} -- {' '.join(extra)}"
         )
+    problem = display_problem()
+    if problem:  # before Qt is loaded: it would abort the process
+        sys.stderr.write(problem)
+        return NO_DISPLAY_EXIT_CODE
     from tfstudio.app import run_app
 
     return run_app(

@@ -72,7 +72,11 @@ def test_headless_run_records_and_the_cli_lists_and_exports(write_script, tmp_pa
     missing = tfstudio("export", str(tmp_path), "--csv", str(out_csv), cwd=work)
     assert missing.returncode == 2 and "not a run folder" in missing.stderr
     nothing = tfstudio("runs", str(tmp_path / "none"), cwd=work)
-    assert nothing.returncode == 1 and "no runs in" in nothing.stderr
+    assert nothing.returncode == 2
+    assert f"tfstudio runs: no such folder: {tmp_path / 'none'}" in nothing.stderr
+    (tmp_path / "empty").mkdir()
+    empty = tfstudio("runs", str(tmp_path / "empty"), cwd=work)
+    assert empty.returncode == 1 and "no runs in" in empty.stderr
 
 
 def test_no_record_writes_nothing(write_script, tmp_path):

@@ -301,3 +301,64 @@ def fs_for(p: Location, writer: GFileFS | None = None) -> LocalFS | GFileFS:
     if isinstance(p, UrlPath):
         return writer if writer is not None else reader_fs()
     return LOCAL
+
+
+# -- where a user's data goes --------------------------------------------------
+APP_DIR = "tfstudio"
+
+
+def user_data_dir() -> Path:
+    """The per-user data folder: ``$XDG_DATA_HOME/tfstudio`` (``~/.local/share/tfstudio``).
+
+    On Windows ``%LOCALAPPDATA%\\tfstudio``. Not created here.
+    """
+    if os.name == "nt" and os.environ.get("LOCALAPPDATA"):
+        return Path(os.environ["LOCALAPPDATA"]) / APP_DIR
+    base = os.environ.get("XDG_DATA_HOME", "").strip()
+    if not base or not os.path.isabs(base):  # the spec says: ignore a relative one
+        base = os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / APP_DIR
+
+
+def _installed_roots() -> list[Path]:
+    """Folders that hold installed code: tfstudio's own package and resources, site-packages."""
+    import site
+    import sysconfig
+
+    package = Path(__file__).resolve().parents[1]
+    roots = [package, package.parent / "resources"]  # a checkout's bundled resources
+    paths = sysconfig.get_paths()
+    candidates = [paths.get("purelib"), paths.get("platlib")]
+    try:
+        candidates += site.getsitepackages()
+    except AttributeError:  # pragma: no cover - some virtualenvs' site module
+        pass
+    candidates.append(site.getusersitepackages())
+    for c in candidates:
+        if c:
+            roots.append(Path(c).resolve())
+    return roots
+
+
+def is_installed_code(folder: str | os.PathLike[str]) -> bool:
+    """Whether ``folder`` lies inside tfstudio's package, its bundled resources, or a
+    site-packages folder: installed code, where no user data belongs."""
+    p = Path(folder).expanduser().resolve()
+    return any(p == root or root in p.parents for root in _installed_roots())
+
+
+def own_data_folder(folder: str | os.PathLike[str]) -> bool:
+    """Whether user data (runs, checkpoints) may be written in ``folder``: it is not
+    installed code (see :func:`is_installed_code`) and it exists and is writable."""
+    p = Path(folder).expanduser()
+    if is_installed_code(p):
+        return False
+    return p.is_dir() and os.access(p, os.W_OK | os.X_OK)
+
+
+def data_folder_for(folder: str | os.PathLike[str], name: str, user_sub: str) -> Path:
+    """``<folder>/<name>`` when ``folder`` is the user's own (:func:`own_data_folder`),
+    else ``<user data dir>/<user_sub>`` (a bundled example, a read-only folder)."""
+    if own_data_folder(folder):
+        return Path(folder).expanduser().resolve() / name
+    return user_data_dir() / user_sub

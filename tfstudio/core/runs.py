@@ -41,12 +41,14 @@ from tfstudio.core.locations import (
     Location,
     UnsupportedLocation,
     UrlPath,
+    data_folder_for,
     fs_for,
     location,
 )
 
 RUN_JSON = "run.json"
 DEFAULT_DIRNAME = "tfstudio-runs"
+USER_RUNS_DIRNAME = "runs"  # in the per-user data folder (locations.user_data_dir)
 STEP_PREFIX = "step/"
 EPOCH_PREFIX = "epoch/"
 # Keras's running mean at each step of a metric with no per-step value of its own (AUC,
@@ -69,11 +71,14 @@ def resolve_logdir(logdir: PathLike | None, run_cwd: str | os.PathLike[str]) -> 
     ``$TFSTUDIO_LOGDIR``, when set, replaces the default. The window runs scripts
     in their own folder and the headless runner in the working directory, so the
     default lands beside the script or in the cwd. A URL (``gs://...``) stays a URL.
+    Where ``run_cwd`` is installed code (a bundled example, site-packages) or not
+    writable, the default is the per-user ``~/.local/share/tfstudio/runs``
+    (``$XDG_DATA_HOME``): a user's data never goes into an installed package.
     """
     chosen = logdir or os.environ.get(LOGDIR_ENV)
     if chosen:
         return location(chosen, resolve=True)
-    return Path(run_cwd).resolve() / DEFAULT_DIRNAME
+    return data_folder_for(run_cwd, DEFAULT_DIRNAME, USER_RUNS_DIRNAME)
 
 
 def new_run_dir(

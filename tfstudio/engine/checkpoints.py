@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from tfstudio.core.events import CheckpointSaved
-from tfstudio.core.locations import UrlPath, fs_for, location
+from tfstudio.core.locations import UrlPath, data_folder_for, fs_for, location
 
 INDEX_FILE = "tfstudio-checkpoints.json"
 PREFIX = "ckpt"
@@ -61,10 +61,15 @@ class Restored:
 
 
 def default_directory(script: str | os.PathLike[str], started: float | None = None) -> Path:
-    """``tfstudio-checkpoints/<script>-<YYYYmmdd-HHMMSS>/`` beside the script."""
+    """``tfstudio-checkpoints/<script>-<YYYYmmdd-HHMMSS>/`` beside the script.
+
+    Beside a bundled example (installed code) or in a read-only folder: in the per-user
+    ``~/.local/share/tfstudio/checkpoints/`` instead.
+    """
     script = Path(script)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(started or time.time()))
-    return script.resolve().parent / "tfstudio-checkpoints" / f"{script.stem}-{stamp}"
+    parent = data_folder_for(script.resolve().parent, "tfstudio-checkpoints", "checkpoints")
+    return parent / f"{script.stem}-{stamp}"
 
 
 def resolve(path: str | os.PathLike[str]) -> str:

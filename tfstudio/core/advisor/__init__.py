@@ -8,6 +8,7 @@ worker: ``tfstudio/engine/advisor_live.py``.
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 from tfstudio.core.advisor.analysis import Script
@@ -38,7 +39,41 @@ STATIC_RULES: tuple[Rule, ...] = (
 )
 RULES: tuple[Rule, ...] = STATIC_RULES + LIVE_RULES
 
-__all__ = ["RULES", "STATIC_RULES", "Finding", "Rule", "check_source", "check_text"]
+__all__ = [
+    "RULES",
+    "STATIC_RULES",
+    "Finding",
+    "Rule",
+    "check_source",
+    "check_text",
+    "syntax_error",
+]
+
+
+def syntax_error(source: str, path: str = "<script>") -> str | None:
+    """``path:line:col: SyntaxError: message`` (and the line, marked) when ``source``
+    does not parse; None when it does.
+
+    The same check Python makes before running a script (``compile``), so a script
+    reported here would fail at once when run, and one that passes would not.
+    """
+    try:
+        compile(source, path, "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
+    except SyntaxError as exc:
+        where = f"{path}:{exc.lineno}" if exc.lineno else path
+        if exc.lineno and exc.offset:
+            where += f":{exc.offset}"
+        text = f"{where}: {type(exc).__name__}: {exc.msg}"
+        line = (exc.text or "").rstrip("\r\n")
+        if line.strip():
+            indent = len(line) - len(line.lstrip())
+            text += f"\n    {line.strip()}"
+            if exc.offset and exc.offset > indent:
+                text += "\n    " + " " * (exc.offset - 1 - indent) + "^"
+        return text
+    except ValueError as exc:  # e.g. "source code string cannot contain null bytes"
+        return f"{path}: SyntaxError: {exc}"
+    return None
 
 
 def check_text(source: str, path: str = "<script>") -> list[Finding]:
