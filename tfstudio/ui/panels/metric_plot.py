@@ -50,7 +50,6 @@ from tfstudio.ui.plotting.smoothing import RAW_ALPHA, faint
 EPOCH_LINE_GAP_PX = 6  # epoch boundaries closer than this are thinned (every 2^k-th drawn)
 MAX_NAMED_FITS = 6  # more fits than this: the legend names them by number only
 MAX_LEGEND_FITS = 12  # more than this: no legend (the fit list shows the colours)
-MAX_READOUT_ROWS = 12
 # Zoomed in so far that the view holds fewer raw steps than this many per pixel: a
 # recorded run's line shows its exact points there, read again from its folder.
 EXACT_STEPS_PER_PX = 2
@@ -156,7 +155,7 @@ class MetricPlot(PlotView):
         )
         self.epoch_lines.setZValue(-10)
         self.vb.addItem(self.epoch_lines, ignoreBounds=True)
-        self._epoch_count = 0
+        self._epochs_drawn: tuple[Sequence[float] | None, int] = (None, 0)  # (list, length) drawn
         self.markers = SegmentMarkers(self.vb, FIT_LINE)
         self.marks: list[tuple[str, pg.InfiniteLine]] = []  # NaN, restore (see add_mark)
         self._note = ""
@@ -245,14 +244,15 @@ class MetricPlot(PlotView):
         self._legend_stale = True
 
     def _drop_layer(self, layer: RunLayer) -> None:
-        for curve in layer.curves.values():
-            if curve.item is not None:
-                self.remove_item(curve.item)
-                curve.item = None
-        for item in layer.overlays.values():
-            self.remove_item(item)
-        layer.curves = {}
-        layer.overlays = {}
+        """Take the layer's lines out of this plot (the other plots keep theirs)."""
+        for key, curve in self._own_layer_curves(layer):
+            self.remove_item(curve.item)
+            curve.item = None
+            del layer.curves[key]
+        for key, item in list(layer.overlays.items()):
+            if item.getViewBox() is self.vb:
+                self.remove_item(item)
+                del layer.overlays[key]
 
     def _sync_layer(self, layer: RunLayer) -> bool:
         """Make, rebind and redraw a layer's lines; True if anything was redrawn."""
@@ -297,7 +297,7 @@ class MetricPlot(PlotView):
 
     def _layer_overlays(self, layer: RunLayer) -> None:
         """Step-within-fit axis: each of the layer's segments from 0."""
-        for key, curve in layer.curves.items():
+        for key, curve in self._own_layer_curves(layer):
             for index, start, end in layer.spans():
                 x, y = curve.segment_line(start, end)
                 item = layer.overlays.get((key, index))
@@ -315,11 +315,11 @@ class MetricPlot(PlotView):
     def _layers_x_mode(self) -> None:
         is_global = self.x_mode == GLOBAL
         for layer in self.layers:
-            for curve in layer.curves.values():
-                if curve.item is not None:
-                    curve.item.setVisible(is_global)
+            for _, curve in self._own_layer_curves(layer):
+                curve.item.setVisible(is_global)
             for item in layer.overlays.values():
-                item.setVisible(not is_global)
+                if item.getViewBox() is self.vb:
+                    item.setVisible(not is_global)
             if not is_global:
                 self._layer_overlays(layer)
 
@@ -480,9 +480,9 @@ class MetricPlot(PlotView):
         out = []
         for layer in self.layers:
             if self.x_mode == GLOBAL:
-                items = [c.item for c in layer.curves.values() if c.item is not None]
-            else:
-                items = list(layer.overlays.values())  # the global items are hidden
+                items = [c.item for _, c in self._own_layer_curves(layer)]
+            else:  # the global items are hidden
+                items = [i for i in layer.overlays.values() if i.getViewBox() is self.vb]
             if items:
                 out.append((items[0], layer.name))
         return out
@@ -504,10 +504,15 @@ class MetricPlot(PlotView):
             self.set_title(f"{self.family}  {note}" if note else self.family)
 
     def sync_epoch_lines(self, epoch_steps: Sequence[float]) -> None:
-        """Show epoch boundaries at ``epoch_steps`` (thinned when they crowd)."""
-        if len(epoch_steps) != self._epoch_count:
-            self._epoch_count = len(epoch_steps)
-            self.epoch_lines.set_positions(epoch_steps)
+        """Show epoch boundaries at ``epoch_steps`` (thinned when they crowd).
+
+        Known by the list and its length, not the length alone: a restore drops the
+        boundaries after its step (the store makes a new list) and the epochs that end
+        next may bring the count back within one frame."""
+        if epoch_steps is self._epochs_drawn[0] and len(epoch_steps) == self._epochs_drawn[1]:
+            return
+        self._epochs_drawn = (epoch_steps, len(epoch_steps))
+        self.epoch_lines.set_positions(epoch_steps)
 
     def set_spans(self, spans: Sequence[FitSpan]) -> None:
         """The run's fits: markers on the global axis, overlays on the per-fit axis."""
@@ -639,7 +644,7 @@ class MetricPlot(PlotView):
         their exact points and overview."""
         curves = [
             *self.steps.values(),
-            *(c for layer in self.layers for c in layer.curves.values()),
+            *(c for layer in self.layers for _, c in self._own_layer_curves(layer)),
         ]
         for curve in curves:
             track = curve.source
@@ -836,7 +841,7 @@ class MetricPlot(PlotView):
             rows.extend(self._layer_rows(layer, x))
         if not rows:
             return ""
-        rows = _cap(rows)
+        rows = _cap(rows, self.max_readout_rows)
         head = f"<b>step {max(x, 0):,.0f}</b>"
         if span is not None:
             head += f" &nbsp;{html.escape(span.segment.full)}"
@@ -861,30 +866,42 @@ class MetricPlot(PlotView):
                 rows.extend(self._layer_rows(layer, start + x, (start, end), f" fit {index + 1}"))
         if not rows:
             return ""
-        return _box(f"<b>step {max(x, 0):,.0f} of each fit</b>", _cap(rows))
+        return _box(f"<b>step {max(x, 0):,.0f} of each fit</b>", _cap(rows, self.max_readout_rows))
 
     def _layer_rows(
         self, layer: RunLayer, x: float, window: tuple[float, float] | None = None, fit: str = ""
     ) -> list[str]:
-        """Readout rows of another run at global step ``x``: run, fit and value."""
-        rows = []
-        for key, curve in layer.curves.items():
+        """The readout row of another run at global step ``x``: run, fit, and the value of
+        each of its lines in this plot's family (``loss 0.31, val_loss 0.35``)."""
+        values = []
+        fit_here = fit
+        for key, curve in self._own_layer_curves(layer):
             if window is None:
-                fit_here = next(
-                    (f" fit {i + 1}" for i, a, b in reversed(layer.spans()) if x > a), ""
-                )
                 hit = curve.nearest(x)
             else:
-                fit_here = fit
                 hit = curve.nearest(x, *window)
             if hit is None:
                 continue
-            name = (
-                layer.name if layer.name == layer.store.name else f"{layer.name} {layer.store.name}"
-            )
-            label = f"{name}{fit_here}: {key}"
-            rows.append(_row(layer.colour, label, hit[1], hit[2], ""))
-        return rows
+            if window is None and not fit_here:
+                spans = reversed(layer.spans())
+                fit_here = next((f" fit {i + 1}" for i, a, _ in spans if x > a), "")
+            values.append(f"{html.escape(key)} <b>{_value(hit[1], hit[2])}</b>")
+        if not values:
+            return []
+        name = layer.name if layer.name == layer.store.name else f"{layer.name} {layer.store.name}"
+        return [
+            f"<span style='color:{layer.colour}'>&#9632;</span> "
+            f"{html.escape(name + fit_here)}: {', '.join(values)}"
+        ]
+
+    def _own_layer_curves(self, layer: RunLayer) -> list[tuple[str, Curve]]:
+        """The layer's lines drawn in this plot (a layer is shared by every plot: its
+        ``curves`` hold the lines of every family, each drawn in its family's plot)."""
+        return [
+            (key, curve)
+            for key, curve in layer.curves.items()
+            if curve.item is not None and curve.item.getViewBox() is self.vb
+        ]
 
 
 def _steps_in_view(curve: Curve, track: Track, x0: float, x1: float) -> float:
@@ -913,14 +930,22 @@ def _legend_columns(entries: int) -> int:
     return max(1, entries if entries <= 3 else (entries + 1) // 2)
 
 
-def _cap(rows: list[str]) -> list[str]:
-    """At most :data:`MAX_READOUT_ROWS` rows, then how many more."""
-    more = len(rows) - MAX_READOUT_ROWS
-    return rows[:MAX_READOUT_ROWS] + ([f"<i>… {more} more</i>"] if more > 0 else [])
+def _cap(rows: list[str], most: int) -> list[str]:
+    """At most ``most`` lines: the rows, or as many as fit and then how many more."""
+    most = max(1, most)
+    if len(rows) <= most:
+        return rows
+    keep = most - 1
+    return rows[:keep] + [f"<i>… {len(rows) - keep} more</i>"]
+
+
+def _value(lo: float, hi: float) -> str:
+    """A value, or the span of a decimated bucket."""
+    return _fmt(lo) if lo == hi or lo != lo else f"{_fmt(lo)} … {_fmt(hi)}"
 
 
 def _row(colour: str, label: str, lo: float, hi: float, where: str) -> str:
-    value = _fmt(lo) if lo == hi or lo != lo else f"{_fmt(lo)} … {_fmt(hi)}"
+    value = _value(lo, hi)
     return (
         f"<span style='color:{colour}'>&#9632;</span> {html.escape(label)}: <b>{value}</b>{where}"
     )

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import html
 import time
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, Qt
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QFont, QFontMetricsF
 from PySide6.QtWidgets import QGraphicsItem, QToolButton
 
 from tfstudio.ui.plotting.grid import HorizontalGrid, grid_pen
@@ -23,6 +25,10 @@ BUTTON_W = 34
 TITLE_ROW = 36  # px: the title row, tall enough for a one-row legend
 BUTTON_H = 18
 TICK_LENGTH = 4  # px, outwards: inward ticks overlap the data area, so every update repainted them
+READOUT_PT = 9  # the hover readout's font size (its HTML says it too)
+READOUT_GAP = 12  # px between the cursor and the readout box
+READOUT_MARGIN = 3  # px the readout box keeps from the data area's edges
+MAX_READOUT_ROWS = 12  # rows of values a readout lists at most (fewer where the plot is low)
 
 
 class TimedPlotWidget(pg.PlotWidget):
@@ -37,6 +43,7 @@ class TimedPlotWidget(pg.PlotWidget):
         self._paint_clock = paint_clock
         self.paints = 0
         self.resized: list = []  # callables run after each resize
+        self.left: list = []  # callables run when the mouse leaves the widget
 
     def paintEvent(self, event: object) -> None:  # noqa: N802 (Qt API)
         """Paint, and account for the time it took."""
@@ -49,6 +56,12 @@ class TimedPlotWidget(pg.PlotWidget):
         """Resize, then let the owner re-place its overlay buttons."""
         super().resizeEvent(event)
         for callback in getattr(self, "resized", ()):  # none during __init__
+            callback()
+
+    def leaveEvent(self, event: object) -> None:  # noqa: N802 (Qt API)
+        """The mouse left the plot: its owner hides what hovering showed."""
+        super().leaveEvent(event)
+        for callback in self.left:
             callback()
 
 
@@ -212,6 +225,8 @@ class PlotView:
         group: x-range group; None gives the plot a group of its own.
     """
 
+    _hovered: weakref.ref | None = None  # the plot whose readout shows (one at a time)
+
     def __init__(
         self,
         title: str = "",
@@ -306,12 +321,16 @@ class PlotView:
         )
         self._crosshair.setVisible(False)
         self.vb.addItem(self._crosshair, ignoreBounds=True)
+        # The readout is placed in the plot's own pixels (not the view's data coordinates):
+        # it is kept inside the data area whatever the plot's size and the cursor's place.
         self._readout = pg.TextItem(
-            "", anchor=(0, 0), fill=pg.mkBrush(255, 255, 255, 230), border=pg.mkPen("#bbbbbb")
+            "", anchor=(0, 0), fill=pg.mkBrush(255, 255, 255, 235), border=pg.mkPen("#bbbbbb")
         )
+        self._readout.setParentItem(self.plot)
         self._readout.setZValue(1000)
         self._readout.setVisible(False)
-        self.vb.addItem(self._readout, ignoreBounds=True)
+        self.max_readout_rows = MAX_READOUT_ROWS  # what readout() may list now (see _place)
+        self.widget.left.append(self.hide_readout)
         self.widget.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self.widget.scene().sigMouseClicked.connect(self._on_mouse_clicked)
 
@@ -452,6 +471,8 @@ class PlotView:
     def set_shown(self, shown: bool) -> None:
         """Show or hide the plot; a hidden plot skips its redraws (see subclasses)."""
         self.shown = shown
+        if not shown:
+            self.hide_readout()
         self.widget.setVisible(shown)
         if shown and self.group is not None and self.group.range is not None:
             self.set_x_range(*self.group.range)
@@ -600,26 +621,87 @@ class PlotView:
         self.refresh_range()
 
     def _on_mouse_moved(self, pos: QPointF) -> None:
-        if not self.vb.sceneBoundingRect().contains(pos):
-            self._crosshair.setVisible(False)
-            self._readout.setVisible(False)
+        if not self.shown or not self.vb.sceneBoundingRect().contains(pos):
+            self.hide_readout()
             return
         point = self.vb.mapSceneToView(pos)
-        text = self.readout(point.x())
+        area = self.readout_area()
+        rows = min(MAX_READOUT_ROWS, max(1, int((area.height() - 8) / _readout_line()) - 1))
+        text = self._readout_text(point.x(), rows)
         if not text:
-            self._readout.setVisible(False)
+            self.hide_readout()
             return
-        (x0, x1), (_, y1) = self.vb.viewRange()
         self._crosshair.setValue(point.x())
         self._crosshair.setVisible(True)
-        self._readout.setHtml(text)
-        self._readout.setAnchor((0, 0) if point.x() < (x0 + x1) / 2 else (1, 0))
-        self._readout.setPos(point.x(), y1)
+        # Too tall for the data area (long lines wrapped): fewer rows, the rest counted.
+        while self._readout_size(text, area).height() > area.height() and rows > 1:
+            rows -= 1
+            text = self._readout_text(point.x(), rows)
+        self._place_readout(self.plot.mapFromScene(pos).x(), area)
         self._readout.setVisible(True)
+        active = PlotView._hovered() if PlotView._hovered is not None else None
+        if active is not None and active is not self:
+            active.hide_readout()  # one readout at a time, in the plot under the cursor
+        PlotView._hovered = weakref.ref(self)
+
+    def _readout_text(self, x: float, rows: int) -> str:
+        self.max_readout_rows = rows
+        try:
+            return self.readout(x)
+        finally:
+            self.max_readout_rows = MAX_READOUT_ROWS
+
+    def readout_area(self) -> QRectF:
+        """The data area (the view box) in the plot's pixels, less a small margin."""
+        rect = self.vb.mapRectToItem(self.plot, self.vb.boundingRect())
+        m = READOUT_MARGIN
+        return rect.adjusted(m, m, -m, -m)
+
+    def _readout_size(self, text: str, area: QRectF) -> QRectF:
+        """Set the readout's text, wrapped to the area's width if wider; its size in px."""
+        item = self._readout
+        item.setTextWidth(-1)
+        item.setHtml(text)
+        if item.boundingRect().width() > area.width():
+            item.setTextWidth(max(40.0, area.width() - 2))
+        return item.boundingRect()
+
+    def _place_readout(self, cursor_x: float, area: QRectF) -> None:
+        """Beside the cursor (right of it, or left where the right has no room), at the
+        top of the data area, never past its edges."""
+        size = self._readout.boundingRect()
+        w = size.width()
+        left = cursor_x + READOUT_GAP
+        if left + w > area.right():
+            left = cursor_x - READOUT_GAP - w
+        left = min(max(left, area.left()), max(area.left(), area.right() - w))
+        self._readout.setPos(left, area.top())
+
+    def readout_rect(self) -> QRectF:
+        """Where the readout is drawn, in the plot's pixels (for tests and tools)."""
+        return self._readout.mapRectToItem(self.plot, self._readout.boundingRect())
+
+    def readout_shown(self) -> bool:
+        """Whether the hover readout is visible now."""
+        return self._readout.isVisible()
+
+    def hide_readout(self) -> None:
+        """Hide the hover readout and the crosshair (the mouse left the plot)."""
+        self._crosshair.setVisible(False)
+        self._readout.setVisible(False)
+        if PlotView._hovered is not None and PlotView._hovered() is self:
+            PlotView._hovered = None
 
     def readout(self, x: float) -> str:
         """HTML shown while hovering at ``x`` (empty: nothing shown). Override this."""
         return ""
+
+
+def _readout_line() -> float:
+    """The height of one readout row in px (the readout's font)."""
+    font = QFont()
+    font.setPointSizeF(READOUT_PT)
+    return QFontMetricsF(font).lineSpacing()
 
 
 class _Legend(pg.LegendItem):
