@@ -1,6 +1,6 @@
 """Step-to-pixel latency: from a step's batch hook in the worker to the redraw that shows it.
 
-Runs ``bench/fast_steps.py`` (a tiny model at ~1k steps/s, which logs the
+Runs ``FAST_STEPS`` (a tiny model at ~1k steps/s, which logs the
 monotonic time of each batch hook) in the real window, offscreen, through a
 worker process. The window records, at each redraw, the monotonic time after
 the panels were updated and the newest step they hold. A step's latency is the
@@ -27,6 +27,27 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+FAST_STEPS = """\
+import json, os, time
+import keras, numpy as np
+
+stamps = []
+
+
+class Stamp(keras.callbacks.Callback):
+    def on_train_batch_end(self, batch, logs=None):
+        stamps.append(time.perf_counter())  # CLOCK_MONOTONIC: shared by every process
+
+
+x = np.random.default_rng(0).normal(size=(8 * 500, 4)).astype("float32")
+y = x.sum(axis=1, keepdims=True)
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+model.compile("sgd", "mse")
+steps = int(os.environ.get("TFSTUDIO_BENCH_STEPS", "6000"))
+model.fit(x, y, batch_size=8, epochs=steps // 500, verbose=0, callbacks=[Stamp()])
+with open(os.environ["TFSTUDIO_BENCH_OUT"], "w") as f:
+    json.dump(stamps, f)
+"""
 
 
 def main() -> None:
@@ -45,7 +66,9 @@ def main() -> None:
         out = Path(tmp) / "stamps.json"
         os.environ["TFSTUDIO_BENCH_OUT"] = str(out)
         os.environ["TFSTUDIO_BENCH_STEPS"] = str(args.steps)
-        stats = run_window(str(HERE / "fast_steps.py"), on_redraw=on_redraw)
+        script = Path(tmp) / "fast_steps.py"
+        script.write_text(FAST_STEPS)
+        stats = run_window(str(script), on_redraw=on_redraw)
         stamps = json.loads(out.read_text())
     shown_steps = [step for _, step in redraws]
     latencies = []

@@ -10,7 +10,7 @@
    custom ``train_step`` and a custom GradientTape loop) under plain Python and
    in a worker with everything on (inspector every step, recording, NaN guard,
    a checkpoint every 2 steps): every saved array compared byte for byte.
-3. Window runs: the real window (offscreen, ``bench/window_runs.py`` in a process
+3. Window runs: the real window (offscreen, this file in a process
    of its own) runs a 2-step fit ``--window-runs`` times, recording each run; its
    resident memory after each run, and the slope of a least-squares line through
    the runs after the first 10 (the first ones fill caches and pools).
@@ -28,6 +28,8 @@ Prints four ``soak:`` lines. ``--rounds 0``, ``--window-runs 0`` or
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import gc
 import json
 import os
 import random
@@ -57,8 +59,19 @@ from tfstudio.core.options import RunOptions  # noqa: E402
 from tfstudio.core.process import ProcessLauncher  # noqa: E402
 
 BIT_EXACT = ROOT / "tests" / "scripts" / "bit_exact.py"
-WINDOW_RUNS = ROOT / "bench" / "window_runs.py"
 WARM_RUNS = 10  # runs left out of the slope: caches, pools and the runs list settle
+TINY_SCRIPT = """\
+import numpy as np
+import keras
+
+x = np.zeros((8, 2), "float32")
+y = np.ones((8, 1), "float32")
+model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+model.compile("sgd", "mse")
+model.fit(x, y, batch_size=4, epochs=1, verbose=0)
+print("two steps done")
+"""
+SETTLE_S = 0.5  # after a run ends: the last frames, the runs list, the previous run read
 
 
 def window_runs(runs: int, work: Path) -> dict:
@@ -66,12 +79,81 @@ def window_runs(runs: int, work: Path) -> dict:
     out = work / "window-runs.json"
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
     subprocess.run(
-        [sys.executable, str(WINDOW_RUNS), str(runs), str(out), "--logdir", str(work / "w")],
+        [sys.executable, __file__, "--window-runs", str(runs), "--window-child", str(out)],
         cwd=work,
         env=env,
         check=True,
     )
     return json.loads(out.read_text())
+
+
+def rss_mb() -> float:
+    """This process's resident memory in MB (Linux: /proc/self/statm)."""
+    with open("/proc/self/statm", encoding="ascii") as f:
+        pages = int(f.read().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def live_counts(window: object) -> dict[str, int]:
+    """How many of the things that used to pile up run after run are alive now."""
+    from PySide6.QtCore import QObject
+
+    from tfstudio.core.run_store import RunStore
+
+    stores = sum(isinstance(o, RunStore) for o in gc.get_objects())
+    return {
+        "run_stores": stores,
+        "pinned_runs": len(window.runs.pinned),
+        "console_folds": len(window.console.folds),
+        "console_blocks": window.console.view.document().blockCount(),
+        "qobjects": len(window.findChildren(QObject)),
+    }
+
+
+def run_many(runs: int, work: Path) -> dict:
+    """The window child: a 2-step fit run ``runs`` times in one window, a warm spare kept
+    (as the app keeps one); RSS after each run (settled, then a full collection: what
+    stays) and what is alive at the end."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtCore import QEventLoop, QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from tfstudio.ui.main_window import MainWindow
+
+    script = work / "two_steps.py"
+    script.write_text(TINY_SCRIPT)
+    app = QApplication.instance() or QApplication([])
+    channel = Channel()
+    launcher = ProcessLauncher(channel, script_cwd=True, keep_spare=True)
+    window = MainWindow(channel, launcher, QSettings(os.devnull, QSettings.Format.IniFormat))
+    window.run_options = dataclasses.replace(window.run_options, logdir=str(work / "w"))
+    window.show()
+    if not window.open_script(str(script)):
+        raise SystemExit(f"cannot open {script}: {window.console.text()[-500:]}")
+    launcher.prepare()
+    exits: list[int] = []
+    rss: list[float] = []
+    loop = QEventLoop()
+    window.run_finished.connect(lambda _status, code: (exits.append(code), loop.quit()))
+    started = time.perf_counter()
+    try:
+        for i in range(runs):
+            if not window.run_script(()):
+                raise SystemExit(f"run {i + 1} did not start: {window.console.text()[-500:]}")
+            loop.exec()
+            settle_until = time.monotonic() + SETTLE_S
+            while time.monotonic() < settle_until:
+                app.processEvents()
+                time.sleep(0.02)
+            gc.collect()
+            rss.append(rss_mb())
+            print(f"window run {i + 1}/{runs}: rss {rss[-1]:.1f} MB", flush=True)
+        live = live_counts(window)
+    finally:
+        launcher.shutdown()
+        window.bridge.stop()
+        window.close()
+    return {"rss_mb": rss, "exits": exits, "seconds": time.perf_counter() - started, "live": live}
 
 
 def growth_per_run(rss_mb: list[float], skip: int = WARM_RUNS) -> float:
@@ -182,7 +264,12 @@ def main() -> None:
         help="steps of the fast monitor.log loop (default 10,000,000; 0: skip)",
     )
     p.add_argument("--worker-rate", type=float, default=100_000, help="its steps/s (0: unpaced)")
+    p.add_argument("--window-child", help=argparse.SUPPRESS)  # the window runs' own process
     ns = p.parse_args()
+    if ns.window_child:
+        result = run_many(ns.window_runs, Path(ns.window_child).parent)
+        Path(ns.window_child).write_text(json.dumps(result))
+        return
     lines = []
     with tempfile.TemporaryDirectory(prefix="tfstudio-soak-") as tmp:
         work = Path(tmp)

@@ -2,7 +2,7 @@
 
 ``window_overhead.py`` compares separate runs (headless, then the window), and on this
 VM the same run's speed jumps between regimes for seconds at a time: its rounds differ
-by more than the effect. Here one run of ``bench/mlp_steps.py`` (``--steps``, 20,000
+by more than the effect. Here one run of ``bench/bench_model.py`` as a script (``--steps``, 20,000
 by default) trains in the real window (offscreen, as ``window_driver.py`` drives it),
 and from the start of its timed ``fit`` the window switches every ``--phase`` seconds
 between three kinds of phases, in a fresh random order each round:
@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "bench" / "mlp_steps.py"
+SCRIPT = ROOT / "bench" / "bench_model.py"  # run as a script: the MLP reports its speed
 KINDS = ("off", "on", "on'")
 
 

@@ -1,6 +1,6 @@
 """What watching costs the training process: its CPU time per step headless vs in the window.
 
-Runs ``bench/mlp_steps.py`` (a small MLP, 2,000 timed steps) through tfstudio as
+Runs ``bench/bench_model.py`` as a script (a small MLP, 2,000 timed steps) through tfstudio as
 separate processes, interleaved round by round: ``tfstudio run`` (headless) and
 the window offscreen with live plots, redrawing at the rate the bridge chooses
 for this machine (see ``choose_redraw_hz`` in ui/bridge.py: fewer redraws when
@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "bench" / "mlp_steps.py"
+SCRIPT = ROOT / "bench" / "bench_model.py"  # run as a script: the MLP reports its speed
 DRIVER = ROOT / "bench" / "window_driver.py"
 BUSY = """
 import sys, time
