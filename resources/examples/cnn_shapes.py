@@ -10,7 +10,6 @@ import argparse
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--epochs", type=int, default=8)
@@ -47,8 +46,6 @@ def make_images(n, seed):
 
 x_train, y_train = make_images(args.samples, seed=0)
 x_val, y_val = make_images(max(args.samples // 5, 64), seed=1)
-train = tf.data.Dataset.from_tensor_slices((x_train, y_train)).shuffle(2048, seed=0).batch(32)
-val = tf.data.Dataset.from_tensor_slices((x_val, y_val)).batch(128)
 
 model = keras.Sequential(
     [
@@ -64,6 +61,14 @@ model = keras.Sequential(
     name="shapes_cnn",
 )
 model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-model.fit(train, validation_data=val, epochs=args.epochs, verbose=2)
-loss, acc = model.evaluate(val, verbose=0)
+# Keras batches the arrays and shuffles the training images anew each epoch.
+model.fit(
+    x_train,
+    y_train,
+    batch_size=32,
+    validation_data=(x_val, y_val),
+    epochs=args.epochs,
+    verbose=2,
+)
+loss, acc = model.evaluate(x_val, y_val, batch_size=128, verbose=0)
 print(f"validation accuracy: {acc:.3f} on {len(x_val)} images of {', '.join(CLASSES)}")

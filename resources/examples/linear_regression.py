@@ -10,7 +10,6 @@ import argparse
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--epochs", type=int, default=30)
@@ -19,7 +18,6 @@ args = parser.parse_args()
 rng = np.random.default_rng(0)
 x = rng.uniform(-1.0, 1.0, size=(1000, 1)).astype("float32")
 y = (3.0 * x + 2.0 + rng.normal(0.0, 0.1, size=x.shape)).astype("float32")
-dataset = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(1000, seed=0).batch(50)
 
 model = keras.Sequential([keras.Input(shape=(1,)), keras.layers.Dense(1, name="line")])
 model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.02), loss="mse")
@@ -30,8 +28,11 @@ def show_line(epoch, logs):
     print(f"epoch {epoch + 1:3d}: W = {w[0, 0]:.4f}  b = {b[0]:.4f}  (target W = 3, b = 2)")
 
 
+# Keras batches the arrays and shuffles them anew each epoch.
 model.fit(
-    dataset,
+    x,
+    y,
+    batch_size=50,
     epochs=args.epochs,
     verbose=0,
     callbacks=[keras.callbacks.LambdaCallback(on_epoch_end=show_line)],

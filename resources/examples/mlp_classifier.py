@@ -11,7 +11,6 @@ import argparse
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--epochs", type=int, default=20)
@@ -38,9 +37,8 @@ def spirals(n, classes=3, noise=0.6, seed=0):
 
 x, y = spirals(args.samples)
 split = int(0.8 * len(x))
-train = tf.data.Dataset.from_tensor_slices((x[:split], y[:split]))
-train = train.shuffle(split, seed=1).batch(32).prefetch(2)
-val = tf.data.Dataset.from_tensor_slices((x[split:], y[split:])).batch(256)
+x_train, y_train = x[:split], y[:split]
+x_val, y_val = x[split:], y[split:]
 
 model = keras.Sequential(
     [
@@ -57,6 +55,15 @@ model.compile(
     metrics=["accuracy"],
 )
 model.summary()
-model.fit(train, validation_data=val, epochs=args.epochs, verbose=2)
-loss, acc = model.evaluate(val, verbose=0)
+# In-memory arrays go to fit as they are: Keras batches them and shuffles the
+# training set anew each epoch (a tf.data pipeline would do its own shuffling).
+model.fit(
+    x_train,
+    y_train,
+    batch_size=32,
+    validation_data=(x_val, y_val),
+    epochs=args.epochs,
+    verbose=2,
+)
+loss, acc = model.evaluate(x_val, y_val, batch_size=256, verbose=0)
 print(f"validation accuracy: {acc:.3f}")
