@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QIcon, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -85,6 +85,22 @@ class _RunItem(QTreeWidgetItem):
         return bool(mine < theirs)
 
 
+def _fill(item: QTreeWidgetItem, run: RunInfo) -> None:
+    """Set a row's texts and sort values from ``run`` (only what changed is set)."""
+    loss = "" if run.final_loss is None else f"{run.final_loss:.4g}"
+    steps = "" if run.steps is None else str(run.steps)
+    script = Path(run.script).name if run.script else ""
+    for col, text in enumerate((run.name, script, run.date(), run.status, steps, loss)):
+        if item.text(col) != text:
+            item.setText(col, text)
+    item.setToolTip(0, str(run.path))
+    item.setToolTip(STATUS_COLUMN, run_ending(run.info) or "")
+    # an unknown value sorts below every known one, whichever the order
+    item.setData(DATE_COLUMN, SORT_ROLE, run.started if run.started else 0.0)
+    item.setData(4, SORT_ROLE, None if run.steps is None else int(run.steps))
+    item.setData(5, SORT_ROLE, None if run.final_loss is None else float(run.final_loss))
+
+
 class RunsPanel(QWidget):
     """The runs dock: list, open, overlay, follow, rename, delete and export runs.
 
@@ -113,6 +129,7 @@ class RunsPanel(QWidget):
         self.extra: list[Location] = []  # folders opened by hand (any TensorBoard log dir)
         self._live_run = False
         self._relist_at: float | None = None  # when to re-list the runs next
+        self._relist_held = False  # rows not added/removed while the mouse was over the list
         self._follow_at = 0.0  # when to read the followed runs again (monotonic)
 
         self.logdir_edit = QLineEdit()
@@ -138,6 +155,8 @@ class RunsPanel(QWidget):
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.tree.itemSelectionChanged.connect(self._on_selection_changed)
         self.tree.setToolTip("Select several runs (Ctrl/Shift-click) to overlay them")
+        self.tree.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        self.tree.viewport().installEventFilter(self)
 
         self.rename_btn = QPushButton("Rename…")
         self.rename_btn.clicked.connect(self._on_rename_clicked)
@@ -243,37 +262,77 @@ class RunsPanel(QWidget):
         self.error_label.setVisible(bool(text))
 
     def refresh_list(self) -> None:
-        """Re-list runs, keeping the selection."""
+        """Re-list runs in place: rows of runs still there are updated (never made again),
+        so the selection, the picked runs, the current row and the scroll stay on the
+        same runs.
+
+        While the mouse is over the list, rows are neither added nor removed (the user is
+        aiming at one: a new run at the top would push the others down under the cursor);
+        they are when it leaves.
+        """
+        runs = self.runs()
         selected = set(self.selected_paths())
-        self.tree.blockSignals(True)
-        self.tree.setSortingEnabled(False)  # rows go in as listed, then sort once
-        self.tree.clear()
-        for run in self.runs():
-            loss = "" if run.final_loss is None else f"{run.final_loss:.4g}"
-            steps = "" if run.steps is None else str(run.steps)
-            script = Path(run.script).name if run.script else ""
-            item = _RunItem([run.name, script, run.date(), run.status, steps, loss])
-            item.setData(0, PATH_ROLE, str(run.path))
-            item.setToolTip(0, str(run.path))
-            why = run_ending(run.info)
-            if why:
-                item.setToolTip(STATUS_COLUMN, why)
-            # an unknown value sorts below every known one, whichever the order
-            item.setData(DATE_COLUMN, SORT_ROLE, run.started if run.started else 0.0)
-            if run.steps is not None:
-                item.setData(4, SORT_ROLE, int(run.steps))
-            if run.final_loss is not None:
-                item.setData(5, SORT_ROLE, float(run.final_loss))
-            self.tree.addTopLevelItem(item)
-            if run.path in selected:
-                item.setSelected(True)
-        self.tree.setSortingEnabled(True)
-        self.tree.blockSignals(False)
+        tree = self.tree
+        rows = {
+            tree.topLevelItem(i).data(0, PATH_ROLE): tree.topLevelItem(i)
+            for i in range(tree.topLevelItemCount())
+        }
+        hold = tree.viewport().underMouse()
+        self._relist_held = False
+        anchor = None if hold else self._scroll_anchor()
+        tree.blockSignals(True)
+        tree.setSortingEnabled(False)  # rows go in as listed, then sort once
+        for run in runs:
+            item = rows.pop(str(run.path), None)
+            if item is None:
+                if hold:
+                    self._relist_held = True
+                    continue
+                item = _RunItem([""] * len(COLUMNS))
+                item.setData(0, PATH_ROLE, str(run.path))
+                tree.addTopLevelItem(item)
+                if run.path in selected:
+                    item.setSelected(True)
+            _fill(item, run)
+        for item in rows.values():  # gone from the folder (or not listed any more)
+            if hold:
+                self._relist_held = True
+                continue
+            tree.takeTopLevelItem(tree.indexOfTopLevelItem(item))
+        tree.setSortingEnabled(True)
+        tree.blockSignals(False)
+        if anchor is not None:
+            self._keep_scroll(*anchor)
         self._mark_colours()
         for col in range(len(COLUMNS)):
-            self.tree.resizeColumnToContents(col)
+            tree.resizeColumnToContents(col)
         if set(self.selected_paths()) != selected:
             self._on_selection_changed()
+
+    def _scroll_anchor(self) -> tuple[QTreeWidgetItem, int] | None:
+        """The row at the top of a list scrolled down, and where it is (None at the top:
+        there the newest run shows up first)."""
+        if self.tree.verticalScrollBar().value() == 0:
+            return None
+        item = self.tree.itemAt(QPoint(1, 1))
+        return None if item is None else (item, self.tree.visualItemRect(item).top())
+
+    def _keep_scroll(self, item: QTreeWidgetItem, top: int) -> None:
+        """Scroll so that ``item`` is where it was (rows added above it push nothing)."""
+        if self.tree.indexOfTopLevelItem(item) < 0:
+            return
+        bar = self.tree.verticalScrollBar()
+        bar.setValue(bar.value() + self.tree.visualItemRect(item).top() - top)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt API)
+        """The mouse left the list: the rows held back while it was over it come in."""
+        if (
+            watched is self.tree.viewport()
+            and event.type() == QEvent.Type.Leave
+            and self._relist_held
+        ):
+            QTimer.singleShot(0, self.refresh_list)  # once Qt has cleared "under mouse"
+        return super().eventFilter(watched, event)
 
     def selected_paths(self) -> list[Location]:
         """Paths (or URLs) of the selected runs, in list order."""
