@@ -47,7 +47,7 @@ from typing import Any
 
 from tfstudio.core.channel import Channel, coalesce
 from tfstudio.core.commands import Stop
-from tfstudio.core.events import MonitorError, RunEnded, StepColumns
+from tfstudio.core.events import MonitorError, StepColumns
 from tfstudio.core.process import RUN_TOKEN_ENV, RunSpec, kill_run_processes
 from tfstudio.core.pump import EventSink, Pump
 from tfstudio.engine.capture import fd_text_stream
@@ -389,16 +389,6 @@ class WorkerPump(Pump):
             self.on_stop()
         elif kind == "interrupt":
             self.on_interrupt()
-
-
-def _merged(events: list[object], added: list[object]) -> list[object]:
-    """``events`` with ``added`` put in before the run's end (viewers stop reading there)."""
-    if not added:
-        return events
-    for i, event in enumerate(events):
-        if isinstance(event, RunEnded):
-            return [*events[:i], *added, *events[i:]]
-    return [*events, *added]
 
 
 def _die_with_viewer() -> None:
