@@ -100,3 +100,28 @@ def test_a_list_scrolled_down_keeps_its_rows_in_place(qtbot, tmp_path):
     assert names(panel)[:2] == ["run-41", "run-40"]
     assert panel.tree.itemAt(QPoint(5, 5)).text(0) == top
     panel.loader.close()
+
+
+def test_the_window_keeps_its_size_while_the_list_fills_and_runs_are_read(window, qtbot, tmp_path):
+    window.resize(1200, 820)
+    qtbot.waitExposed(window)
+    QApplication.processEvents()
+    size = window.size()
+    window.runs_dock.raise_()
+    window.runs.set_logdir(tmp_path)
+    for i in range(50):  # runs arrive one by one, the list re-read each time
+        add_run(tmp_path, i)
+        window.runs.refresh_list()
+        QApplication.processEvents()
+        assert window.size() == size, i
+    window.runs.select([f"run-{i:02d}" for i in range(50)])  # "reading …" all of them
+    reading = window.runs.progress_label.text()
+    assert not window.runs.progress_label.isHidden()
+    QApplication.sendPostedEvents()  # the layouts take the label's text
+    assert window.size() == size
+    assert reading == "reading run-00, run-01, run-02 and 47 more…"
+    qtbot.waitUntil(lambda: not window.runs.loading(), timeout=30_000)
+    window.runs.poll()
+    QApplication.processEvents()
+    assert window.size() == size
+    assert not window.runs.progress_label.isVisible() and window.runs.hint.isVisible()

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QMessageBox,
     QPushButton,
+    QSizePolicy,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -54,6 +55,7 @@ from tfstudio.core.runs import (
 POLL_MS = 750  # followed runs: a point shows within ~1 s, 100 of them cost < 5% of a core
 LOADING_POLL_MS = 50  # while a picked run is still being read: it appears piece by piece
 LIST_EVERY_S = 2.0  # re-list the runs this often while a run is live
+MAX_NAMED_READING = 3  # runs named in "reading …" (then how many more)
 # Picked runs' colours: the live run keeps blue (train) and orange (val).
 COLOURS = (
     "#2ca02c",
@@ -183,10 +185,17 @@ class RunsPanel(QWidget):
             self.follow_box,
         ):
             buttons.addWidget(w)
-        buttons.addStretch(1)
-        hint = QLabel("Picked runs are drawn in the Metrics view, beside the live run.")
-        hint.setStyleSheet("color: #808080;")
-        buttons.addWidget(hint)  # beside the buttons: the list keeps the rows
+        self.hint = QLabel("Picked runs are drawn in the Metrics view, beside the live run.")
+        self.hint.setStyleSheet("color: #808080;")
+        # Beside the buttons (the list keeps the rows). Neither label asks for the width of
+        # its text: a long one must not widen the dock, and with it the window.
+        self.progress_label = QLabel()
+        self.progress_label.setStyleSheet("color: #606060;")
+        self.progress_label.hide()  # shown while runs are read, in the hint's place
+        for label in (self.hint, self.progress_label):
+            label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+            label.setMinimumWidth(0)
+            buttons.addWidget(label, 1)
 
         left = QWidget()
         lv = QVBoxLayout(left)
@@ -197,14 +206,10 @@ class RunsPanel(QWidget):
         self.error_label.setWordWrap(True)
         self.error_label.setStyleSheet("color: #c92a2a;")
         self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.error_label.hide()
         lv.addWidget(self.error_label)
         lv.addLayout(buttons)
-
-        self.progress_label = QLabel()
-        self.progress_label.setStyleSheet("color: #606060;")
-        self.progress_label.hide()  # shown while runs are read
-        lv.addWidget(self.progress_label)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addWidget(left)
@@ -470,8 +475,13 @@ class RunsPanel(QWidget):
         for p in sorted(self._pending, key=lambda p: p.name):
             done, total = self._progress.get(p, (0, 0))
             parts.append(f"{p.name} {100 * done // total}%" if total else p.name)
-        self.progress_label.setText(f"reading {', '.join(parts)}…" if parts else "")
+        text = ", ".join(parts[:MAX_NAMED_READING])
+        if len(parts) > MAX_NAMED_READING:
+            text += f" and {len(parts) - MAX_NAMED_READING} more"
+        self.progress_label.setText(f"reading {text}…" if parts else "")
+        self.progress_label.setToolTip("\n".join(parts))
         self.progress_label.setVisible(bool(parts))
+        self.hint.setVisible(not parts)
 
     def poll(self) -> int:
         """Apply what the reading thread read; ask for more of the followed runs.
