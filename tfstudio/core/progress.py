@@ -2,6 +2,13 @@
 
 Shared by the window's status bar and the terminal progress line, so both
 report the same numbers.
+
+After a checkpoint is restored every view follows one rule (docs/controls.md):
+the run's step (the plots' x axis, the checkpoints, "paused at step N") goes back
+to the checkpoint's step and counts on from there; the epoch and the step within
+the epoch are Keras's own loop's, which a restore does not rewind (it goes on with
+the epoch and batch it was at); so the fit ends after the batches it had left,
+at run step :meth:`Progress.fit_end_step`, and progress and ETA count those.
 """
 
 from __future__ import annotations
@@ -42,13 +49,57 @@ class Progress:
     loss_key: str = ""
     paused: bool = False  # training is held: rate and ETA mean nothing until it resumes
     ended: bool = False  # the run ended (a failed or stopped one has no ETA)
+    # the run step the running fit was last restored to (None: no restore in this fit)
+    restored_step: int | None = None
 
     def fraction(self) -> float | None:
-        """Share of the current fit done, 0..1, or None when unknown."""
+        """Share of the current fit's batches run, 0..1 (Keras's count), or None when
+        unknown. A restore does not change it: Keras's epoch loop goes on where it was."""
         if not self.steps_per_epoch or not self.epochs:
             return None
         done = (self.epoch - 1) * self.steps_per_epoch + self.step
         return max(0.0, min(1.0, done / (self.epochs * self.steps_per_epoch)))
+
+    def steps_left(self) -> int | None:
+        """Steps the current fit has still to run (Keras's epoch loop), None when unknown."""
+        if not self.steps_per_epoch or not self.epochs or self.fit_index < 0:
+            return None
+        left = (self.epochs - self.epoch) * self.steps_per_epoch + self.steps_per_epoch - self.step
+        return max(0, left)
+
+    def fit_end_step(self) -> int | None:
+        """The run step at which the current fit will end (None when unknown): after a
+        restore, the checkpoint's step plus the batches Keras's loop has left."""
+        left = self.steps_left()
+        return None if left is None else self.global_step + left
+
+    def restore_note(self) -> str:
+        """What the status line adds after a restore in this fit: ``run step 751``."""
+        if self.restored_step is None:
+            return ""
+        return f"run step {self.global_step:,}"
+
+    def restore_explanation(self) -> str:
+        """A restore's effect on this fit's counts, in words (tooltips, empty without one)."""
+        r = self.restored_step
+        if r is None:
+            return ""
+        total = f" of {self.steps_per_epoch}" if self.steps_per_epoch else ""
+        epochs = f" of {self.epochs}" if self.epochs else ""
+        text = (
+            f"Restored step {r:,}: the run's step (the plots' x axis, the checkpoints) went "
+            f"back to {r:,} and counts on from there. Keras's epoch loop is not rewound by a "
+            f"restore: this fit goes on in epoch {self.epoch}{epochs} at batch "
+            f"{self.step}{total}, where it was"
+        )
+        end = self.fit_end_step()
+        if end is not None:
+            text += (
+                f", so it ends at run step {end:,}; its epochs end (the dashed lines) where they "
+                "really end, off the grid before the restore. Progress and ETA count the "
+                "batches it has left"
+            )
+        return text + "."
 
 
 class ProgressTracker:
@@ -102,6 +153,7 @@ class ProgressTracker:
             p.step = 0
             p.global_step = event.global_step
             p.eta = None
+            p.restored_step = None  # a new fit counts its epochs from its start again
             self._initial_epoch = event.initial_epoch
             # The first step's time is mostly tracing (seconds, against milliseconds a
             # step after it): the rate is measured from the first step on, not the start.
@@ -119,7 +171,11 @@ class ProgressTracker:
             p.global_step = event.global_step
             self._restart_rate()
         elif isinstance(event, CheckpointRestored):
+            # The run's step goes back; the epoch and the step within it are Keras's
+            # loop's, which goes on where it was (the module's docstring).
             p.global_step = event.step
+            if p.fit_index >= 0:
+                p.restored_step = event.step
             self._restart_rate()
 
     @property
@@ -154,11 +210,8 @@ class ProgressTracker:
         if dt <= 0 or global_step <= s0:
             return
         p.rate = (global_step - s0) / dt
-        if p.steps_per_epoch and p.epochs and p.rate > 0:
-            left = (p.epochs - p.epoch) * p.steps_per_epoch + (p.steps_per_epoch - p.step)
-            p.eta = max(0.0, left / p.rate)
-        else:
-            p.eta = None
+        left = p.steps_left()  # Keras's loop's: after a restore too (the module's docstring)
+        p.eta = left / p.rate if left is not None and p.rate > 0 else None
 
 
 def _pick_loss_key(running: dict[str, float] | object) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -291,18 +292,42 @@ class MainWindow(QMainWindow):
         if str(checked) != self._script:
             self.script_args = ()  # arguments belong to the script they were given for
         self._script = str(checked)
+        self._start_clean()
         self.metrics.set_placeholder(
             f"{checked.name} is open — press Run (F5) to train it and watch its metrics here.\n"
             f"{checked.parent}"
         )
         self._add_recent(self._script)
-        self.notices.set_static(check_source(checked))  # static advisor: pure Python, no TF
+        self.notices.start_over(check_source(checked))  # static advisor: pure Python, no TF
         self._last_end = None
         self.runs.set_logdir(resolve_logdir(self.run_options.logdir, checked.parent))
+        self._show_previous(str(checked), time.time())
         self._update_title()
         self._update_state()
         self.statusBar().showMessage(f"Opened {self._script}", MESSAGE_MS)
         return True
+
+    def _start_clean(self) -> None:
+        """Forget the run shown (finished, failed or stopped alike): a script just opened
+        shows its empty state, as before its first run. The console keeps its text."""
+        self._run_seen = False
+        self.metrics.clear()
+        self.status.reset()
+        self.checkpoints.reset()
+        inspected = self.inspector.store
+        drawn = inspected.version
+        inspected.clear()
+        inspected.version = drawn + 1  # (clear() restarts the count): the views redraw
+
+    def _show_previous(self, script: str, before: float) -> None:
+        """Draw ``script``'s newest run started before ``before`` faintly behind the live
+        one (only it: other pinned runs are let go)."""
+        previous = self.runs.previous_run(script, before)
+        for path in [p for p in self.runs.pinned if p != previous]:
+            self.runs.unpin(path)  # only the previous run is drawn behind the live one
+        self._previous = self.runs.pin(previous) if previous is not None else None
+        self.metrics.previous_box.setVisible(self._previous is not None)
+        self._show_runs()
 
     def run_script(self, args: Sequence[str] = ()) -> bool:
         """Start the open script with ``args``; False (with a message) if it cannot start."""
@@ -374,12 +399,7 @@ class MainWindow(QMainWindow):
         self._running = True
         self._run_seen = True
         self._last_end = None
-        previous = self.runs.previous_run(event.script, event.wall_time - 0.5)
-        for path in [p for p in self.runs.pinned if p != previous]:
-            self.runs.unpin(path)  # only the previous run is drawn behind the live one
-        self._previous = self.runs.pin(previous) if previous is not None else None
-        self.metrics.previous_box.setVisible(self._previous is not None)
-        self._show_runs()
+        self._show_previous(event.script, event.wall_time - 0.5)
         if event.script and event.script != self._script:
             self._script = event.script
             self._update_title()
@@ -483,10 +503,10 @@ class MainWindow(QMainWindow):
         the other picked runs and the script's previous run."""
         picked = self.runs.picked()
         shown: list[tuple[RunStore, str, str, bool]] = []  # store, name, colour, faint
-        if self._run_seen:
+        if self._run_seen or not picked:  # a live run, or an open script's empty state
             if self._previous is not None and self.metrics.previous_box.isChecked():
                 shown.append((self._previous, "previous run", PREVIOUS_COLOUR, True))
-        elif picked:
+        else:
             self.metrics.show_store(picked[0][0])
             picked = picked[1:]
         shown += [(store, store.name, colour, False) for store, colour in picked]
@@ -501,7 +521,7 @@ class MainWindow(QMainWindow):
         self.metrics.refresh()
 
     def _on_runs_data(self) -> None:
-        if not self._run_seen and not self.runs.picked():
+        if not self._run_seen and not self.runs.picked() and self._previous is None:
             return
         self.metrics.refresh()
 

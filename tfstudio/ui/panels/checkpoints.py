@@ -41,6 +41,7 @@ from tfstudio.core.progress import format_duration
 from tfstudio.ui.panels.control import Confirm, ask
 
 COLUMNS = ("step", "saved at", "run time", "loss", "kind", "file")
+NO_CHECKPOINT = "No checkpoint yet: Save checkpoint (Ctrl+S) or --checkpoint-every N."
 
 
 class CheckpointsPanel(QWidget):
@@ -112,7 +113,15 @@ class CheckpointsPanel(QWidget):
         layout.addWidget(self.message)
         self._dirty = True
         self._select_next: str | None = None
-        self.message.setText("No checkpoint yet: Save checkpoint (Ctrl+S) or --checkpoint-every N.")
+        self.message.setText(NO_CHECKPOINT)
+        self.refresh()
+
+    def reset(self) -> None:
+        """Forget the run shown (another script was opened): no checkpoints listed."""
+        self.entries, self.running, self.paused, self.restored = {}, False, False, ""
+        self._select_next = None
+        self.message.setText(NO_CHECKPOINT)
+        self._dirty = True
         self.refresh()
 
     # -- commands ------------------------------------------------------------
@@ -168,7 +177,9 @@ class CheckpointsPanel(QWidget):
             self.restored = event.path
             self.message.setText(
                 f"Restored step {event.step} from {Path(event.path).name} "
-                f"(optimizer iterations {event.optimizer_iterations}); Resume continues from it."
+                f"(optimizer iterations {event.optimizer_iterations}); Resume continues from it. "
+                "The run's step counts on from it; the fit's epoch count goes on where it was "
+                "(Keras's epoch loop is not rewound: the status bar says where the fit ends)."
             )
         elif isinstance(event, CheckpointRefused):
             self.message.setText(f"{event.action.capitalize()} refused: {event.reason}")

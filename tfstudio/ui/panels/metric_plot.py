@@ -808,6 +808,19 @@ class MetricPlot(PlotView):
                 self._update_markers()
             self.refresh()
 
+    def data_x_max(self) -> float:
+        """The largest x of the run on show; before it has a fit (a script just opened),
+        of the runs behind it: the script's previous run, faint, is seen whole."""
+        best = super().data_x_max()
+        if best > 0.0 or self.spans:
+            return best
+        for layer in self.layers:
+            for curve in layer.curves.values():
+                x = curve.item.xData if curve.item is not None else None
+                if x is not None and len(x) and curve.item.isVisible():
+                    best = max(best, float(np.nanmax(x)))
+        return best
+
     # -- hover -------------------------------------------------------------
     def span_at(self, x: float) -> FitSpan | None:
         """The fit whose steps include global step ``x``."""

@@ -214,6 +214,7 @@ class MetricsPanel(QWidget):
         self._finished = False
         self._undecided: list[str] = []  # families whose visibility is not chosen yet
         self._hidden_by_default: set[str] = set()  # hidden by the many-families rule, not by you
+        self._rewound: dict[int, int] = {}  # fit index -> steps its restores went back
 
     # -- the run on show and the runs beside it -----------------------------------
     def show_store(self, store: RunStore) -> None:
@@ -258,6 +259,12 @@ class MetricsPanel(QWidget):
             self._script = event.script
         elif isinstance(event, RunEnded):
             self._run_ended = True
+        elif isinstance(event, CheckpointRestored) and self.store.fits:
+            # The run's step goes back, Keras's epoch loop does not: the running fit ends
+            # this many steps earlier on the step axis (core/progress.py's rule).
+            fit = self.store.fits[-1].fit_index
+            back = self.store.global_step - event.step
+            self._rewound[fit] = self._rewound.get(fit, 0) + back
         self.store.add_event(event)
 
     def add_mark(self, step: float, text: str, colour: str = NAN_LINE) -> None:
@@ -463,7 +470,8 @@ class MetricsPanel(QWidget):
 
     def _planned_end(self) -> float:
         """The x of the running fit's last step when ``fit`` was told it (epochs x
-        steps per epoch): the plots' x range grows no further while the data is short
+        steps per epoch, less the steps its restores went back: Keras's epoch loop goes
+        on after a restore): the plots' x range grows no further while the data is short
         of it; 0 when not known (a dataset of unknown length, a custom loop) or the run
         is over."""
         store = self.store
@@ -473,6 +481,7 @@ class MetricsPanel(QWidget):
         if fit.kind != "fit" or not fit.steps_per_epoch or fit.epochs <= fit.initial_epoch:
             return 0.0
         steps = (fit.epochs - fit.initial_epoch) * fit.steps_per_epoch
+        steps -= self._rewound.get(fit.fit_index, 0)
         return float(steps if self.x_mode == PER_FIT else fit.global_step + steps)
 
     def _groups(self) -> list[XLinkGroup]:

@@ -86,6 +86,12 @@ class NoticesPanel(QWidget):
         self._static = list(findings)
         self._rebuild()
 
+    def start_over(self, findings: Sequence[Advice]) -> None:
+        """A script was opened: its static advice, and none from an earlier run."""
+        self._static = list(findings)
+        self._live.clear()
+        self._rebuild()
+
     def add(self, advice: Advice) -> None:
         """Add one live notice (a repeat of one already listed is ignored)."""
         if advice in self._live or advice in self._static:

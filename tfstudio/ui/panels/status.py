@@ -97,6 +97,7 @@ class StatusPanel(QWidget):
         self._placed: tuple | None = None  # (width, height, parts) when last placed
         self._hints: dict[QLabel, tuple[str, int]] = {}
         self._dirty = True
+        self._explained = ""  # the tooltip that says what a restore did to the counts
         self.set_state("idle")
         self.refresh()
 
@@ -111,10 +112,7 @@ class StatusPanel(QWidget):
     def ingest_event(self, event: object) -> None:
         """Follow fits and epochs; a new run starts from zero."""
         if isinstance(event, RunStarted):
-            self.tracker = ProgressTracker()
-            self.devices, self.device_memory = None, None
-            self._room = dict.fromkeys(self._room, 0)  # the texts fit the new run's
-            self._dirty = True
+            self.reset()
         elif isinstance(event, RunDevices):
             self.devices = event
             self._dirty = True
@@ -139,9 +137,10 @@ class StatusPanel(QWidget):
         if started:
             total = f"/{p.steps_per_epoch}" if p.steps_per_epoch else ""
             every = f" (every {p.steps_per_execution} steps)" if p.steps_per_execution > 1 else ""
+            restored = p.restore_note()  # after a restore: the run's step beside Keras's
             texts = (
                 f"epoch {p.epoch}/{p.epochs}" if p.epochs else "",
-                f"step {p.step}{total}{every}",
+                f"step {p.step}{total}{every}" + (f" · {restored}" if restored else ""),
                 _rate_text(p),
                 f"ETA {format_duration(p.eta)}"
                 if p.eta is not None or (p.epochs and not p.ended)
@@ -158,6 +157,11 @@ class StatusPanel(QWidget):
         for label, text in zip(labels, texts, strict=True):
             if label.text() != text:
                 label.setText(text)
+        explained = p.restore_explanation() if started else ""
+        if explained != self._explained:  # what a restore did to the counts (docs/controls.md)
+            self._explained = explained
+            for label in (self.epoch_label, self.step_label, self.progress_bar):
+                label.setToolTip(explained)
         device = self.device_text()
         if self.device_label.text() != device:
             self.device_label.setText(device)
@@ -203,6 +207,15 @@ class StatusPanel(QWidget):
         return (self.epoch_label, self.step_label, self.rate_label, self.eta_label, self.loss_label)
 
     # -- public ------------------------------------------------------------
+    def reset(self) -> None:
+        """Forget the run shown: no epoch, step, speed, loss or device (a new run starts,
+        or another script was opened). The state text is the window's to set."""
+        self.tracker = ProgressTracker()
+        self.devices, self.device_memory = None, None
+        self._room = dict.fromkeys(self._room, 0)  # the texts fit the next run's
+        self._dirty = True
+        self.refresh()
+
     def set_state(self, state: str, detail: str = "") -> None:
         """Show the run's state (one of :data:`STATES`), with optional detail text."""
         text, colour = STATES.get(state, (state, "#6b6b6b"))
