@@ -41,7 +41,7 @@ from tfstudio.core.options import RunOptions  # noqa: E402
 from tfstudio.core.process import ProcessLauncher  # noqa: E402
 from tfstudio.core.run_store import RunStore  # noqa: E402
 
-try:  # absent before steps travelled as columns (bench/step_path.py runs the old code too)
+try:  # absent before steps travelled as columns (this file also runs on older trees)
     from tfstudio.core.events import StepColumns  # noqa: E402
 except ImportError:
     StepColumns = None  # type: ignore[assignment,misc]

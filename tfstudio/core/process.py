@@ -194,14 +194,6 @@ def describe_exit(
     return status, returncode, f"the script's process exited with os._exit({returncode})"
 
 
-def _to_terminal(text: str) -> None:
-    try:
-        sys.__stderr__.write(text)
-        sys.__stderr__.flush()
-    except (AttributeError, OSError, ValueError):
-        pass
-
-
 class _Worker:
     """One worker process and the thread that reads everything it sends."""
 
@@ -318,18 +310,17 @@ class _Worker:
         with self._lock:
             self.assigned = True
             held, self._held = self._held, []
+            # What this worker printed while it waited as a spare (TensorFlow's absl/CUDA
+            # start-up lines) goes to its run's console, which folds those lines into one
+            # as it does a cold worker's (ui/panels/console.py), never to the viewer's
+            # terminal; a spare that never runs takes its lines with it. Emitted under
+            # the lock: the reader's later output comes after them.
+            self.launcher.channel.emit_all(held)
         self.t0 = time.monotonic()
         self.oom_kills_at_start = oom_kill_count()
-        # What a warm worker printed while importing TensorFlow (absl/CUDA start-up
-        # lines) is not the script's output: it goes to the viewer's terminal, as it
-        # did when the import happened there, unless the import failed.
-        for event in held:
-            if self.import_error:
-                self.launcher.channel.emit(event)
-            else:
-                _to_terminal(event.text)  # type: ignore[attr-defined]
-        if not self.send(("run", spec)):
-            pass  # the reader finds the process gone and ends the run with the reason
+        # A send that fails needs nothing here: the reader finds the process gone and
+        # ends the run with the reason.
+        self.send(("run", spec))
 
     def escalate(self) -> None:
         """Move the stop on by one stage (see STAGES)."""

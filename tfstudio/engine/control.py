@@ -619,7 +619,7 @@ class TrainingController:
         """A Keras schedule's rate now: ``schedule(opt.iterations)``, as the optimizer
         computes it, through a ``tf.function`` made once per schedule. Evaluated eagerly
         it took ~2.2 ms of the training thread (a dozen eager ops), up to 4 times a
-        second; the function's call takes ~0.4 ms (bench/lr_read.py). Schedules are pure
+        second; the function's call takes ~0.4 ms. Schedules are pure
         functions of the step, made to be traced (Keras traces them in its train step);
         other callables are still called eagerly."""
         cached = self._schedule_fn

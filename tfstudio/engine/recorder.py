@@ -774,7 +774,7 @@ WRITERS: dict[type, Callable[[Recorder, Any], None]] = {
 # restore by each tag's wall times, not by file order): the steps waiting to be encoded
 # need not go first. An epoch's end, the learning rate's points and the inspector's
 # samples come every few beats; encoding the steps before each of them made blocks of a
-# few dozen rows, whose numpy set-up cost more than the rows (pump_split.py).
+# few dozen rows, whose numpy set-up cost more than the rows.
 _BESIDE_STEPS = frozenset({EpochEnded, LearningRate, WeightStats, GradientStats, LayerOutputs})
 
 

@@ -105,7 +105,7 @@ def fit_hook(patches: Patches, sampler: TwinSampler) -> Callable[[bool], None]:
 
     The wrapper passes every call through while ``monitor.in_fit`` holds (a fit is
     monitored by its callback), yet each of the fit's calls still ran its Python: a few
-    us a step, within ``bench/fit_wrapper.py``'s resolution, and a cost
+    us a step, within its measurement's resolution, and a cost
     ``bench/overhead.py`` (no loop interceptor) never showed. So it is taken off for
     the fit and put back at its end (its ``in_fit`` test stays, should this hook fail);
     then a loop's next call takes the wrapper's full path (``sampler``: the run's
@@ -205,7 +205,7 @@ def _function_call(original: Callable[..., Any], it: LoopInterceptor) -> Callabl
     def __call__(function: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N807
         # The quiet path, for a step function's call: until call `quiet_until` nothing
         # is due (no twin, no sample, no control's work) and no command waits: count it,
-        # call. The full path below cost 10-15 us a call (bench/loop_split.py), as much
+        # call. The full path below cost 10-15 us a call, as much
         # as the graph's write of the loss: Python right after a TensorFlow call is slow.
         if (
             sampler.calls + 1 < sampler.quiet_until

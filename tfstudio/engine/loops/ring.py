@@ -29,8 +29,7 @@ RING = 16384  # steps a graph series' buffer holds between two reads (80,000 ste
 # function with a stateful random op, every step), so it is a quarter of RING: a row
 # lasts until a later step's row lands on its slot, at least 4,096 steps, one read
 # interval at 20,000 steps/s. It was a RING-row buffer and a third one for the step
-# numbers: each read copied both whole (~0.5 MB for a six-variable MLP;
-# bench/loop_read_cost.py).
+# numbers: each read copied both whole (~0.5 MB for a six-variable MLP).
 NORM_RING = 4096
 STEP_COLUMNS = 2  # a norm row's last columns: its step number, high and low part
 STEP_SPLIT = 1 << 24  # ... split here: each part is exact in float32 (steps < 2**48)
@@ -47,12 +46,11 @@ READ_EVERY = 0.2
 TICK_EVERY = 0.1
 MAX_PARTS = 16  # columns of gradient norms per row (more gradients are added in groups)
 # A graph loop measures its gradient norm every NORM_EVERY calls of its step function:
-# one l2_loss per gradient cost ~1.5% of a ~1 ms step when written every step
-# (bench/loop_write_cost.py: `columns` against `loss`).
+# one l2_loss per gradient cost ~1.5% of a ~1 ms step when written every step.
 NORM_EVERY = 10
 # ... and at most every NORM_MIN_GAP_S seconds: a call of the norm twin, a graph of its
 # own, costs TensorFlow ~0.12-0.15 ms more than a call of the graph it follows (switching
-# graphs; the twin alone runs as fast: bench/loop_split.py), ~12 us a step at every 10th
+# graphs; the twin alone runs as fast), ~12 us a step at every 10th
 # call of a 0.7 ms step; with what it leaves behind for the next call, ~0.23 ms in all
 # (/tmp probe of 2026-12-01: calls sorted by kind). At most 10 such calls a second take
 # ~0.2% of any loop's time (a loop of two step functions, a GAN's, runs a round of two
@@ -98,8 +96,8 @@ class GraphRing:
         if norm:
             grads = [g.values if isinstance(g, tf.IndexedSlices) else g for _, g in pairs]
             # l2_loss(g) = sum(g**2) / 2 per gradient, one op each, each in its own column:
-            # the reader sums them (bench/loop_write_cost.py: an add_n here cost 0.4-2% of
-            # a 1 ms step more than the columns, within that bench's resolution)
+            # the reader sums them (an add_n here cost 0.4-2% of
+            # a 1 ms step more than the columns, within the measurement's resolution)
             parts = [tf.nn.l2_loss(tf.cast(g, tf.float32)) for g in grads]
         self._make(tf, min(len(pairs), MAX_PARTS) or 1)
         # Values first, then the count: a reader that sees the count sees the values.

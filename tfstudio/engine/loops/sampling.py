@@ -17,7 +17,7 @@ the wrapper's full path sets it after each call, and anything the training threa
 must see at the next call (a stop, a control's rate, a new step function) sets it to 0.
 
 A long quiet stretch runs without the wrapper at all (its quiet path still cost ~3-5 us
-a call: bench/loop_wrapper.py): the full path puts TensorFlow's own ``__call__`` back
+a call): the full path puts TensorFlow's own ``__call__`` back
 (:meth:`TwinSampler.quiet_off`) and the calls go uncounted. The graph reader's thread
 puts the wrapper back about when a twin's call or a sample is due, at the calls' pace
 before the stretch (:meth:`TwinSampler.tick`; a thread wake, no read), and at its next

@@ -49,7 +49,7 @@ class StatusPanel(QWidget):
     The panel places its texts itself, without a ``QLayout``: a label's ``setText``
     asks its parent's layout to lay out again, and the step count changes at every
     redraw; through the status bar that re-laid-out the whole main window each time
-    (2.0 ms of the window's ~33 ms per redraw, ``bench/window_replay.py``). Here a
+    (2.0 ms of the window's ~33 ms per redraw). Here a
     text's room only grows during a run (so the texts also stay where they are), and
     the panel is placed again only when a room or the panel's size changed.
 

@@ -13,7 +13,7 @@ MAX_SYMBOLS = 200  # point markers are dropped past this many points
 # pyqtgraph's peak downsampling keeps this many (min, max) pairs per pixel column of
 # the view (its default is 5: ten points a pixel, all but two of them hidden under the
 # stroke). A per-step line of a long run holds up to 20,000 points; at one pair a pixel
-# it is drawn from ~2,200 on a 1,100 px plot instead of ~8,000 (bench/window_replay.py).
+# it is drawn from ~2,200 on a 1,100 px plot instead of ~8,000.
 PEAK_PAIRS_PER_PX = 1.0
 
 

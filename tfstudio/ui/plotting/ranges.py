@@ -92,7 +92,7 @@ def settled_range(
     falling loss leaves by the bottom again and again, a rising accuracy by the top:
     the lead on that side (``room + lead`` stays within ``slack``, so the moved range
     does not shrink again at once) moved a live run's metric axes about 40% less
-    often than room alone (``bench/window_replay.py``).
+    often than room alone.
     """
     lo, hi = wanted
     pad_lo = pad_hi = (hi - lo) * room
