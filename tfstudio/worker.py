@@ -69,7 +69,7 @@ class PipeSink:
     that would wait takes nothing or a part); a sender thread sends the rest of a
     message begun so, and the batches queued meanwhile, as one message. A batch
     sent whole costs no thread wake (on 2 busy cores a wake of the sender thread cost
-    ~0.1 ms: docs/benchmarks.md). When the viewer falls behind (more than
+    ~0.1 ms: docs/benchmarks.md's history). When the viewer falls behind (more than
     :data:`MAX_PENDING_ROWS` steps queued), the queued steps are coalesced
     (:func:`tfstudio.core.channel.coalesce`): the viewer's copy keeps each metric's
     envelope, the recorder (a later sink) still gets every step, and the worker's

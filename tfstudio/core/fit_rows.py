@@ -8,7 +8,7 @@ Keras gave them (a tuple, in the logs' order), the samples seen after this batch
 after the one before (``c_k``, ``c_j``) and the previous row's running values. The
 pump's thread derives a whole block of rows at once (:func:`raw_block`), bit for bit
 what :func:`batch_mean` gives row by row (the same float64 operations in the same
-order), so the hook costs a few microseconds less per step (docs/benchmarks.md).
+order), so the hook costs a few microseconds less per step (docs/benchmarks.md's history).
 
 A raw row is ``(layout, global_step, step, steps, time, c_k, c_j, running, previous)``:
 
@@ -105,7 +105,7 @@ def _block_of_numbers(rows: Sequence[tuple]) -> StepColumns:
 
     The means are derived in Python, row by row, as the rows are read: on the pump's
     thread that is ~30 us a block cheaper than numpy's seven calls on a few dozen rows
-    (docs/benchmarks.md), and the same float64 operations in the same order as
+    (docs/benchmarks.md's history), and the same float64 operations in the same order as
     :func:`batch_mean`.
     """
     layout: RowLayout = rows[0][0]

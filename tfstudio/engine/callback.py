@@ -229,7 +229,7 @@ class StudioCallback(keras.callbacks.Callback):
         """Append this hook's logs to the channel as one raw row; then the step boundary.
 
         Most batch ends take the quick way (a tuple appended, ~5 us less than deriving
-        here: docs/benchmarks.md): within an epoch, after the fit's first batch end,
+        here: docs/benchmarks.md's history): within an epoch, after the fit's first batch end,
         with the keys of the batch end before, when every mean counts as the loss
         tracker does. The others (the fit's first, an epoch's last with its count read,
         new keys, means with counts of their own) go through :meth:`_step`.

@@ -60,7 +60,7 @@ LR_MIN_S = 0.25  # ... and seconds: a fast fit reads its rate 4 times a second, 
 # A plain rate no one assigned since it was sent is the same value again: said again this
 # often (a record read elsewhere, TensorBoard's own view, draws it as a line), not every
 # LR_MIN_S. The window holds a rate's last value to the newest step anyway, and each
-# event splits the block of steps around it on the way (docs/benchmarks.md).
+# event splits the block of steps around it on the way (docs/benchmarks.md's history).
 LR_REPEAT_S = 2.0
 
 
@@ -289,7 +289,7 @@ class TrainingController:
         Most steps have nothing to do but look at the loss: a comparison with the steps
         planned (:meth:`_plan`), the ``due`` flag and the command queue let them go (on
         the training thread, right after a step, each thing the hook touches costs
-        several times what it costs in a loop: docs/benchmarks.md).
+        several times what it costs in a loop: docs/benchmarks.md's history).
         """
         if loss is not None:
             if math.isfinite(loss):

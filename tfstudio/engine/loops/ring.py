@@ -56,7 +56,7 @@ NORM_EVERY = 10
 # ~0.2% of any loop's time (a loop of two step functions, a GAN's, runs a round of two
 # twins' calls every 0.2 s). At 20 a second (0.05 s, before 2026-12-01) a monitored
 # call of the small MLP cost 4.6-8.4 us more than at 10, alternated in one process
-# (docs/benchmarks.md); 10 norm points a second are still far more than a plot needs.
+# (docs/benchmarks.md's history); 10 norm points a second are still far more than a plot needs.
 NORM_MIN_GAP_S = 0.1
 
 
