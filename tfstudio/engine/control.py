@@ -515,6 +515,7 @@ class TrainingController:
             mon.channel.emit(CheckpointRefused(path, "restore", str(exc)))
             mon.note(f"Restore refused: {exc}")
             return False
+        was_at = mon.global_step
         mon.global_step = restored.step
         self._last_auto_step = restored.step
         self._nan_active = False
@@ -528,7 +529,16 @@ class TrainingController:
                 restored.path, restored.step, restored.optimizer_iterations, mon.now()
             )
         )
-        mon.note(f"restored step {restored.step} from {restored.path}")
+        # The run's step goes back; the loop that trains cannot be rewound from a step
+        # boundary: every view counts on from here (core/progress.py, docs/controls.md).
+        said = f"restored step {restored.step} from {restored.path}"
+        if 0 < was_at != restored.step:  # (--restore, before the first step: nothing to say)
+            said += (
+                f" (the run was at step {was_at:,}): steps count on from {restored.step:,}; "
+                "the training loop itself (Keras's epochs and batches, or your own loop) "
+                "goes on where it was"
+            )
+        mon.note(said)
         self._send_learning_rate(force=True)
         return True
 
