@@ -13,13 +13,22 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, QSettings, Qt, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtGui import (
+    QAction,
+    QCloseEvent,
+    QDragEnterEvent,
+    QDropEvent,
+    QKeySequence,
+    QResizeEvent,
+    QShowEvent,
+)
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
     QMainWindow,
     QMenu,
     QStyle,
+    QTabBar,
     QToolBar,
     QWidget,
 )
@@ -172,7 +181,7 @@ class MainWindow(QMainWindow):
 
         self.setAcceptDrops(True)
         self.resize(1200, 800)
-        self.resizeDocks([self._console_dock], [210], Qt.Orientation.Vertical)
+        self._give_console_its_lines()
         self.resizeDocks([self._system_dock], [360], Qt.Orientation.Horizontal)
         self._update_title()
         self._update_state()
@@ -605,6 +614,32 @@ class MainWindow(QMainWindow):
         if shown:
             self.console.catch_up()
             self.system.catch_up()
+
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 (Qt API)
+        """Shown: the console gets its lines (a height given before the window was laid out
+        is shared out again by the layout)."""
+        super().showEvent(event)
+        self._give_console_its_lines()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt API)
+        """A taller window (maximised, say) gives a console lower than its lines more room
+        (Qt gives the central widget all of it)."""
+        super().resizeEvent(event)
+        self._give_console_its_lines()
+
+    def _give_console_its_lines(self) -> None:
+        """The console dock as tall as its lines need (when the window has the room)."""
+        dock, console = self._console_dock, self.console
+        lines = console.wanted_height()
+        if dock.isVisible() and console.height() >= lines:
+            return
+        extra = 0  # what the dock's height holds besides the console: its title, its tabs
+        if dock.isVisible():
+            extra = max(0, dock.height() - console.height())
+            for bar in self.findChildren(QTabBar):
+                if bar.isVisible() and dock.windowTitle() in map(bar.tabText, range(bar.count())):
+                    extra += bar.height()
+        self.resizeDocks([dock], [lines + extra], Qt.Orientation.Vertical)
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt API)
         """Back from minimised: the panels draw what arrived meanwhile."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtCore import QEvent, QObject, QPoint, QSize, Qt
 from PySide6.QtGui import (
     QAction,
     QColor,
@@ -27,6 +27,7 @@ from PySide6.QtGui import (
     QTextBlock,
     QTextCharFormat,
     QTextCursor,
+    QTextOption,
 )
 from PySide6.QtWidgets import QPlainTextEdit, QVBoxLayout, QWidget
 
@@ -45,6 +46,7 @@ from tfstudio.core.tf_startup import StartupFold, describe_startup
 from tfstudio.ui.panels.visibility import out_of_sight
 
 MAX_LINES = 20_000
+DEFAULT_LINES = 14  # lines of output the console dock shows at first
 STREAM_COLOURS = {
     "stdout": "#1e1e1e",
     "stderr": "#a31515",
@@ -202,7 +204,10 @@ class ConsolePanel(QWidget):
         self.view = QPlainTextEdit(self)
         self.view.setReadOnly(True)
         self.view.setMaximumBlockCount(max_lines)
-        self.view.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        # Long lines (a failure's summary, a traceback's source line) wrap at the panel's
+        # width, so each is readable whole; "Wrap long lines" in the context menu turns it off.
+        self.view.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        self.view.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
         self.view.setUndoRedoEnabled(False)
         font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
         font.setStyleHint(QFont.StyleHint.Monospace)
@@ -214,6 +219,12 @@ class ConsolePanel(QWidget):
         self.clear_action = QAction("Clear console", self)
         self.clear_action.triggered.connect(self.clear)
         self.view.addAction(self.clear_action)
+        self.wrap_action = QAction("Wrap long lines", self)
+        self.wrap_action.setCheckable(True)
+        self.wrap_action.setChecked(True)
+        self.wrap_action.toggled.connect(self.set_wrap)
+        self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.view.customContextMenuRequested.connect(self._show_menu)
         self._buffer = ConsoleBuffer(max_lines)
         self._formats = {name: _format(name) for name in STREAM_COLOURS}
         self._fold_format = _fold_format()
@@ -223,6 +234,41 @@ class ConsolePanel(QWidget):
         self._new_phase()
         self.view.viewport().setMouseTracking(True)
         self.view.viewport().installEventFilter(self)
+
+    # -- size and wrapping ---------------------------------------------------
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt API)
+        """Room for :data:`DEFAULT_LINES` lines of output (the dock's first height)."""
+        hint = super().sizeHint()
+        return QSize(hint.width(), self.wanted_height())
+
+    def wanted_height(self, lines: int = DEFAULT_LINES) -> int:
+        """The panel's height in px that shows ``lines`` lines of output."""
+        view = self.view
+        if self.isVisible() and view.viewport().height() > 0:  # laid out: what is not text
+            frame = self.height() - view.viewport().height()
+        else:
+            frame = 2 * view.frameWidth()
+        margin = int(view.document().documentMargin() * 2)
+        return int(lines * view.fontMetrics().lineSpacing()) + frame + margin
+
+    def visible_lines(self) -> float:
+        """How many lines of output the view shows at its present height."""
+        return self.view.viewport().height() / self.view.fontMetrics().lineSpacing()
+
+    def set_wrap(self, wrap: bool) -> None:
+        """Wrap long lines at the panel's width (True), or scroll sideways to them."""
+        mode = QPlainTextEdit.LineWrapMode
+        self.view.setLineWrapMode(mode.WidgetWidth if wrap else mode.NoWrap)
+        if self.wrap_action.isChecked() != bool(wrap):
+            self.wrap_action.setChecked(bool(wrap))
+
+    def _show_menu(self, pos: QPoint) -> None:
+        menu = self.view.createStandardContextMenu()
+        menu.addSeparator()
+        menu.addAction(self.wrap_action)
+        menu.addAction(self.clear_action)
+        menu.exec(self.view.viewport().mapToGlobal(pos))
+        menu.deleteLater()
 
     # -- panel protocol ----------------------------------------------------
     def ingest_steps(self, steps: Sequence[StepEnded]) -> None:

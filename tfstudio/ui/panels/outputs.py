@@ -102,7 +102,7 @@ class OutputsView(QWidget):
         self.picture_caption = QLabel("")
         col.addWidget(self.picture_caption)
         self.picture = TimedPlotWidget(paint_clock, background=BACKGROUND)
-        self.picture.setMinimumHeight(260)
+        self.picture.setMinimumHeight(180)  # 260 left the console 9 lines in a 1200x800 window
         self.picture_plot: pg.PlotItem = self.picture.getPlotItem()
         self.picture_plot.hideButtons()
         self.picture_plot.getViewBox().setAspectLocked(True)
