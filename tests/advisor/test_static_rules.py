@@ -147,3 +147,87 @@ def test_a_subclass_in_an_eager_custom_loop_is_not_called_traced() -> None:
     """No fit/evaluate/predict: call runs eagerly; only the py_function map is named."""
     found = check_source(HERE / "eager_loop.py")
     assert [(f.rule, f.line) for f in found] == [("py-function-in-map", 27)]
+
+
+# -- trace-side-effect fires only where the code is traced, and says what traces it -------
+NOISY_LAYER = """
+import keras
+import tensorflow as tf
+
+
+class Noisy(keras.layers.Layer):
+    def call(self, x):
+        print("noisy", x)
+        return x
+
+"""
+
+
+def _side_effects(src: str) -> list[tuple[int, str]]:
+    return [(f.line, f.message) for f in check_text(src) if f.rule == "trace-side-effect"]
+
+
+def test_a_layer_only_called_eagerly_is_not_called_traced() -> None:
+    src = NOISY_LAYER + (
+        "layer = Noisy()\n"
+        "print(layer(tf.ones((2, 4))))\n"  # eager: its print runs every call
+        "model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])\n"
+        "model.compile('sgd', 'mse')\n"
+        "model.fit(tf.ones((8, 4)), tf.ones((8, 1)), verbose=0)\n"  # another model is fitted
+    )
+    assert _side_effects(src) == []
+
+
+def test_the_same_layer_in_a_fitted_model_is_named_with_its_fit() -> None:
+    src = NOISY_LAYER + (
+        "model = keras.Sequential([keras.Input((4,)), Noisy(), keras.layers.Dense(1)])\n"
+        "model.compile('sgd', 'mse')\n"
+        "model.fit(tf.ones((8, 4)), tf.ones((8, 1)), verbose=0)\n"
+    )
+    ((line, message),) = _side_effects(src)
+    assert line == 8
+    assert message.endswith(
+        "(Noisy.call is traced: model.fit() at line 13 compiles it into a graph)."
+    )
+
+
+def test_a_layer_reached_through_a_builder_a_functional_graph_and_a_parameter() -> None:
+    src = NOISY_LAYER + (
+        "def build():\n"
+        "    inputs = keras.Input((4,))\n"
+        "    hidden = Noisy()(inputs)\n"
+        "    return keras.Model(inputs, keras.layers.Dense(1)(hidden))\n"
+        "\n"
+        "def train(net):\n"
+        "    net.compile('sgd', 'mse')\n"
+        "    net.fit(tf.ones((8, 4)), tf.ones((8, 1)), verbose=0)\n"
+        "\n"
+        "train(build())\n"
+    )
+    ((line, message),) = _side_effects(src)
+    assert line == 8 and "(Noisy.call is traced: net.fit() at line 18 compiles" in message
+
+
+def test_a_print_in_a_tf_function_names_the_function() -> None:
+    src = NOISY_LAYER + (
+        "layer = Noisy()\n"
+        "\n"
+        "@tf.function\n"
+        "def train_step(x):\n"
+        "    print('tracing')\n"
+        "    return layer(x)\n"
+        "\n"
+        "train_step(tf.ones((2, 4)))\n"
+    )
+    assert _side_effects(src) == [
+        (
+            8,
+            "print(...) prints once, while TensorFlow traces it, not every step (Noisy.call "
+            "is traced: it runs inside the tf.function train_step).",
+        ),
+        (
+            15,
+            "print(...) prints once, while TensorFlow traces it, not every step (train_step "
+            "is traced: it is a tf.function).",
+        ),
+    ]

@@ -18,6 +18,10 @@ class Gate(keras.layers.Layer):
 
 
 class M(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.gate = Gate()  # fitted with M: its call is traced
+
     def train_step(self, data):
         x, y = data
         if tf.reduce_mean(x) > 0:  # expect: tensor-as-python

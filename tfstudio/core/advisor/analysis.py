@@ -82,6 +82,7 @@ class Traced:
     kind: str
     autograph: bool
     cls: ast.ClassDef | None = None
+    why: str = ""  # what traces it, for a Keras method: "model.fit() at line 30 compiles..."
 
     @property
     def name(self) -> str:
@@ -367,10 +368,6 @@ class Script:
                     if self.qualname(target) == "tensorflow.function":
                         autograph = not (call and is_const(keyword(call, "autograph"), False))
                         add(Traced(node, "tf.function", autograph))
-            elif isinstance(node, ast.ClassDef) and self.uses_fit() and self.is_keras_class(node):
-                for item in node.body:
-                    if isinstance(item, ast.FunctionDef) and item.name in KERAS_METHODS:
-                        add(Traced(item, "keras", autograph=False, cls=node))
             elif isinstance(node, ast.Call):
                 if self.qualname(node.func) == "tensorflow.function" and node.args:
                     fn = self.function_of(node.args[0])
@@ -386,6 +383,118 @@ class Script:
                     fn = self.function_of(arg) if arg is not None else None
                     if fn is not None:
                         add(Traced(fn, "dataset", autograph=True))
+        # Keras methods (call, train_step...) are traced only where the script traces them:
+        # a model that is fitted (and every layer it is made of), or a model or layer
+        # called in a tf.function. A layer only ever called eagerly is left alone.
+        traced_classes = self._traced_classes([t for t in self.traced if t.kind != "keras"])
+        for name, why in traced_classes.items():
+            cls = self.classes[name]
+            for item in cls.body:
+                if isinstance(item, ast.FunctionDef) and item.name in KERAS_METHODS:
+                    add(Traced(item, "keras", autograph=False, cls=cls, why=why))
+
+    def _traced_classes(self, functions: list[Traced]) -> dict[str, str]:
+        """The script's Keras classes whose methods TensorFlow traces -> what traces them.
+
+        Roots: the model of each ``fit``/``evaluate``/``predict`` call (followed through
+        assignments, ``Sequential([...])``, functional graphs, functions of the script
+        that build it, a parameter's arguments) and what each traced function calls.
+        Then every Keras class of the script those classes make or derive from. A model
+        that cannot be followed traces nothing here ("don't know": no alarm).
+        """
+        keras_classes = {n for n, c in self.classes.items() if self.is_keras_class(c)}
+        if not keras_classes:
+            return {}
+        found: dict[str, str] = {}
+        roots: list[tuple[int, list[ast.AST], str]] = []
+        for node in self.nodes:
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in FIT_METHODS
+            ):
+                receiver = node.func.value
+                name = dotted(receiver) or "the model"
+                why = f"{name}.{node.func.attr}() at line {node.lineno} compiles it into a graph"
+                roots.append((node.lineno, [receiver], why))
+        for fn in functions:
+            if fn.kind == "tf.function":
+                why = f"it runs inside the tf.function {fn.name}"
+            else:
+                why = f"it runs inside a Dataset function ({fn.name}), always a graph"
+            used = [n for n in fn.body_nodes() if isinstance(n, ast.Name | ast.Call)]
+            roots.append((getattr(fn.node, "lineno", 0), used, why))
+        for _, exprs, why in sorted(roots, key=lambda r: r[0]):
+            for expr in exprs:
+                for name in self._classes_in(expr, keras_classes):
+                    found.setdefault(name, why)
+        # what a traced class makes (its sublayers) and inherits is traced with it
+        todo = list(found)
+        while todo:
+            name = todo.pop()
+            cls = self.classes[name]
+            made = {
+                n.func.id
+                for n in ast.walk(cls)
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+            }
+            bases = {dotted(b) or "" for b in cls.bases}
+            for other in sorted((made | bases) & keras_classes):
+                if other not in found:
+                    found[other] = found[name]
+                    todo.append(other)
+        return found
+
+    def _classes_in(self, expr: ast.AST, classes: set[str]) -> set[str]:
+        """The script's classes (of ``classes``) whose instances ``expr`` may hold or use."""
+        out: set[str] = set()
+        seen: set[int] = set()
+        stack: list[ast.AST] = [expr]
+        while stack and len(seen) < 5000:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name):
+                    if sub.func.id in classes:
+                        out.add(sub.func.id)
+                        continue
+                    fn = self.def_of(sub.func)
+                    if fn is not None:  # a function of the script that builds the model
+                        stack.extend(fn.body)
+                elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
+                    if sub.id in classes:
+                        continue
+                    stack.extend(self._values_of(sub))
+        return out
+
+    def _values_of(self, name: ast.Name) -> list[ast.AST]:
+        """What ``name`` may hold where it is used: its value there, else every value
+        the script assigns to that name, and for a parameter the arguments given to it."""
+        value = self.value_at(name)
+        if value is not None:
+            return [value]
+        values: list[ast.AST] = list(self.assigns.get(name.id, []))
+        scope = self._scope.get(id(name))
+        while scope is not None and not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+            scope = self._parent.get(id(scope))
+        if scope is not None:
+            a = scope.args
+            params = [p.arg for p in (*a.posonlyargs, *a.args)]
+            if name.id in params:
+                at = params.index(name.id)
+                for call in self.nodes:
+                    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+                        continue
+                    if call.func.id != scope.name or self.def_of(call.func) is not scope:
+                        continue
+                    arg = keyword(call, name.id)
+                    if arg is None and at < len(call.args):
+                        arg = call.args[at]
+                    if arg is not None:
+                        values.append(arg)
+        return values
 
     def uses_fit(self) -> bool:
         """True when the script calls ``fit``/``evaluate``/``predict``, which trace ``call``.

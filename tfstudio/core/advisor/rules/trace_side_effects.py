@@ -89,6 +89,8 @@ def check(script: Script) -> Iterator[tuple[int, str]]:
 
 
 def _why(fn: Traced) -> str:
+    if fn.why:
+        return fn.why
     return {
         "tf.function": "it is a tf.function",
         "keras": "fit() compiles it into a graph",
