@@ -268,6 +268,8 @@ class MetricPlot(PlotView):
             if track.kind == RUNNING:
                 continue
             source = track.smooth if smoothing and track.smooth is not None else track
+            if source is not track and track.smooth.suspended:
+                track.resume_smoothing()  # the run was on show with this plot hidden
             curve = layer.curves.get(track.key)
             if curve is None or curve.source is not source:
                 if curve is None:
