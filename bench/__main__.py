@@ -3,7 +3,7 @@
     python -m bench                  # the table: name, question, command, the line it ends with
     python -m bench NAME [ARGS...]   # run one (ARGS go to its script; --help shows them)
     python -m bench all              # every benchmark that needs no GPU, in a short setting,
-                                     # printing each one's final line (~10-15 min on 2 cores)
+                                     # printing each one's final line (~10 min on 2 busy cores)
 
 Run from the repository root: the checkout's ``tfstudio`` is put first on the path, so
 the benchmarks measure this tree and not an installed copy. Windows are offscreen
@@ -87,8 +87,9 @@ BENCHES = (
     ),
     Bench(
         "launch",
-        "How long from launching tfstudio to its window shown?",
-        "one line: the median launch-to-window time",
+        "How long from launching tfstudio to its window shown? (X display, or its own Xvfb)",
+        "launch: to a visible window median S s (min A, max B, N rounds)",
+        ("--rounds", "1"),
     ),
     Bench(
         "start",
