@@ -129,6 +129,8 @@ def describe(tracker: ProgressTracker) -> str:
     step = f"step {p.step}/{p.steps_per_epoch}" if p.steps_per_epoch else f"step {p.step}"
     if p.steps_per_execution > 1:
         step += f" (every {p.steps_per_execution})"
+    if p.restore_note():  # after a restore: the run's step beside Keras's (docs/controls.md)
+        step += f" · {p.restore_note()}"
     epoch = f"epoch {p.epoch}/{p.epochs}" if p.epochs else ""
     fit = f"fit {p.fit_index + 1} " if p.fit_index > 0 else ""
     loss = f"{p.loss_key} {format_value(p.loss)}" if p.loss_key else ""
