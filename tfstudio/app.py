@@ -95,8 +95,8 @@ def run_app(
     window.run_finished.connect(on_run_finished)
     window.bridge.frame_done.connect(on_frame)
     opened = window.open_script(script if script else str(default_example()))
-    if opened:
-        window.script_args = tuple(script_args)  # the Run button uses them too
+    if opened and script_args:  # else the arguments kept for the script (Run > Arguments…)
+        window.set_script_arguments(script_args, keep=False)  # the Run button uses them too
     if compare:
         window.runs.pick_folders(compare)
     if run:

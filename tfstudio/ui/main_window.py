@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -42,7 +43,9 @@ from tfstudio.core.progress import format_duration
 from tfstudio.core.run_store import RunStore
 from tfstudio.core.runs import resolve_logdir
 from tfstudio.core.scripts import ScriptPathError, check_script
+from tfstudio.ui.arguments import ArgumentsDialog, store_arguments, stored_arguments
 from tfstudio.ui.bridge import Bridge, Puller
+from tfstudio.ui.help import ShortcutsDialog, about_dialog, open_docs
 from tfstudio.ui.panels.checkpoints import CheckpointsPanel
 from tfstudio.ui.panels.console import ConsolePanel
 from tfstudio.ui.panels.control import ControlPanel
@@ -213,6 +216,18 @@ class MainWindow(QMainWindow):
         self.quit_action = QAction("Quit", self)
         self.quit_action.setShortcut(QKeySequence.StandardKey.Quit)
         self.quit_action.triggered.connect(self.close)
+        self.arguments_action = QAction("Arguments…", self)
+        self.arguments_action.setShortcut(QKeySequence("Ctrl+Shift+R"))
+        self.arguments_action.setToolTip("The command-line arguments Run passes to the script")
+        self.arguments_action.triggered.connect(self._on_arguments_triggered)
+        self.shortcuts_action = QAction("Keyboard Shortcuts", self)
+        self.shortcuts_action.setShortcut(QKeySequence.StandardKey.HelpContents)
+        self.shortcuts_action.triggered.connect(lambda: self.shortcuts_dialog().exec())
+        self.docs_action = QAction("Open README and Docs", self)
+        self.docs_action.setToolTip("The local README.md and docs/ folder (no network)")
+        self.docs_action.triggered.connect(lambda: open_docs(self))
+        self.about_action = QAction("About tfstudio", self)
+        self.about_action.triggered.connect(lambda: about_dialog(self).exec())
         self.clear_console_action = self.console.clear_action
 
     def _make_controls(self) -> None:
@@ -239,6 +254,7 @@ class MainWindow(QMainWindow):
         file_menu.addAction(self.quit_action)
         run_menu = self.menuBar().addMenu("&Run")
         run_menu.addAction(self.run_action)
+        run_menu.addAction(self.arguments_action)
         run_menu.addAction(self.control.pause_action)
         run_menu.addAction(self.stop_action)
         run_menu.addSeparator()
@@ -257,6 +273,12 @@ class MainWindow(QMainWindow):
 
         view_menu.addAction(self.notices_dock.toggleViewAction())
         view_menu.addAction(self.clear_console_action)
+        help_menu = self.menuBar().addMenu("&Help")
+        help_menu.addAction(self.shortcuts_action)
+        help_menu.addAction(self.docs_action)
+        help_menu.addSeparator()
+        help_menu.addAction(self.about_action)
+        self.help_menu = help_menu
         toolbar = self.addToolBar("Main")
         toolbar.setObjectName("mainToolbar")
         toolbar.setMovable(False)
@@ -299,7 +321,8 @@ class MainWindow(QMainWindow):
             self._say(str(exc))
             return False
         if str(checked) != self._script:
-            self.script_args = ()  # arguments belong to the script they were given for
+            # arguments belong to the script they were given for: its own, kept from before
+            self.set_script_arguments(stored_arguments(self.settings, str(checked)), keep=False)
         self._script = str(checked)
         self._start_clean()
         self.metrics.set_placeholder(
@@ -549,6 +572,38 @@ class MainWindow(QMainWindow):
 
     def _on_run_triggered(self) -> None:
         self.run_script(self.script_args)
+
+    def set_script_arguments(self, args: Sequence[str], keep: bool = True) -> None:
+        """The arguments the next Run passes to the open script (``keep``: remembered for
+        that script, in the settings, for the next time it is opened)."""
+        self.script_args = tuple(str(a) for a in args)
+        if keep and self._script:
+            store_arguments(self.settings, self._script, self.script_args)
+        shown = shlex.join(self.script_args)
+        self.run_action.setToolTip(
+            f"Run the script with: {shown} (F5)" if shown else "Run the script (F5)"
+        )
+
+    def _on_arguments_triggered(self) -> None:
+        if not self._script:
+            self._say("No script is open: open a .py training script first.", note=False)
+            return
+        dialog = ArgumentsDialog(Path(self._script).name, self.script_args, self)
+        if dialog.exec():
+            self.set_script_arguments(dialog.args)
+
+    def shortcuts_dialog(self) -> ShortcutsDialog:
+        """The keyboard shortcuts, read from the menus' and the window's actions."""
+
+        def walk(actions: Sequence[QAction]) -> list[QAction]:
+            out: list[QAction] = []
+            for action in actions:
+                menu = action.menu()
+                out.extend(walk(menu.actions()) if menu is not None else [action])
+            return out
+
+        actions = walk(self.menuBar().actions()) + self.toolbar.actions() + self.actions()
+        return ShortcutsDialog(actions, self)
 
     # -- recent scripts ------------------------------------------------------
     def recent_scripts(self) -> list[str]:
