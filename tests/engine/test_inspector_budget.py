@@ -1,9 +1,10 @@
-"""The inspector within its time budget: cheap paths first, traces only when paid for.
+"""The inspector within its time budget: weights and gradients from the first step.
 
-Under the default budget a fit starts with weights summarised on the host and layer
-outputs from an eager pass (no trace), and no gradients: their recording twin costs
-about one trace of the train step, and it runs only once the budget's credit covers
-that. These tests count samples and events; none of them times anything.
+Under the default budget a fit starts with weights summarised on the host, the
+gradients the first step applied (recorded inside the train step Keras traces anyway)
+and layer outputs from an eager pass (no trace) from the second sample on; the
+weights' and layer outputs' own traces come only once the budget's credit covers
+them. These tests count samples and events; none of them times anything.
 """
 
 from __future__ import annotations
@@ -73,28 +74,50 @@ def test_host_weight_summary_matches_the_device_one():
         assert host_hist.tolist() == hist.tolist()
 
 
-def test_a_short_budget_fit_samples_cheaply_and_never_traces_the_recording_step():
+def _first_gradients(model, data):
+    """The gradients of the first batch at the model's present weights, by name."""
+    import tensorflow as tf
+
+    x, y = next(iter(data))
+    with tf.GradientTape() as tape:
+        loss = model.compute_loss(x=x, y=y, y_pred=model(x, training=True))
+    grads = tape.gradient(loss, model.trainable_variables)
+    return {v.path: g.numpy() for v, g in zip(model.trainable_variables, grads, strict=True)}
+
+
+def test_a_short_budget_fit_has_the_first_steps_gradients_at_its_first_sample():
+    """On main before issue 54 a fit this short recorded no gradient at all: their
+    recording twin waited for the budget to pay for its trace."""
     model, data = _model_and_data()
+    want = _first_gradients(model, data)
     events = _fit(model, data, 200, RunOptions())
     assert not of(events, MonitorError), of(events, MonitorError)[0].traceback
     weights = of(events, WeightStats)
+    grads = of(events, GradientStats)
     assert weights and weights[0].step == 1  # something to see at once
-    # Layer outputs (an eager pass, several weight summaries' worth) wait for a sample
-    # that training has paid for: never the first.
+    assert grads and grads[0].step == 1, [g.step for g in grads]
+    # Every sample has both (the same steps).
+    assert [g.step for g in grads] == [w.step for w in weights]
+    # The first is the gradient the first step applied: each variable's norm, min, max.
+    first = {v.path: v for v in grads[0].variables}
+    assert sorted(first) == sorted(want)
+    for path, g in want.items():
+        got = first[path]
+        assert got.norm == pytest.approx(float(np.linalg.norm(g)), rel=1e-5)
+        assert got.min == pytest.approx(float(g.min()), rel=1e-5, abs=1e-7)
+        assert got.max == pytest.approx(float(g.max()), rel=1e-5, abs=1e-7)
+        assert sum(got.hist) == g.size
+    total = np.sqrt(sum(float(np.sum(g.astype("float64") ** 2)) for g in want.values()))
+    assert grads[0].global_norm == pytest.approx(total, rel=1e-5)
+    # Layer outputs (an eager pass, several weight summaries' worth) from the second sample.
     assert all(lo.step > 1 for lo in of(events, LayerOutputs))
-    # The twin's trace costs about the fit's first step (Keras's own trace): 200 small
-    # steps never earn 3% of that, so no gradients, and the user is told why.
-    assert not of(events, GradientStats)
-    notes = [e.text for e in of(events, ConsoleOutput) if "gradients start" in e.text]
-    assert len(notes) == 1
     status = of(events, InspectorStatus)
     assert len(status) == len(weights) < 200 // FIRST_GAP
-    assert all(s.mode == "budget" for s in status)
-    # ... and the Gradients view is told too, with each status
-    assert status[-1].waiting.startswith("Gradients start once") and "s of training" in notes[0]
+    assert all(s.mode == "budget" and not s.waiting for s in status)
+    assert not [e.text for e in of(events, ConsoleOutput) if "radients" in e.text]
 
 
-def test_gradients_come_once_the_budget_has_paid_for_their_trace():
+def test_every_sample_has_gradients_and_samples_come_once_a_second_of_training():
     """A clock that runs 10 ms per training step and not at all in the inspector."""
     import keras
 
@@ -110,21 +133,18 @@ def test_gradients_come_once_the_budget_has_paid_for_their_trace():
     saved = Inspector.clock
     Inspector.clock = staticmethod(lambda: now[0])
     try:
-        events = _fit(model, data, 250, RunOptions(), callbacks=[SlowSteps()])
+        events = _fit(model, data, 450, RunOptions(), callbacks=[SlowSteps()])
     finally:
         Inspector.clock = saved
     assert not of(events, MonitorError), of(events, MonitorError)[0].traceback
     grads = of(events, GradientStats)
-    assert grads, "the budget never paid for the recording step"
-    # The trace is estimated as the fit's first step (10 ms); 3% of training covers it
-    # after 0.33 s: 34 steps. Samples before that have weights but no gradients.
-    assert grads[0].step > 34
+    assert [g.step for g in grads] == [w.step for w in of(events, WeightStats)]
+    assert grads[0].step == 1 and len(grads) >= 4
     status = of(events, InspectorStatus)
     # Samples this cheap come once a second of training (100 steps), not as often as
     # the budget would allow.
     assert status[-1].capped and status[-1].every >= 100
-    assert status[0].waiting and not status[-1].waiting  # no longer waiting once they come
-    assert of(events, WeightStats)[0].step == 1
+    assert not any(s.waiting for s in status)
     # Layer outputs from the second sample on: eager passes first, then the trace.
     outputs = of(events, LayerOutputs)
     assert outputs and outputs[0].step > 1
@@ -172,42 +192,24 @@ def test_the_weight_functions_trace_waits_until_the_budget_covers_what_a_trace_c
     assert after and max(s.overhead for s in after) <= 0.03, [s.overhead for s in after]
 
 
-def test_a_later_fit_of_the_model_expects_the_twins_trace_to_cost_what_its_first_fit_showed():
-    """A second fit reuses Keras's trace and starts fast: its first steps are no estimate.
-
-    Clock: 10 ms per training step, 0.5 s more for the first fit's first step (Keras's
-    trace), nothing in the inspector. The second fit's 2.5 s of training earn 75 ms of
-    credit, far from the 0.5 s the twin's trace is expected to cost: no gradients. Taken
-    from the second fit's own first step (10 ms), the twin traced in it.
-    """
-    import keras
-
-    from tfstudio.engine.probes.inspector import Inspector
-
-    now = [0.0]
-
-    class SlowSteps(keras.callbacks.Callback):  # runs before the StudioCallback's hook
-        def __init__(self, first: float) -> None:
-            super().__init__()
-            self.first = first
-
-        def on_train_batch_end(self, batch, logs=None):
-            now[0] += 0.010 + self.first
-            self.first = 0.0
+def test_a_later_fit_of_the_model_records_its_first_steps_gradients_without_a_new_trace():
+    from tfstudio.engine.probes.inspector import _gradient_probes
 
     model, data = _model_and_data()
-    saved = Inspector.clock
-    Inspector.clock = staticmethod(lambda: now[0])
-    try:
-        first = _fit(model, data, 20, RunOptions(), callbacks=[SlowSteps(0.5)])
-        second = _fit(model, data, 250, RunOptions(), callbacks=[SlowSteps(0.0)])
-    finally:
-        Inspector.clock = saved
+    first = _fit(model, data, 20, RunOptions())
+    probe = _gradient_probes[model]
+    traced = probe.trace_seconds
+    assert traced > 0.0  # the recording was added to Keras's trace of the first fit
+    want = _first_gradients(model, data)
+    second = _fit(model, data, 30, RunOptions())
     for events in (first, second):
         assert not of(events, MonitorError), of(events, MonitorError)[0].traceback
-    assert len(of(second, WeightStats)) >= 3  # sampled on, at most once a second
-    assert not of(second, GradientStats)
-    assert of(second, InspectorStatus)[-1].waiting.startswith("Gradients start once")
+        assert of(events, GradientStats)[0].step == of(events, WeightStats)[0].step
+    assert probe.trace_seconds == traced  # Keras's train function (and its recording) kept
+    grads = of(second, GradientStats)[0]
+    assert grads.step == 1  # (a new monitor: its steps count from 1)
+    norms = sorted(v.norm for v in grads.variables)
+    assert norms == pytest.approx(sorted(float(np.linalg.norm(g)) for g in want.values()), rel=1e-5)
 
 
 def test_a_budget_run_is_bit_identical_to_plain_python(tmp_path):

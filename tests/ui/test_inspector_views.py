@@ -217,10 +217,11 @@ def test_weights_view_small_variables_show_their_values(qtbot, window, run, tmp_
 def test_gradients_view_global_norm_and_rows(qtbot, window, run, tmp_path):
     window.inspector.show_view("gradients")
     view = window.inspector.gradients
-    run.started().fit(epochs=1, steps_per_epoch=200).emit(_tree(), _weights(1))
-    waiting = "Gradients start once the inspector's time budget (3%) has paid for ..."
-    run.emit(InspectorStatus(0, 1, "budget", 10, 0.03, 0.012, 2.5, 20_480, waiting)).frame()
-    assert view.info.text() == waiting  # says why there are none yet, not only that
+    run.started().fit(epochs=1, steps_per_epoch=200).emit(_tree()).frame()
+    # before the first sample: when it comes
+    assert view.info.text() == (
+        "No gradients sampled yet: the first sample comes after the first training step."
+    )
     assert view.global_plot.widget.isHidden()  # no empty plot meanwhile
     _feed(run, range(11, 211, 10))
     assert not view.global_plot.widget.isHidden()
@@ -231,6 +232,33 @@ def test_gradients_view_global_norm_and_rows(qtbot, window, run, tmp_path):
     qtbot.wait(50)
     assert view.rows["seq/conv1/kernel"].isVisible()
     assert window.grab().save(str(tmp_path / "inspector_gradients.png"))
+
+
+def test_a_run_without_gradients_says_why_in_the_past_tense_once_it_ended(window, run):
+    window.inspector.show_view("gradients")
+    view = window.inspector.gradients
+    run.started().fit(epochs=1, steps_per_epoch=200).emit(_tree(), _weights(1))
+    why = (
+        "Gradients are not recorded in this fit: the model has no Keras optimizer tfstudio "
+        "can see (model.optimizer, or an optimizer held as an attribute) whose apply it "
+        "could wrap."
+    )
+    run.emit(InspectorStatus(0, 1, "budget", 10, 0.03, 0.012, 2.5, 20_480, why)).frame()
+    assert view.info.text() == why  # says why there are none, not only that
+    run.ended().frame()
+    assert view.info.text() == (
+        "No gradients were recorded in this run: the model had no Keras optimizer tfstudio "
+        "can see (model.optimizer, or an optimizer held as an attribute) whose apply it "
+        "could wrap."
+    )
+    # a run that ended before any sample: no view promises one
+    run.started().fit(epochs=1, steps_per_epoch=200).emit(_tree()).frame()
+    run.ended().frame()
+    assert view.info.text().startswith("No gradients were sampled: the run ended before")
+    window.inspector.show_view("weights")
+    assert window.inspector.weights.info.text().startswith("No weights were sampled:")
+    window.inspector.show_view("outputs")
+    assert window.inspector.outputs.header.text().startswith("No layer outputs were sampled:")
 
 
 def test_a_scalar_variables_gradient_is_its_signed_line_without_a_heat_map(qtbot, window, run):

@@ -26,6 +26,22 @@ from tfstudio.core.events import (
 
 MAX_SAMPLES = 1000
 WEIGHT_STATS = ("mean", "std", "min", "max", "norm", "zero_fraction")
+# How the engine begins InspectorStatus.waiting when a fit's gradients cannot be recorded.
+GRADIENTS_OFF = "Gradients are not recorded in this fit: "
+
+
+def gradients_not_recorded(waiting: str) -> str:
+    """Why a run that has ended recorded no gradients, in the past tense.
+
+    Args:
+        waiting: the inspector's last word on what it does not sample
+            (``InspectorStatus.waiting``; "" when it said nothing).
+    """
+    if waiting.startswith(GRADIENTS_OFF):
+        return waiting[len(GRADIENTS_OFF) :].replace(" has no ", " had no ")
+    if waiting:
+        return waiting[0].lower() + waiting[1:]
+    return "the run ended before the inspector's first sample (it comes after the first step)"
 
 
 @dataclass
@@ -173,6 +189,31 @@ class InspectorStore:
         """The label of a model tree's root: ``fit 2: name`` or ``loop 1: name``."""
         kind = self.kinds.get(tree.fit_index) or f"fit {tree.fit_index + 1}"
         return f"{kind}: {tree.root.name}"
+
+    def empty_text(self, what: str) -> str:
+        """What a view with no data of ``what`` says: why none yet, or (the run over) why
+        none came, in the past tense.
+
+        Args:
+            what: ``"weights"``, ``"gradients"`` or ``"layer outputs"``.
+        """
+        s = self.status
+        if what == "gradients" and s is not None and s.waiting:
+            if self.ended:
+                return "No gradients were recorded in this run: " + gradients_not_recorded(
+                    s.waiting
+                )
+            return s.waiting
+        if what == "layer outputs" and self.outputs_off:
+            return self.outputs_off
+        if self.ended:
+            if s is None:
+                return (
+                    f"No {what} were sampled: the run ended before the inspector's first "
+                    "sample (after the first training step), or the inspector was off."
+                )
+            return f"No {what} were sampled in this run."
+        return f"No {what} sampled yet: the first sample comes after the first training step."
 
     @property
     def outputs_off(self) -> str:

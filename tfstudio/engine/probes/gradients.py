@@ -1,29 +1,34 @@
-"""Gradients as the optimizer applies them: no second forward/backward pass.
+"""Gradients as the optimizer applies them, inside the train step Keras traces anyway.
 
 Every optimizer the model uses (``model.optimizer`` and optimizers held as
 attributes, e.g. a GAN's two) gets its ``apply`` wrapped for the fit; Keras's
 ``train_step`` and custom ``train_step``s that call ``apply_gradients`` both go
-through it. The wrapper records only while a *recording* train function is
-traced (or, with ``run_eagerly``, called): it adds ops that write each
-gradient's norm, min, max and histogram into device-side ``tf.Variable``
-buffers. Under ``tf.distribute`` each replica's gradients are summed first, as
-the optimizer sums them. Under mixed precision (a ``LossScaleOptimizer``, or ``loss_scale_factor``)
-``apply`` receives the gradients times the loss scale: they are recorded divided by
-it, as the weights get them.
+through it. When Keras traces its train function (the fit's first step, as it
+always does) the wrapper adds one conditional to the step: on a step the
+inspector has *armed* (a boolean ``tf.Variable`` it sets one hook before a
+sampled step) the gradients' sums of squares, minima, maxima and histograms
+are written into device-side ``tf.Variable`` buffers; on every other step the
+branch is not taken. The callback reads the buffers (a few kB) after the step.
+The values the optimizer sees and applies are untouched: the wrapper only reads
+them.
 
-So the model has two train functions: Keras's own, traced without any
-recording ops (unsampled steps cost nothing at all), and a recording twin.
-:meth:`GradientProbe.arm` swaps the twin in for exactly one call (the next
-step); it puts Keras's function back itself, and the callback reads the buffers
-(a few kB) after that step. Costs: one extra trace of the train step, at the
-first sampled step of a model (kept across its fits), and the summaries on
-sampled steps. A ``tf.cond`` on a flag inside one function was tried first: its
-untaken branch still cost ~25% of a small MLP's step (Switch/Merge dead nodes).
+The conditional stays one functional ``If`` op (its lowering to Switch/Merge
+nodes is turned off): lowered, the untaken branch's dead nodes cost ~25% of a
+small MLP's step; unlowered, the op costs about what two small assigns do (under
+the noise of a loaded 2-core CPU on the benchmark's MLP). Histograms are computed
+over the gradients concatenated in chunks (segment sums), so the branch is a
+fixed few ops per chunk plus one reshape a variable: little to trace.
+
+Under ``tf.distribute`` each replica's gradients are summed first, as the
+optimizer sums them. Under mixed precision (a ``LossScaleOptimizer``, or
+``loss_scale_factor``) ``apply`` receives the gradients times the loss scale:
+they are recorded divided by it, as the weights get them.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -33,7 +38,12 @@ import tensorflow as tf
 from tfstudio.core.events import GradientStats, GradientVariable
 from tfstudio.engine.probes.model import variable_path
 from tfstudio.engine.probes.values import host_values, write
-from tfstudio.engine.probes.weights import BINS, summarize
+from tfstudio.engine.probes.weights import BINS
+
+# Elements summarised together in one concatenation on a recorded step: bounds the
+# temporary memory of a recorded step (~5 float32 copies of a chunk) on large models.
+CHUNK = 1 << 22
+SMALL_CHUNK = 1 << 16  # a chunk this small takes its segment ids as one constant (256 kB)
 
 
 def find_optimizers(model: Any) -> list[Any]:
@@ -73,8 +83,86 @@ def _replica_sum(grads: list[Any]) -> list[Any]:
     return ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)
 
 
+def chunks(sizes: list[int], limit: int = CHUNK) -> list[list[int]]:
+    """Consecutive positions grouped so each group holds at most ``limit`` elements
+    (a larger tensor is a group of its own)."""
+    groups: list[list[int]] = []
+    total = 0
+    for i, n in enumerate(sizes):
+        if groups and total + n <= limit:
+            groups[-1].append(i)
+            total += n
+        else:
+            groups.append([i])
+            total = n
+    return groups
+
+
+def summarize_many(tensors: list[Any], bins: int = BINS) -> tuple[tf.Tensor, tf.Tensor]:
+    """``[sum of squares, min, max]`` per tensor ``(n, 3)`` and their histograms ``(n, bins)``.
+
+    The histograms are :func:`weights.summarize`'s: ``bins`` equal bins over each
+    tensor's own ``[min, max]``. Computed over the tensors concatenated, a chunk of
+    at most ``CHUNK`` elements at a time: ~25 ops a chunk whatever the number of
+    tensors (so adding them to a train step's trace costs little).
+    """
+    flat_shape = tf.constant([-1])  # one constant for every reshape (fewer ops to trace)
+    flat = []
+    for t in tensors:
+        t = tf.reshape(t, flat_shape)
+        flat.append(t if t.dtype == tf.float32 else tf.cast(t, tf.float32))
+    sizes = [int(f.shape[0]) if f.shape[0] is not None else 0 for f in flat]
+    stats, hists = [], []
+    for group in chunks(sizes):
+        k = len(group)
+        x = tf.concat([flat[i] for i in group], 0) if k > 1 else flat[group[0]]
+        if k == 1:
+            ssq = tf.reduce_sum(tf.square(x), keepdims=True)
+            lo = tf.reduce_min(x, keepdims=True)
+            hi = tf.reduce_max(x, keepdims=True)
+            lo_e, hi_e, key = lo, hi, None
+        else:
+            counts_of = [sizes[i] for i in group]
+            if sum(counts_of) <= SMALL_CHUNK:  # the segment of each element, as one constant
+                seg = tf.constant(np.repeat(np.arange(k, dtype=np.int32), counts_of))
+            else:
+                ends = tf.constant(np.cumsum(counts_of).astype(np.int32))
+                seg = tf.searchsorted(ends, tf.range(sum(counts_of)), side="right")
+            ssq = tf.math.unsorted_segment_sum(tf.square(x), seg, k)
+            lo = tf.math.unsorted_segment_min(x, seg, k)
+            hi = tf.math.unsorted_segment_max(x, seg, k)
+            lo_e, hi_e = tf.gather(lo, seg), tf.gather(hi, seg)
+            key = seg * bins
+        width = tf.maximum(hi_e - lo_e, 1e-12)
+        idx = tf.clip_by_value(tf.cast(tf.floor((x - lo_e) / width * bins), tf.int32), 0, bins - 1)
+        if key is not None:
+            idx = key + idx
+        counts = tf.math.unsorted_segment_sum(tf.ones_like(x), idx, k * bins)
+        stats.append(tf.stack([ssq, lo, hi], axis=1))
+        hists.append(tf.reshape(tf.cast(counts, tf.int32), [k, bins]))
+    if len(stats) == 1:
+        return stats[0], hists[0]
+    return tf.concat(stats, 0), tf.concat(hists, 0)
+
+
+def _unlowered_cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any]) -> None:
+    """``tf.cond`` kept as one functional ``If`` op in a graph (not lowered to Switch/Merge:
+    the untaken branch then costs nothing); eagerly, the branch is just called."""
+    if tf.executing_eagerly():
+        (true_fn if bool(pred) else false_fn)()
+        return
+    from tensorflow.python.ops import control_flow_util_v2
+
+    graph = tf.compat.v1.get_default_graph()
+    before = len(graph.get_operations())
+    tf.cond(pred, true_fn, false_fn)
+    for op in graph.get_operations()[before:]:
+        if op.type in ("If", "StatelessIf"):
+            control_flow_util_v2.maybe_set_lowering_attr(op, False)
+
+
 class GradientProbe:
-    """Records the gradients the model's optimizers apply, on sampled steps only.
+    """Records the gradients the model's optimizers apply, on armed steps only.
 
     Args:
         model: the model being trained.
@@ -90,19 +178,21 @@ class GradientProbe:
         self.variables: list[Any] = []
         self.paths: list[str] = []
         self._index: dict[int, int] = {}
-        self._recording = False  # the wrapper adds recording ops only while this is set
-        self._plain: Any = None  # Keras's own train function
-        self._recorder: Any = None  # its recording twin
         self._stats: Any = None
         self._hists: Any = None
         self._seen: Any = None
         self._unseen: Any = None  # zeros to reset _seen with after a sample
+        self._flag: Any = None  # True: the coming step records
+        self._on: Any = None
+        self._off: Any = None
         self._wrapped: list[Any] = []
+        self._function: Any = None  # the train function made with the wrapper in place
         self.armed = False
-        self.traced = False  # whether the recording twin has run (been traced) yet
-        # Seconds a trace of the model's train step took: its first fit's first steps (a
-        # later fit reuses Keras's trace and starts fast). The twin's trace costs about that.
-        self.trace_estimate = 0.0
+        # Whether a traced (or eager) train step holds the recording: set while the
+        # wrapper runs, i.e. while Keras traces the step with it installed.
+        self.in_step = False
+        self.trace_seconds = 0.0  # time the wrapper added to Keras's traces (on ``clock``)
+        self.clock: Callable[[], float] = time.perf_counter  # the inspector's clock
 
     def _ensure_buffers(self) -> None:
         """Index the trainable variables and make the buffers, once they exist.
@@ -135,9 +225,29 @@ class GradientProbe:
             self._seen = tf.Variable(tf.zeros([n]), trainable=False, aggregation=first)
             self._unseen = tf.zeros([n])  # (tf.zeros_like of a read array: ~0.5 ms a sample)
 
+    def _ensure_flag(self) -> None:
+        """The armed flag, made before the first trace so the first step can record."""
+        if self._flag is not None:
+            return
+        with tf.init_scope():
+            self._flag = tf.Variable(
+                False,
+                trainable=False,
+                name="tfstudio_grad_armed",
+                aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+            )
+            self._on, self._off = tf.constant(True), tf.constant(False)
+
     # -- install / remove ------------------------------------------------
     def install(self) -> int:
-        """Wrap the optimizers' ``apply`` and make the recording twin; returns how many."""
+        """Wrap the optimizers' ``apply``; returns how many.
+
+        Keras traces its train function at the fit's first step, with the wrapper in
+        place. A train function this probe did not see made (the one ``fit`` has just
+        made, not traced yet; or one traced before, by ``train_on_batch`` or a fit
+        without the inspector) is made again, so its first call traces the step with
+        the recording; one made for an earlier fit of this probe is kept, traced.
+        """
         model = self.model
         for opt in find_optimizers(model):
             if "apply" in vars(opt):
@@ -147,47 +257,40 @@ class GradientProbe:
             self._wrapped.append(opt)
         if not self._wrapped:
             return 0
-        plain = model.train_function
-        if plain is None:
-            model.make_train_function()
-            plain = model.train_function
-        if self._recorder is None or plain is not self._plain:
-            # A new (or recompiled) model: make its twin. Otherwise the twin of an
-            # earlier fit is reused, already traced.
+        self._ensure_flag()
+        if model.train_function is None or model.train_function is not self._function:
             model.make_train_function(force=True)
-            self._recorder = model.train_function
-            model.train_function = plain
-            self._plain = plain
-            self.traced = False
+        self._function = model.train_function
         return len(self._wrapped)
 
     def remove(self) -> None:
-        """Put the optimizers and Keras's train function back."""
+        """Put the optimizers' ``apply`` back and disarm (the traced step keeps its branch,
+        never taken while the flag is off)."""
         for opt in self._wrapped:
             opt.__dict__.pop("apply", None)
-        if self._plain is not None and self.model.train_function == self._one_shot:
-            self.model.train_function = self._plain
         self._wrapped = []
-        self.armed = False
+        self.disarm()
 
     def _wrap(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def apply(grads: Any, trainable_variables: Any = None, *args: Any, **kwargs: Any) -> Any:
-            if self._recording:
-                try:
-                    opt = original.__self__
-                    variables = trainable_variables
-                    if variables is None:
-                        variables = getattr(opt, "_trainable_variables", None) or []
-                    self._record(list(grads), list(variables), loss_scale(opt))
-                except Exception as exc:  # noqa: BLE001 - monitoring never breaks training
-                    self.on_error(exc)
+            grads = list(grads)
+            try:
+                opt = original.__self__
+                variables = trainable_variables
+                if variables is None:
+                    variables = getattr(opt, "_trainable_variables", None) or []
+                self._add_recording(grads, list(variables), loss_scale(opt))
+            except Exception as exc:  # noqa: BLE001 - monitoring never breaks training
+                self.on_error(exc)
             if trainable_variables is None:
                 return original(grads, *args, **kwargs)
             return original(grads, trainable_variables, *args, **kwargs)
 
         return apply
 
-    def _record(self, grads: list[Any], variables: list[Any], scale: Any = None) -> None:
+    def _add_recording(self, grads: list[Any], variables: list[Any], scale: Any) -> None:
+        """Add (while tracing) or run (eagerly) the recording of these gradients, armed."""
+        started = self.clock()
         self._ensure_buffers()
         pairs = []
         for g, v in zip(grads, variables, strict=False):
@@ -198,48 +301,50 @@ class GradientProbe:
                 pairs.append((i, g))
         if not pairs:
             return
+
+        def record() -> None:
+            self._record(pairs, scale)
+
+        _unlowered_cond(self._flag, record, lambda: None)
+        self.in_step = True
+        if not tf.executing_eagerly():
+            self.trace_seconds += self.clock() - started
+
+    def _record(self, pairs: list[tuple[int, Any]], scale: Any = None) -> None:
         indices = tf.constant([[i] for i, _ in pairs], tf.int32)
-        stats, hists = [], []
-        for g in _replica_sum([tf.convert_to_tensor(g) for _, g in pairs]):
-            if scale is not None:  # the gradients the model really gets: unscaled
-                g = g / tf.cast(tf.convert_to_tensor(scale), g.dtype)
-            s, h = summarize(g, self.bins)
-            stats.append(tf.stack([s[4], s[2], s[3]]))
-            hists.append(h)
+        grads = _replica_sum([tf.convert_to_tensor(g) for _, g in pairs])
+        if scale is not None:  # the gradients the model really gets: unscaled
+            grads = [g / tf.cast(tf.convert_to_tensor(scale), g.dtype) for g in grads]
+        stats, hists = summarize_many(grads, self.bins)
+        if [i for i, _ in pairs] == list(range(int(self._seen.shape[0]))):  # all, in order
+            self._stats.assign(stats)
+            self._hists.assign(hists)
+            self._seen.assign(tf.ones_like(self._unseen))
+            return
         # assign, not scatter_nd_update: mirrored variables only support assign.
         for buffer, rows in (
-            (self._stats, tf.stack(stats)),
-            (self._hists, tf.stack(hists)),
+            (self._stats, stats),
+            (self._hists, hists),
             (self._seen, tf.ones([len(pairs)])),
         ):
             buffer.assign(tf.tensor_scatter_nd_update(buffer.read_value(), indices, rows))
 
-    def _one_shot(self, iterator: Any) -> Any:
-        """The recording twin, for one call; then Keras's own function is back."""
-        self._recording = True
-        try:
-            return self._recorder(iterator)
-        finally:
-            self._recording = False
-            self.traced = True
-            self.model.train_function = self._plain
-
     # -- sampling ----------------------------------------------------------
     def arm(self) -> None:
-        """Record the gradients of the next train-function call (the coming step)."""
-        if self._recorder is None:
-            return
-        self.model.train_function = self._one_shot
-        self.armed = True
+        """Record the gradients of the coming train-function calls (until :meth:`disarm`)."""
+        if self._flag is not None and not self.armed:
+            write(self._flag, self._on)
+            self.armed = True
+
+    def disarm(self) -> None:
+        """Stop recording: the coming steps take the branch that does nothing."""
+        if self._flag is not None and self.armed:
+            write(self._flag, self._off)
+        self.armed = False
 
     def sample(self, fit_index: int, step: int) -> GradientStats | None:
-        """Read what the last armed step recorded. None if nothing was recorded."""
-        if not self.armed:
-            return None
-        self.armed = False
-        if self.model.train_function == self._one_shot:  # armed but not yet run
-            self.model.train_function = self._plain
-            return None
+        """Read what the last armed step recorded (None if nothing was recorded); the
+        recording stays armed until :meth:`disarm` (the next sample may be the next step)."""
         if self._seen is None:
             return None
         seen = host_values([self._seen])[0]
@@ -251,7 +356,9 @@ class GradientProbe:
         total = 0.0
         rows, counts = stats.tolist(), hists.tolist()  # Python numbers at once
         for i in np.flatnonzero(seen).tolist():
-            norm, lo, hi = rows[i]
-            total += norm * norm
-            out.append(GradientVariable(self.paths[i], norm, lo, hi, tuple(counts[i])))
+            ssq, lo, hi = rows[i]
+            if math.isinf(lo) and lo > 0:  # an empty gradient: no values
+                lo = hi = 0.0
+            total += ssq
+            out.append(GradientVariable(self.paths[i], math.sqrt(ssq), lo, hi, tuple(counts[i])))
         return GradientStats(fit_index, step, math.sqrt(total), tuple(out))

@@ -8,15 +8,15 @@ step, or samples (weights, gradients, layer outputs) and schedules the next
 sample. Any failure is reported once and that probe is dropped; training goes on.
 
 Under the time budget (the default) everything the inspector spends counts: its
-set-up at the fit's start, every sample, the extra time of each step run by the
-gradients' recording twin, and the one-off traces. The traces cost far more than a
-sample (the twin's is about one trace of Keras's train function: the fit's first
-step), so a fit starts on the paths that need none (weights summarised on the host,
-layer outputs by an eager pass from the second sample on, no gradients) and each
-trace is paid only once the budget's credit covers its estimate
-(:meth:`Cadence.credit`), one per sample; after it, the next samples wait until
-training has paid it back. A fixed cadence (``sample_every``) has no budget:
-everything from the start.
+set-up at the fit's start, every sample, the extra time of each step that records
+the gradients (an armed step: see ``probes/gradients.py``) and the time the
+gradients' recording adds to Keras's own trace of the train step. Nothing waits for
+a trace to be paid back before it starts: the first sample (weights, gradients) is
+taken after the fit's first step. The other one-off traces (the layer-output probe's
+function, the weights' device function) replace host paths that already work, so
+each is made only once the budget's credit covers its estimate
+(:meth:`Cadence.credit`), one per sample. A fixed cadence (``sample_every``) has no
+budget: everything from the start.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import weakref
 from typing import Any
 
 from tfstudio.core.events import InspectorStatus, ModelTree
+from tfstudio.core.inspector_store import GRADIENTS_OFF
 from tfstudio.core.message_size import LargestMessage
 from tfstudio.engine.monitor import RunMonitor
 from tfstudio.engine.probes.activations import ActivationProbe, probe_batch, reshuffles
@@ -55,7 +56,7 @@ def weight_trace_estimate(host_seconds: float, variables: int) -> float | None:
 
 # One weight probe per model, kept across its fits: its tf.function is traced once.
 _weight_probes: weakref.WeakKeyDictionary[Any, WeightProbe] = weakref.WeakKeyDictionary()
-# One gradient probe per model: its recording train function is traced once.
+# One gradient probe per model: the train function Keras traced holds its recording.
 _gradient_probes: weakref.WeakKeyDictionary[Any, GradientProbe] = weakref.WeakKeyDictionary()
 
 
@@ -115,11 +116,10 @@ class Inspector:
         self._spe = 1
         self._budgeted = not options.sample_every
         self._first_end: tuple[float, float, int] | None = None  # (time, probe s, step)
-        self._armed_t: float | None = None  # when the recording twin was armed
-        self._twin_allowed = not self._budgeted
+        self._armed_t: float | None = None  # when the gradients' recording was armed
+        self._trace_charged = 0.0  # of the gradient probe's trace_seconds, what is charged
         self._weights_traced = not self._budgeted
-        self._waiting_noted = False
-        self.waiting = ""  # what is not sampled yet and why (InspectorStatus.waiting)
+        self.waiting = ""  # why gradients are not recorded ("" when they are): status.waiting
         self.outputs_off = ""  # why layer outputs are not sampled (InspectorStatus.outputs_off)
         self._probe_cost: dict[str, float] = {}  # seconds of each probe's last sample
         self._activations_made = False
@@ -148,14 +148,23 @@ class Inspector:
         )
         if self._gradients is not None:
             try:
-                self._gradients.install()
+                self._gradients.clock = self.clock
+                self._trace_charged = self._gradients.trace_seconds
+                if not self._gradients.install():
+                    self._gradients = None
+                    self.waiting = GRADIENTS_OFF + (
+                        "the model has no Keras optimizer tfstudio can see (model.optimizer, "
+                        "or an optimizer held as an attribute) whose apply it could wrap."
+                    )
+                    mon.note_once("inspector: gradients off", "Inspector: g" + self.waiting[1:])
             except Exception as exc:  # noqa: BLE001
                 mon.report_error("inspector: gradients", exc)
                 self._gradients = None
+                self.waiting = f"{GRADIENTS_OFF}{exc}"
         if not self._budgeted:
             self._make_activations()
         self._step0 = mon.global_step
-        self.cadence.charge(self.clock() - started)  # the set-up (tree, twin) counts
+        self.cadence.charge(self.clock() - started)  # the set-up counts
         self._schedule(mon.global_step + 1)
 
     def _make_activations(self) -> None:
@@ -233,7 +242,9 @@ class Inspector:
             return
         started = clock()
         cadence = self.cadence
-        if self._armed_t is None and self._budgeted and self._first_end is not None:
+        armed = self._armed_t is not None
+        self._charge_recording(started)
+        if not armed and self._budgeted and self._first_end is not None:
             # Still paying for earlier samples (the first ones, a trace): wait, now that
             # the step time is known, instead of sampling on the provisional gap.
             step_time = self._step_time(started)
@@ -243,23 +254,9 @@ class Inspector:
                 self._schedule(step + min(wait, MAX_GAP))
                 cadence.charge(clock() - started)
                 return
-        if self._armed_t is not None:
-            # The step just run was the recording twin's (the first one traces it): what
-            # it took beyond a plain step is the inspector's.
-            step_time = self._step_time(started)
-            extra = started - self._armed_t - (step_time or 0.0) * self._spe
-            cadence.charge(extra)
-            self._armed_t = None
         self._sample(step)
         ended = clock()
         cost = ended - started
-        grads = self._gradients
-        if self._first_end is None and grads is not None:
-            # The fit's first steps include Keras's trace of its train function: about
-            # what a trace of the recording twin will cost. A later fit of the model
-            # reuses that trace, so its first steps say nothing: the model's first says.
-            first = started - self._t0 - cadence.probe_seconds
-            grads.trace_estimate = max(grads.trace_estimate, first)
         train = ended - self._t0 - cadence.probe_seconds - cost
         gap = cadence.gap_after(cost, self._step_time(ended - cost), train)
         if self._first_end is None:
@@ -295,18 +292,34 @@ class Inspector:
             return None
         return max(now - t - (self.cadence.probe_seconds - probe), 0.0) / steps
 
+    def _charge_recording(self, now: float) -> None:
+        """Charge the gradients' recording: what it added to Keras's trace of the step
+        (once, timed while tracing), and the extra time of the armed step just run."""
+        grads = self._gradients
+        if grads is None:
+            return
+        traced = grads.trace_seconds - self._trace_charged
+        if traced > 0.0:
+            self.cadence.charge(traced)
+            self._trace_charged = grads.trace_seconds
+        if self._armed_t is not None:
+            step_time = self._step_time(now)
+            if step_time is not None:  # (the fit's first step is Keras's trace: not ours)
+                self.cadence.charge(now - self._armed_t - step_time * self._spe)
+            self._armed_t = None
+
     def _plan_traces(self, train: float) -> None:
         """Under the budget: allow one pending trace once the credit covers its estimate.
 
-        Estimates: the recording twin, the fit's first step (Keras's own trace of the
-        same step); the layer-output probe, ``ACTIVATION_TRACE_FACTOR`` eager passes;
+        Estimates: the layer-output probe, ``ACTIVATION_TRACE_FACTOR`` eager passes;
         the weight function, ``WEIGHT_TRACE_S_PER_VARIABLE`` a variable (traced only when
-        the host summary is not already as cheap as a device call).
+        the host summary is not already as cheap as a device call). Both have host paths
+        that sample meanwhile.
         """
         if not self._budgeted:
             return
         credit = self.cadence.credit(train)
-        grads, acts, costs = self._gradients, self._activations, self._probe_cost
+        acts, costs = self._activations, self._probe_cost
         pending: list[tuple[str, float]] = []
         if acts is not None and acts.needs_trace and not acts.allow_trace:
             pending.append(("activations", ACTIVATION_TRACE_FACTOR * costs.get("activations", 0)))
@@ -318,44 +331,20 @@ class Inspector:
                 estimate = weight_trace_estimate(host, len(self._weights.variables))
                 if estimate is not None:
                     pending.append(("weights", estimate))
-        if grads is not None and not self._twin_allowed:
-            if grads.traced:  # traced in an earlier fit of this model: free now
-                self._twin_allowed = True
-            else:
-                pending.append(("twin", grads.trace_estimate))
         for what, estimate in pending:
             if estimate > credit:
                 continue
             # One trace per sample; the samples after it wait until it is paid back.
-            if what == "twin":
-                self._twin_allowed = True
-                self.waiting = ""
-            elif what == "activations":
+            if what == "activations":
                 acts.allow_trace = True
             else:
                 self._weights_traced = True
             return
-        if grads is not None and any(what == "twin" for what, _ in pending):
-            estimate = grads.trace_estimate
-            self.waiting = (
-                "Gradients start once the inspector's time budget "
-                f"({self.cadence.budget:.0%}) has paid for tracing their recording step "
-                f"(~{estimate:.1f} s), after about "
-                f"{estimate / self.cadence.budget:.0f} s of training "
-                "(a fixed cadence shows them at once: every N steps in the Model dock, or "
-                "--sample-every N)"
-            )
-            if not self._waiting_noted:
-                self._waiting_noted = True
-                self.monitor.note_once(
-                    "inspector: gradients wait",
-                    "Inspector: " + self.waiting[0].lower() + self.waiting[1:],
-                )
 
     def _arm(self) -> None:
-        """Record the gradients of the coming step (when the budget allows the twin)."""
+        """Record the gradients of the coming step."""
         grads = self._gradients
-        if grads is not None and self._twin_allowed and not grads.armed:
+        if grads is not None:
             grads.arm()
             if grads.armed:
                 self._armed_t = self.clock()
@@ -365,6 +354,8 @@ class Inspector:
         # Arm the gradient recorder one hook before the sampled step.
         arm_at = sample_at - self._spe
         if self._gradients is not None and arm_at > self.monitor.global_step:
+            self._gradients.disarm()
+            self._armed_t = None
             self.next_at = arm_at
         else:
             self.next_at = sample_at

@@ -20,7 +20,7 @@ class GradientsView(VariableRowsView):
     def __init__(
         self, store: InspectorStore, paint_clock: list[float], parent: QWidget | None = None
     ) -> None:
-        super().__init__(store, paint_clock, "No gradients sampled yet.", parent)
+        super().__init__(store, paint_clock, store.empty_text("gradients"), parent)
         self.global_plot = LinePlot("global gradient norm", "norm", paint_clock)
         self.global_plot.widget.setMaximumHeight(220)
         self.global_plot.widget.hide()  # an empty plot until the first gradients
@@ -68,10 +68,9 @@ class GradientsView(VariableRowsView):
 
     def describe(self, shown: int) -> str:
         """How many steps were sampled and the global norm now (before the first: why
-        there are none yet, when the inspector said)."""
+        there are none yet; after a run without any: why none came)."""
         if not self.store.gradients:
-            status = self.store.status
-            return status.waiting if status is not None else ""
+            return self.store.empty_text("gradients")
         g = self.store.global_norm
         return (
             f"Gradients the optimizer applied, sampled at {len(g.steps)} steps; "

@@ -188,7 +188,11 @@ class OutputsView(QWidget):
         self._drawn = self.store.version
         outputs = self.store.last_outputs
         if outputs is None:
-            text = self.store.outputs_off or "No layer outputs yet."
+            text = self.store.outputs_off or (
+                self.store.empty_text("layer outputs")
+                if self.store.ended
+                else "No layer outputs yet."
+            )
             if self.header.text() != text:
                 self.header.setText(text)
             return
