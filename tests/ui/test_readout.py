@@ -104,6 +104,10 @@ def test_the_readout_lists_each_run_of_this_plots_family_inside_the_plot(four_ru
         "alpha-20260101-000001",
         "beta-20260101-000002",
     }
+    for plot in (loss, accuracy):  # each other run is named in every plot's legend
+        labels = plot.legend_labels()
+        for name in ("previous run", "alpha-20260101-000001", "beta-20260101-000002"):
+            assert labels.count(name) == 1, (plot.family, labels)
     hover(loss, 15)
     assert shown(loss)
     text = plain(loss)
@@ -168,3 +172,17 @@ def test_step_within_fit_readout_keeps_to_the_family(four_runs):
     text = loss.readout(5)
     assert "alpha-20260101-000001 fit 1: loss 3.95" in text.replace("<b>", "").replace("</b>", "")
     assert "accuracy" not in text
+
+
+def test_a_run_picked_while_its_folder_is_read_joins_every_legend(four_runs, tmp_path, qtbot):
+    window = four_runs.window()
+    recorded(tmp_path, "gamma-20260101-000003", 6.0, "/tmp/gamma.py", 4.0)
+    window.runs.refresh_list()
+    window.runs.select(["alpha-20260101-000001", "gamma-20260101-000003"])
+    window.bridge.flush()  # drawn while gamma is still being read: no line of it yet
+    qtbot.waitUntil(lambda: not window.runs.loading(), timeout=30_000)
+    window.runs.poll()  # its points arrive
+    window.bridge.flush()
+    for family in ("loss", "accuracy"):
+        plot = four_runs.plots[family]
+        assert "gamma-20260101-000003" in plot.legend_labels(), (family, plot.legend_labels())

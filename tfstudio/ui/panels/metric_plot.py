@@ -285,6 +285,7 @@ class MetricPlot(PlotView):
                     _cached(item)
                     curve.item = self.add_item(item, z=0.5, ranged=not layer.faint)
                     layer.curves[track.key] = curve
+                    self._legend_stale = True  # its first line here: the legend names it
                 else:
                     curve.source = source
                     curve.dirty = True
