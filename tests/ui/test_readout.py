@@ -116,9 +116,10 @@ def test_the_readout_lists_each_run_of_this_plots_family_inside_the_plot(four_ru
     # the live run's lines, each value exact; then one row per other run, loss and val_loss
     assert "loss (per step): 0.066667" in text and "smoothed" not in text
     assert "val_loss: 0.4" in text
-    assert "previous run train-20260101-000000 fit 1: loss 2.85, val_loss 3.25" in text
-    assert "alpha-20260101-000001 fit 1: loss 3.85, val_loss 4.25" in text
-    assert "beta-20260101-000002 fit 1: loss 4.85, val_loss 5.25" in text
+    # (one fit each: no fit named)
+    assert "previous run train-20260101-000000: loss 2.85, val_loss 3.25" in text
+    assert "alpha-20260101-000001: loss 3.85, val_loss 4.25" in text
+    assert "beta-20260101-000002: loss 4.85, val_loss 5.25" in text
     assert "accuracy" not in text  # another family's values are in its own plot
     assert "more" not in text  # nothing cut at this size
     # the box lies inside the data area
@@ -129,7 +130,7 @@ def test_the_readout_lists_each_run_of_this_plots_family_inside_the_plot(four_ru
     hover(accuracy, 5)
     assert shown(accuracy) and not shown(loss)
     text = plain(accuracy)
-    assert "alpha-20260101-000001 fit 1: accuracy 0.55" in text
+    assert "alpha-20260101-000001: accuracy 0.55" in text
     assert re.search(r"\bloss\b", text) is None
     assert sum(shown(p) for p in four_runs.plots.values()) == 1
 

@@ -898,7 +898,7 @@ class MetricPlot(PlotView):
                 hit = curve.nearest(x, *window)
             if hit is None:
                 continue
-            if window is None and not fit_here:
+            if window is None and not fit_here and len(layer.spans()) > 1:  # which fit
                 spans = reversed(layer.spans())
                 fit_here = next((f" fit {i + 1}" for i, a, _ in spans if x > a), "")
             values.append(f"{html.escape(key)} <b>{_value(hit[1], hit[2])}</b>")
