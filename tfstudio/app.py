@@ -42,6 +42,7 @@ def run_app(
 
     from tfstudio.core.process import ProcessLauncher
     from tfstudio.ui import guards
+    from tfstudio.ui.first_paint import after_first_paint
     from tfstudio.ui.main_window import MainWindow
 
     screenshot = os.path.abspath(screenshot) if screenshot else None
@@ -67,7 +68,14 @@ def run_app(
     if sample_every:
         window.inspector.model.set_sample_every(sample_every)
     window.show()
-    launcher.prepare()  # a spare worker imports TensorFlow; the window is already up
+
+    def prepare_spare() -> None:
+        if not launcher.is_running():  # a run (--run) makes the spare when it ends
+            launcher.prepare()
+
+    # A spare worker imports TensorFlow in advance (Run starts at once), from the
+    # window's first paint on: it does not compete with the window for the CPU.
+    after_first_paint(window, prepare_spare)
 
     outcome = {"code": 0}
     shot_taken = [False]

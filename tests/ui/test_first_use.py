@@ -214,3 +214,37 @@ def test_runs_lists_newest_first_as_the_window_does(qtbot, tmp_path, capsys):
         assert [tree.topLevelItem(i).text(0) for i in range(3)] == listed
     finally:
         win.bridge.stop()
+
+
+# -- launch: the spare worker waits for the window's first paint ---------------------
+def test_after_first_paint_calls_once_after_the_windows_first_paint(qtbot):
+    from PySide6.QtWidgets import QMainWindow
+
+    from tfstudio.ui.first_paint import after_first_paint
+
+    win = QMainWindow()
+    qtbot.addWidget(win)
+    painted: list[bool] = []
+    calls: list[bool] = []
+    win.paintEvent = lambda event: painted.append(True)  # type: ignore[method-assign]
+    win.show()
+    after_first_paint(win, lambda: calls.append(bool(painted)), fallback_ms=60_000)
+    qtbot.waitUntil(lambda: bool(calls), timeout=5000)
+    assert calls == [True]  # once, and the window had painted by then
+    win.update()
+    qtbot.wait(100)
+    assert calls == [True]
+
+
+def test_after_first_paint_still_calls_a_window_never_shown(qtbot):
+    from PySide6.QtWidgets import QMainWindow
+
+    from tfstudio.ui.first_paint import after_first_paint
+
+    win = QMainWindow()
+    qtbot.addWidget(win)
+    calls: list[int] = []
+    after_first_paint(win, lambda: calls.append(1), fallback_ms=50)
+    qtbot.waitUntil(lambda: bool(calls), timeout=2000)
+    qtbot.wait(100)
+    assert calls == [1]
