@@ -13,6 +13,7 @@ from PySide6.QtCore import QEvent, QPoint, Qt
 from PySide6.QtWidgets import QApplication
 
 from tests.core.tfevents import write_events
+from tfstudio.core.events import RunEnded, RunStarted
 from tfstudio.ui.panels.runs import RunsPanel
 
 
@@ -73,13 +74,20 @@ def test_while_the_mouse_is_over_the_list_no_row_moves_under_it(panel, tmp_path,
     aim = panel.tree.visualItemRect(item_named(panel, "run-01")).center()
     viewport.setAttribute(Qt.WidgetAttribute.WA_UnderMouse, True)  # the pointer is over it
     add_run(tmp_path, 3)
-    panel.refresh_list()
+    panel.ingest_event(RunStarted("/p/train.py", ("train.py",), "/p", 1003.0))
+    panel.ingest_event(RunEnded("finished", 0, 1, 2, 1.0))  # the list is read again now
+    panel.refresh()
     assert panel.tree.itemAt(aim).text(0) == "run-01"  # a click there picks run-01 still
     assert names(panel) == ["run-02", "run-01", "run-00"]
     # the new run comes in when the mouse leaves the list
     viewport.setAttribute(Qt.WidgetAttribute.WA_UnderMouse, False)
     QApplication.sendEvent(viewport, QEvent(QEvent.Type.Leave))
     qtbot.waitUntil(lambda: names(panel) == ["run-03", "run-02", "run-01", "run-00"])
+    # a re-list asked for (another runs folder, a folder opened) is never held
+    viewport.setAttribute(Qt.WidgetAttribute.WA_UnderMouse, True)
+    add_run(tmp_path, 4)
+    panel.set_logdir(tmp_path)
+    assert names(panel)[0] == "run-04"
 
 
 def test_a_list_scrolled_down_keeps_its_rows_in_place(qtbot, tmp_path):

@@ -266,14 +266,14 @@ class RunsPanel(QWidget):
         self.error_label.setText(text)
         self.error_label.setVisible(bool(text))
 
-    def refresh_list(self) -> None:
+    def refresh_list(self, hold: bool = False) -> None:
         """Re-list runs in place: rows of runs still there are updated (never made again),
         so the selection, the picked runs, the current row and the scroll stay on the
         same runs.
 
-        While the mouse is over the list, rows are neither added nor removed (the user is
-        aiming at one: a new run at the top would push the others down under the cursor);
-        they are when it leaves.
+        ``hold`` (the re-lists of a live run, while the mouse is over the list): rows are
+        neither added nor removed, as the user is aiming at one (a new run at the top
+        would push the others down under the pointer); they are when it leaves.
         """
         runs = self.runs()
         selected = set(self.selected_paths())
@@ -282,7 +282,6 @@ class RunsPanel(QWidget):
             tree.topLevelItem(i).data(0, PATH_ROLE): tree.topLevelItem(i)
             for i in range(tree.topLevelItemCount())
         }
-        hold = tree.viewport().underMouse()
         self._relist_held = False
         anchor = None if hold else self._scroll_anchor()
         tree.blockSignals(True)
@@ -549,7 +548,7 @@ class RunsPanel(QWidget):
         now = time.monotonic()
         if self._relist_at is not None and now >= self._relist_at:
             self._relist_at = now + LIST_EVERY_S if self._live_run else None
-            self.refresh_list()
+            self.refresh_list(hold=self.tree.viewport().underMouse())
 
     # -- actions ---------------------------------------------------------------------
     def rename_selected(self, new_name: str) -> Location:
