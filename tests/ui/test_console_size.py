@@ -62,3 +62,19 @@ def test_a_failure_summary_wraps_and_is_readable_whole(window, run, qtbot):
     QApplication.processEvents()
     assert view.lineWrapMode() == QPlainTextEdit.LineWrapMode.NoWrap
     assert view.horizontalScrollBar().maximum() > 0
+
+
+def test_a_closed_or_floating_console_is_left_alone(window, qtbot, capfd):
+    qtbot.waitExposed(window)
+    dock = window._console_dock
+    dock.setFloating(True)
+    dock.resize(500, 100)
+    window.resize(1300, 900)
+    QApplication.processEvents()
+    assert dock.isFloating() and dock.height() < 150  # a window of its own keeps its size
+    dock.setFloating(False)
+    dock.close()
+    window.resize(1250, 880)
+    QApplication.processEvents()
+    assert dock.isHidden()
+    assert "resizeDocks" not in capfd.readouterr().err

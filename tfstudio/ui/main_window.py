@@ -686,6 +686,8 @@ class MainWindow(QMainWindow):
         """The console dock as tall as its lines need (when the window has the room)."""
         dock, console = self._console_dock, self.console
         lines = console.wanted_height()
+        if dock.isHidden() or dock.isFloating():  # closed, or a window of its own
+            return
         if dock.isVisible() and console.height() >= lines:
             return
         extra = 0  # what the dock's height holds besides the console: its title, its tabs
