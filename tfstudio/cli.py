@@ -115,6 +115,12 @@ def headless_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--logdir", metavar="DIR", help=LOGDIR_HELP)
     p.add_argument("--no-record", action="store_true", help="do not record the run")
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show TensorFlow's start-up messages as they come (folded into one line "
+        "otherwise; the run folder's startup.log keeps them)",
+    )
     _add_inspector_flags(p)
     p.add_argument("script", help="training script to run")
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
@@ -372,7 +378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ns = headless_parser().parse_args(argv[1:])
         from tfstudio.headless import run_headless
 
-        return run_headless(ns.script, ns.args, run_options(ns))
+        return run_headless(ns.script, ns.args, run_options(ns), verbose=ns.verbose)
     if argv and argv[0] == "runs":
         return _runs_command(argv[1:])
     if argv and argv[0] == "export":

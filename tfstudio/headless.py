@@ -1,15 +1,34 @@
 """``tfstudio run SCRIPT``: a run in its worker process, shown in the terminal with a progress line.
 
 Another viewer of the same worker stream the window reads; it never imports TensorFlow.
+
+What the terminal shows, and why:
+
+- The script's output as it wrote it, and tfstudio's lines (``tfstudio: ...``) in time
+  order with it: the engine's events reach this process in batches, up to a few tenths
+  of a second after the script's output beside them, so the script's output waits
+  :data:`HOLD_S` here and each event goes in where its time says (``RunStarted.clock``
+  maps the run's clock onto this process's).
+- tfstudio's lines only at the script's line boundaries: a line of ours never breaks
+  a line the script holds open (Keras's progress bar); it waits for the line's end,
+  or until the script has been quiet for :data:`IDLE_S`.
+- Per epoch, nothing of ours: a fit that prints its own epochs (``verbose`` not 0)
+  says everything; a silent fit (``verbose=0``) gets the progress line, redrawn in
+  place on a terminal, and one line at its end.
+- TensorFlow's start-up messages folded into one line (all of them with
+  ``--verbose``, and in the run folder's ``startup.log``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 import signal
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from types import FrameType
 from typing import TextIO
 
@@ -19,10 +38,16 @@ from tfstudio.core.events import (
     ConsoleOutput,
     EngineStatus,
     EpochEnded,
+    FitEnded,
     FitStarted,
+    GradientStats,
+    InspectorStatus,
+    ModelBuilt,
     MonitorError,
+    RunDevices,
     RunEnded,
     RunRecording,
+    RunStarted,
     StepColumns,
     StepEnded,
 )
@@ -30,14 +55,27 @@ from tfstudio.core.options import RunOptions
 from tfstudio.core.process import ProcessLauncher
 from tfstudio.core.progress import ProgressTracker, format_duration, format_value
 from tfstudio.core.scripts import ScriptPathError, check_script
-from tfstudio.core.system import ResourceWatch
+from tfstudio.core.system import ResourceWatch, device_line
+from tfstudio.core.tf_startup import StartupFold
+
+# The script's output waits until the engine's events have caught up with it (an event
+# dated after it arrived), or this long at most, for tfstudio's lines dated before it.
+HOLD_S = 0.5
+IDLE_S = 2.0  # a line the script left open and let be this long: ours may follow it
+LOG_EVERY_S = 60.0  # off a terminal: a silent fit's progress, at most this often
+STARTUP_LOG = "startup.log"  # TensorFlow's start-up messages, in the run folder
+
+
+def plural(n: int, word: str) -> str:
+    """``1 epoch``, ``2 epochs``, ``1,000 steps``."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 class ProgressLine:
     """One status line at the bottom of a terminal, redrawn in place.
 
     On a terminal the line is rewritten with ``\\r`` at most ``hz`` times a
-    second; elsewhere (logs, CI) one line is printed per epoch instead.
+    second; elsewhere (logs, CI) it is never drawn.
 
     The script shares the terminal. While its output holds a line open (Keras's
     own progress bar, redrawn with ``\\r``, or text with no newline yet) the line is
@@ -59,16 +97,20 @@ class ProgressLine:
         self._shown = 0  # width of the line on screen
         self._script_open = False  # the script's last output did not end its line
         self._script_drew = -1e9  # when the script last wrote a carriage return
+        self.script_wrote_at = -1e9  # when the script last wrote anything
         # The script's stdout and our line end up in one place (a terminal, or a log
         # of both): its open lines there are ours to respect.
         self.shares_terminal = interactive
-        # The fit being run prints each epoch's metrics itself (its verbose is not 0).
-        self.keras_prints_epochs = False
 
     @property
     def interval(self) -> float:
         """Seconds between two draws of the line, at the most."""
         return self._interval
+
+    @property
+    def script_open(self) -> bool:
+        """Whether the script's last output left its line unfinished."""
+        return self._script_open
 
     def clear(self) -> None:
         """Erase the line (before other output is written)."""
@@ -82,8 +124,9 @@ class ProgressLine:
         if not text:
             return
         self._script_open = not text.endswith("\n")
+        self.script_wrote_at = time.monotonic()
         if "\r" in text:
-            self._script_drew = time.monotonic()
+            self._script_drew = self.script_wrote_at
 
     def script_owns_line(self) -> bool:
         """Whether the script's output holds the bottom line (ours stays hidden)."""
@@ -121,8 +164,13 @@ def _terminal_width() -> int:
         return 120
 
 
-def describe(tracker: ProgressTracker) -> str:
-    """The progress line: step, epoch, loss, speed, time left."""
+def describe(tracker: ProgressTracker, label: str = "") -> str:
+    """The progress line: step, epoch, loss, speed, time left.
+
+    Args:
+        label: which fit or loop runs (``fit 2``, ``loop 1``), shown when it is not the
+            run's first segment; "" leaves it out.
+    """
     p = tracker.progress
     if p.fit_index < 0 and not p.global_step:
         return "tfstudio: waiting for the first training step"
@@ -132,12 +180,12 @@ def describe(tracker: ProgressTracker) -> str:
     if p.restore_note():  # after a restore: the run's step beside Keras's (docs/controls.md)
         step += f" · {p.restore_note()}"
     epoch = f"epoch {p.epoch}/{p.epochs}" if p.epochs else ""
-    fit = f"fit {p.fit_index + 1} " if p.fit_index > 0 else ""
+    fit = f"{label} " if label and p.fit_index > 0 else ""
     loss = f"{p.loss_key} {format_value(p.loss)}" if p.loss_key else ""
     frac = p.fraction()
     bar = _bar(frac) if frac is not None else ""
     parts = [
-        f"{fit}{epoch}",
+        f"{fit}{epoch}".strip(),
         step,
         loss,
         f"paused at step {p.global_step}" if p.paused else f"{p.rate:.0f} steps/s",
@@ -153,25 +201,375 @@ def _bar(fraction: float, width: int = 20) -> str:
     return "[" + "#" * filled + "." * (width - filled) + f"] {fraction * 100:3.0f}%"
 
 
-def run_headless(script: str, args: Sequence[str] = (), options: RunOptions | None = None) -> int:
+# Words of the window that mean nothing in a terminal, in the engine's shared notes.
+_WINDOW_WORDS = (
+    (re.compile(r"every N steps in the \w+ dock, or "), ""),
+    (re.compile(r",? in the \w+ dock\b"), ""),
+)
+
+
+def terminal_words(text: str) -> str:
+    """A note of the engine's as the terminal says it (no window words: docks, tabs)."""
+    for pattern, repl in _WINDOW_WORDS:
+        text = pattern.sub(repl, text)
+    return text
+
+
+class TerminalView:
+    """The run as the terminal shows it: the script's output and tfstudio's lines, in order.
+
+    Feed it every event as it arrives (:meth:`take`) and call :meth:`release` often;
+    :meth:`finish` prints whatever waits.
+
+    Args:
+        line: the progress line (on the terminal's stderr).
+        out: where the script's stdout goes.
+        err: where the script's stderr and tfstudio's lines go.
+        verbose: show TensorFlow's start-up messages as they come.
+        started: ``time.perf_counter()`` when ``tfstudio run`` started (the run's length
+            in its summary counts from here: starting Python and TensorFlow is part of it).
+    """
+
+    def __init__(
+        self,
+        line: ProgressLine,
+        out: TextIO,
+        err: TextIO,
+        *,
+        verbose: bool = False,
+        started: float | None = None,
+        hold: float = HOLD_S,
+    ) -> None:
+        self.line = line
+        self.out = out
+        self.err = err
+        self.verbose = verbose
+        self.started = time.perf_counter() if started is None else started
+        self.hold = hold
+        self.tracker = ProgressTracker()
+        self.ended: RunEnded | None = None
+        self.run_dir: str | None = None
+        self.startup = StartupFold()
+        self._folding = True  # TensorFlow's start-up: until training starts
+        self._clock0: float | None = None  # the worker's run clock's zero, on ours
+        self._held: list[tuple[float, int, str, object]] = []  # (when, order, kind, what)
+        self._order = 0
+        # The newest time (on our clock) of an event that arrived: the engine's events up
+        # to it are here (the pump hands them on in the order they were emitted).
+        self._caught_up = -1e18
+        self._waiting: list[str] = []  # our lines, waiting for the script's line to end
+        self._labels: dict[int, str] = {}  # fit_index -> "fit 1" / "loop 2"
+        self._label = ""  # the running segment's
+        self._silent: dict[int, FitStarted] = {}  # fits that print nothing per epoch
+        self._epochs: dict[int, EpochEnded] = {}  # each fit's last epoch
+        self._logged = 0.0  # off a terminal: when a silent fit's progress was last printed
+        self._gradients = False  # some were recorded
+        self._inspector_waits = ""  # the inspector's last word on what it does not sample
+        self._device: tuple[float, str] | None = None  # the device line, to say
+
+    # -- events in ---------------------------------------------------------------
+    def take(self, event: object, now: float | None = None) -> None:
+        """One event, as it arrives (``now``: ``time.perf_counter()``)."""
+        now = time.perf_counter() if now is None else now
+        kind = type(event)
+        if kind is StepColumns or kind is StepEnded:
+            self.tracker.feed(event)
+            self._steps_in(event, now)
+            return
+        self.tracker.feed(event)
+        if kind is ConsoleOutput:
+            self._console(event, now)  # type: ignore[arg-type]
+            return
+        if kind is RunStarted:
+            clock = event.clock  # type: ignore[attr-defined]
+            self._clock0 = clock if 0 < clock <= now else None
+            return
+        if self._clock0 is not None and isinstance(getattr(event, "time", None), float):
+            self._caught_up = max(self._caught_up, self._when(event, now))
+        if kind is RunRecording:
+            self.run_dir = event.run_dir  # type: ignore[attr-defined]
+            return
+        if kind is GradientStats:
+            self._gradients = True
+            return
+        if kind is InspectorStatus:
+            self._inspector_waits = event.waiting  # type: ignore[attr-defined]
+            return
+        if kind is RunDevices:
+            # said with the fit or loop announced next in the same batch (the engine reports
+            # the devices just before it), else at the next release
+            self._device = (now, f"tfstudio: {device_line(event)}")  # type: ignore[arg-type]
+            return
+        when = self._when(event, now)
+        if kind is FitStarted:
+            self._end_startup(when)
+            self._say_device(when)
+        for text in self._lines(event, now):
+            self._hold(when, "line", text)
+        if kind is RunEnded:
+            self.ended = event  # type: ignore[assignment]
+
+    def _steps_in(self, event: StepColumns | StepEnded, now: float) -> None:
+        """Steps arrived: the engine's events are here up to the newest step's time."""
+        if self._clock0 is None:
+            return
+        if isinstance(event, StepColumns):
+            if not len(event):
+                return
+            t = float(event.time.max())
+        else:
+            t = event.time
+        self._caught_up = max(self._caught_up, min(now, self._clock0 + t))
+
+    def _when(self, event: object, now: float) -> float:
+        """When ``event`` happened, on this process's clock (its arrival when unknown)."""
+        t = getattr(event, "time", None)
+        if self._clock0 is None or not isinstance(t, float | int) or isinstance(event, RunEnded):
+            return now
+        return min(now, self._clock0 + t)
+
+    def _console(self, event: ConsoleOutput, now: float) -> None:
+        if event.stream == "tfstudio":  # ours: on a line of its own
+            text = terminal_words(event.text.removesuffix("\n"))
+            self._hold(now, "line", "tfstudio: " + text)
+            return
+        text = event.text
+        if event.stream == "stderr" and event.native and self._folding:
+            kept = self.startup.feed(text)  # (collected for startup.log either way)
+            if not self.verbose:
+                text = kept
+        if text:
+            self._hold(now, event.stream, text)
+
+    def _end_startup(self, when: float) -> None:
+        """Training starts: TensorFlow's start-up is over; say what was folded, once."""
+        if not self._folding:
+            return
+        self._folding = False
+        rest = self.startup.flush()
+        if rest and not self.verbose:
+            self._hold(when, "stderr", rest)
+        n = len(self.startup.lines)
+        if n and not self.verbose:
+            self._hold(
+                when,
+                "line",
+                f"tfstudio: TensorFlow started ({plural(n, 'start-up line')} hidden; "
+                "--verbose shows them)",
+            )
+
+    def _say_device(self, when: float | None = None) -> None:
+        """The device line, once it came (at ``when``, or when it arrived)."""
+        if self._device is None:
+            return
+        arrived, text = self._device
+        self._device = None
+        self._end_startup(arrived if when is None else when)
+        self._hold(arrived if when is None else when, "line", text)
+
+    def _lines(self, event: object, now: float) -> list[str]:
+        """What tfstudio says of ``event`` (nothing for most)."""
+        if isinstance(event, FitStarted):
+            label = event.label()
+            self._labels[event.fit_index] = label
+            self._label = label
+            if event.kind == "loop":
+                return [f"tfstudio: {event.title()} (custom training loop)"]
+            if event.verbose == 0:
+                self._silent[event.fit_index] = event
+            m = event.model
+            params = f"{m.total_params:,} params" if m.built else "not built yet"
+            spe = event.steps_per_execution
+            return [
+                f"tfstudio: {label}: {m.name} ({m.class_name}, {params}), "
+                f"{plural(event.epochs, 'epoch')}"
+                + (f", steps_per_execution={spe}" if spe > 1 else "")
+            ]
+        if isinstance(event, ModelBuilt):
+            label = self._labels.get(event.fit_index, f"fit {event.fit_index + 1}")
+            return [f"tfstudio: {label}: model built: {event.total_params:,} params"]
+        if isinstance(event, EpochEnded):
+            self._epochs[event.fit_index] = event
+            return []
+        if isinstance(event, FitEnded):
+            return self._fit_ended(event)
+        if isinstance(event, EngineStatus) and event.state == "error":
+            return [f"tfstudio: {event.detail}"]
+        if isinstance(event, Advice):
+            return [
+                f"tfstudio: advice: {event.location() or '-'}: {event.describe()}  fix: {event.fix}"
+            ]
+        if isinstance(event, MonitorError):
+            return [
+                f"tfstudio: monitoring failed in {event.where} ({event.message}); "
+                "training goes on without it"
+            ]
+        if isinstance(event, RunEnded):
+            took = now - self.started
+            ended = dataclasses.replace(event, time=max(took, event.time))
+            return [*self._not_recorded(), "tfstudio: " + ended.summary()]
+        return []
+
+    def _fit_ended(self, event: FitEnded) -> list[str]:
+        """A silent fit's one line at its end: epochs, steps and its last epoch's metrics."""
+        started = self._silent.pop(event.fit_index, None)
+        if started is None:
+            return []
+        last = self._epochs.get(event.fit_index)
+        label = self._labels.get(event.fit_index, started.label())
+        done = (last.epoch + 1 - started.initial_epoch) if last is not None else 0
+        steps = event.global_step - started.global_step
+        head = "stopped after" if event.stopped else "done:"
+        text = f"tfstudio: {label} {head} {plural(done, 'epoch')}"
+        if started.epochs and done != started.epochs - started.initial_epoch:
+            text += f" of {started.epochs - started.initial_epoch}"
+        text += f", {plural(steps, 'step')}"
+        if last is not None and last.metrics:
+            text += " - " + " - ".join(f"{k}: {format_value(v)}" for k, v in last.metrics.items())
+        return [text]
+
+    def _not_recorded(self) -> list[str]:
+        """At the run's end: what the inspector was still waiting for, in the past tense."""
+        if not self._inspector_waits or self._gradients:
+            return []
+        from tfstudio.core.inspector_store import gradients_not_recorded
+
+        kept = "recorded" if self.run_dir else "sampled"
+        why = gradients_not_recorded(self._inspector_waits)
+        return [f"tfstudio: no gradients were {kept}: {why}"]
+
+    # -- out to the terminal -------------------------------------------------------
+    def _hold(self, when: float, kind: str, what: object) -> None:
+        self._order += 1
+        self._held.append((when, self._order, kind, what))
+
+    def release(self, now: float | None = None, everything: bool = False) -> None:
+        """Write what is due, in time order (``everything``: all that is held).
+
+        Due: what is dated before the newest event that arrived, and what has waited
+        :attr:`hold` seconds."""
+        now = time.perf_counter() if now is None else now
+        self._say_device()
+        if self._held:
+            self._held.sort()
+            due = len(self._held)
+            if not everything:
+                limit = max(self._caught_up, now - self.hold)
+                due = next((i for i, h in enumerate(self._held) if h[0] > limit), due)
+            ready, self._held = self._held[:due], self._held[due:]
+            for _, _, kind, what in ready:
+                if kind == "line":
+                    self._say(str(what))
+                else:
+                    self._script(kind, str(what))
+        if self._waiting and (
+            everything
+            or not self.line.script_open
+            or time.monotonic() - self.line.script_wrote_at >= IDLE_S
+        ):
+            waiting, self._waiting = self._waiting, []
+            for text in waiting:
+                self.line.print(text)
+        if self.ended is None:
+            self._progress(now)
+
+    def _say(self, text: str) -> None:
+        """Our line: now, or once the script's open line ends."""
+        line = self.line
+        if self._waiting or (line.script_open and time.monotonic() - line.script_wrote_at < IDLE_S):
+            self._waiting.append(text)
+        else:
+            line.print(text)
+
+    def _script(self, stream: str, text: str) -> None:
+        """The script's output, as written; our waiting lines go in at its first line end."""
+        line = self.line
+        line.clear()
+        target = self.out if stream == "stdout" else self.err
+        shares = line.shares_terminal or target is self.err
+        if self._waiting and shares and "\n" in text:
+            cut = text.index("\n") + 1
+            head, text = text[:cut], text[cut:]
+            target.write(head)
+            target.flush()
+            line.script_wrote(head)
+            waiting, self._waiting = self._waiting, []
+            for note in waiting:
+                line.print(note)
+            if not text:
+                return
+        target.write(text)
+        target.flush()
+        if shares:
+            line.script_wrote(text)
+
+    def _progress(self, now: float) -> None:
+        """The progress line: drawn in place on a terminal; off one, a silent fit's
+        progress at most every :data:`LOG_EVERY_S`."""
+        text = describe(self.tracker, self._label)
+        if self.line.interactive:
+            self.line.draw(text)
+            return
+        p = self.tracker.progress
+        if p.fit_index in self._silent and now - self._logged >= LOG_EVERY_S:
+            if self._logged:
+                self._say(f"tfstudio: {text}")
+            self._logged = now
+
+    def finish(self) -> None:
+        """Write everything still held; keep TensorFlow's start-up lines in the run folder."""
+        if self._folding:
+            self._end_startup(time.perf_counter())
+        self.release(everything=True)
+        self.save_startup()
+
+    def save_startup(self) -> Path | None:
+        """Write the folded start-up messages to the run folder (a local one); its path."""
+        lines = self.startup.lines
+        if not lines or not self.run_dir or "://" in self.run_dir:
+            return None
+        path = Path(self.run_dir) / STARTUP_LOG
+        try:
+            path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        except OSError:
+            return None
+        return path
+
+
+def run_headless(
+    script: str,
+    args: Sequence[str] = (),
+    options: RunOptions | None = None,
+    verbose: bool = False,
+) -> int:
     """Run ``script`` with ``args`` in a worker process, showing it in this terminal.
 
     Returns the script's exit status (128 + N when its process died of signal N).
     Ctrl-C stops training at the next batch boundary; pressing it again interrupts
     the script, then terminates it.
+
+    Args:
+        verbose: show TensorFlow's start-up messages (folded into one line otherwise).
     """
+    started = time.perf_counter()
     # Our own handles on the terminal; the worker's output reaches us through pipes.
     out = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8", errors="replace")
     err = os.fdopen(os.dup(sys.stderr.fileno()), "w", encoding="utf-8", errors="replace")
     try:
-        return _run(script, args, options, out, err)
+        return _run(script, args, options, out, err, verbose, started)
     finally:
         out.close()
         err.close()
 
 
 def _run(
-    script: str, args: Sequence[str], options: RunOptions | None, out: TextIO, err: TextIO
+    script: str,
+    args: Sequence[str],
+    options: RunOptions | None,
+    out: TextIO,
+    err: TextIO,
+    verbose: bool,
+    started: float,
 ) -> int:
     try:
         path = check_script(script)
@@ -180,9 +578,9 @@ def _run(
         return 2
     channel = Channel()
     launcher = ProcessLauncher(channel, script_cwd=False, keep_spare=False, own_terminal=True)
-    tracker = ProgressTracker()
     line = ProgressLine(err, interactive=err.isatty())
     line.shares_terminal = out.isatty() == err.isatty()  # both a terminal, or one log
+    view = TerminalView(line, out, err, verbose=verbose, started=started)
     interrupts = [0]
 
     def on_sigint(signum: int, frame: FrameType | None) -> None:
@@ -192,10 +590,8 @@ def _run(
         interrupts[0] += 1
 
     previous = signal.signal(signal.SIGINT, on_sigint)
-    ended: RunEnded | None = None
     handled = 0
     watch = ResourceWatch()  # the device line at the start, peak memory in the summary
-    run_dir: list[str | None] = [None]
     # The worker's pump beats when asked (after the first ask; 20 a second before): ten a
     # second are enough for a terminal line, half the beats of the pump's own clock.
     next_pull = 0.0
@@ -205,10 +601,11 @@ def _run(
         except RuntimeError as exc:
             err.write(f"tfstudio: cannot run: {exc}\n")
             return 1
-        while ended is None:
+        while view.ended is None:
             if interrupts[0] > handled:
                 handled = interrupts[0]
                 if handled == 1:
+                    view.release(everything=True)  # the user's own action: said at once
                     line.print(
                         "tfstudio: stopping at the next batch boundary "
                         "(Ctrl-C again to interrupt the script)"
@@ -219,76 +616,21 @@ def _run(
                 next_pull = now + line.interval
                 launcher.pull()
             events = channel.drain()
+            arrived = time.perf_counter()
+            for event in events:
+                watch.ingest(event)  # (its device line is the view's)
+                view.take(event, arrived)
+            view.release()
             if not events:
                 time.sleep(0.02)
-                continue
-            for event in events:
-                if isinstance(event, RunRecording):
-                    run_dir[0] = event.run_dir
-                device = watch.ingest(event)
-                if device is not None:
-                    line.print(f"tfstudio: {device}")
-                ended = _show(event, tracker, line, out, err) or ended
-            if ended is None:
-                line.draw(describe(tracker))
     finally:
         launcher.shutdown()
         watch.close()
         signal.signal(signal.SIGINT, previous)
+    view.finish()
     line.print(f"tfstudio: {watch.summary()}")
-    if run_dir[0]:
-        line.print(f"tfstudio: run recorded in {run_dir[0]}")
+    if view.run_dir:
+        line.print(f"tfstudio: run recorded in {view.run_dir}")
     line.clear()
-    return ended.exit_code
-
-
-def _show(
-    event: object, tracker: ProgressTracker, line: ProgressLine, out: TextIO, err: TextIO
-) -> RunEnded | None:
-    tracker.feed(event)
-    if isinstance(event, StepEnded | StepColumns):
-        return None
-    if isinstance(event, ConsoleOutput):
-        if event.stream == "tfstudio":  # ours: on a line of its own
-            line.print("tfstudio: " + event.text.removesuffix("\n"))
-            return None
-        line.clear()
-        stream = out if event.stream == "stdout" else err
-        stream.write(event.text)
-        stream.flush()
-        if line.shares_terminal or stream is err:
-            line.script_wrote(event.text)
-    elif isinstance(event, FitStarted) and event.kind == "loop":
-        line.print(f"tfstudio: {event.title()} (custom training loop)")
-    elif isinstance(event, FitStarted):
-        line.keras_prints_epochs = event.verbose != 0
-        m = event.model
-        line.print(
-            f"tfstudio: fit {event.fit_index + 1}: {m.name} ({m.class_name}, "
-            f"{m.total_params:,} params), {event.epochs} epochs"
-            + (
-                f", steps_per_execution={event.steps_per_execution}"
-                if event.steps_per_execution > 1
-                else ""
-            )
-        )
-    elif isinstance(event, EpochEnded) and not line.interactive and not line.keras_prints_epochs:
-        # (on a terminal the progress line shows the epoch; Keras's own output, when the
-        # fit's verbose is not 0, already has its metrics)
-        metrics = " - ".join(f"{k}: {format_value(v)}" for k, v in event.metrics.items())
-        line.print(f"tfstudio: epoch {event.epoch + 1}: {metrics}")
-    elif isinstance(event, EngineStatus) and event.state == "error":
-        line.print(f"tfstudio: {event.detail}")
-    elif isinstance(event, Advice):
-        line.print(
-            f"tfstudio: advice: {event.location() or '-'}: {event.describe()}  fix: {event.fix}"
-        )
-    elif isinstance(event, MonitorError):
-        line.print(
-            f"tfstudio: monitoring failed in {event.where} ({event.message}); "
-            "training goes on without it"
-        )
-    elif isinstance(event, RunEnded):
-        line.print("tfstudio: " + event.summary())
-        return event
-    return None
+    assert view.ended is not None
+    return view.ended.exit_code

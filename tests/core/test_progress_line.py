@@ -1,70 +1,149 @@
-"""The headless progress line shares the terminal with the script's own output."""
+"""The headless terminal: the progress line, the script's output and tfstudio's lines, in order."""
 
 import io
 
-from tfstudio.core.events import ConsoleOutput
-from tfstudio.core.progress import ProgressTracker
-from tfstudio.headless import ProgressLine, _show
+from tfstudio.core.events import (
+    ConsoleOutput,
+    EpochEnded,
+    FitEnded,
+    FitStarted,
+    ModelBuilt,
+    ModelSummary,
+    RunDevices,
+    RunEnded,
+    RunStarted,
+)
+from tfstudio.headless import ProgressLine, TerminalView, terminal_words
 
 KERAS_BAR = "\r\x1b[1m11/64\x1b[0m ━━━━ 0s 5ms/step - loss: 0.6434"
+CLOCK = 1000.0  # the worker's run clock started at this perf_counter() reading
 
 
-def _line(hold: float = 60.0) -> tuple[ProgressLine, io.StringIO]:
+def _view(interactive: bool = True) -> tuple[TerminalView, io.StringIO]:
     term = io.StringIO()  # stdout and stderr on one terminal
-    line = ProgressLine(term, interactive=True, hz=1e9, hold=hold)
-    return line, term
+    line = ProgressLine(term, interactive=interactive, hz=1e9, hold=60.0)
+    line.shares_terminal = True
+    view = TerminalView(line, term, term, started=CLOCK - 5.0)
+    view.take(RunStarted("/t.py", ("/t.py",), "/", 0.0, 1, CLOCK), CLOCK)
+    return view, term
 
 
-def _console(line: ProgressLine, term: io.StringIO, stream: str, text: str) -> None:
-    _show(ConsoleOutput(stream, text), ProgressTracker(), line, term, term)
+def _fit(index: int = 0, number: int = 1, verbose: int = 0, built: bool = True, t: float = 1.0):
+    params = 5 if built else 0
+    model = ModelSummary("m", "Sequential", (), params, params, built)
+    return FitStarted(index, model, 1, 0, 2, 1, 0, t, verbose=verbose, number=number)
 
 
 def test_our_line_is_drawn_while_the_script_is_quiet():
-    line, term = _line()
-    _console(line, term, "stdout", "loading data\n")
+    line = ProgressLine(io.StringIO(), interactive=True, hz=1e9, hold=60.0)
+    line.script_wrote("loading data\n")
     line.draw("epoch 1/2 | step 3/10")
-    assert term.getvalue() == "loading data\n\repoch 1/2 | step 3/10"
+    assert line.out.getvalue() == "\repoch 1/2 | step 3/10"
 
 
 def test_the_scripts_own_progress_bar_is_not_drawn_over():
-    line, term = _line()
-    line.draw("epoch 1/2 | step 3/10")
-    _console(line, term, "stdout", KERAS_BAR)
+    view, term = _view()
+    view.take(ConsoleOutput("stdout", KERAS_BAR), CLOCK + 1)
+    view.release(CLOCK + 1, everything=True)
     before = term.getvalue()
-    assert before.endswith(KERAS_BAR)  # ours erased first, then the script's bar
-    line.draw("epoch 1/2 | step 11/64")
+    assert before.endswith(KERAS_BAR)
+    view.line.draw("epoch 1/2 | step 11/64")
     assert term.getvalue() == before  # the bar keeps the line: no flicker of two bars
-    # a complete line after the bar: still the script's for `hold` seconds
-    _console(line, term, "stdout", "\n")
-    line.draw("epoch 1/2 | step 11/64")
-    assert term.getvalue() == before + "\n"
 
 
-def test_our_line_comes_back_once_the_script_stops_redrawing():
-    line, term = _line(hold=0.0)
-    _console(line, term, "stdout", KERAS_BAR + "\n")
-    line.draw("step 64")
-    assert term.getvalue().endswith("\n\rstep 64")
+def test_script_output_waits_for_the_engines_lines_dated_before_it():
+    view, term = _view(interactive=False)
+    view.take(ConsoleOutput("stdout", "loop epoch 0\n"), CLOCK + 2.0)  # arrives first
+    view.release(CLOCK + 2.1)
+    assert term.getvalue() == ""  # held: the engine may still tell of something before it
+    loop = FitStarted(
+        0, ModelSummary("net", "custom loop", (), 3, 3), 0, 0, None, 1, 0, 1.9, "loop", 1
+    )
+    view.take(loop, CLOCK + 2.2)  # dated 1.9 s into the run: before the script's line
+    view.release(CLOCK + 2.2)
+    assert term.getvalue() == "tfstudio: loop 1: net (custom training loop)\n"
+    view.release(CLOCK + 2.0 + view.hold)
+    assert term.getvalue() == "tfstudio: loop 1: net (custom training loop)\nloop epoch 0\n"
 
 
-def test_a_message_starts_below_a_line_the_script_left_open():
-    line, term = _line()
-    _console(line, term, "stdout", KERAS_BAR)
-    line.print("tfstudio: advice: train.py:12: ...")
-    assert term.getvalue() == KERAS_BAR + "\ntfstudio: advice: train.py:12: ...\n"
-    # our own notes from the worker too, and only one newline between lines
-    _console(line, term, "stdout", "no newline yet")
-    _console(line, term, "tfstudio", "Inspector: skipped\n")
-    assert term.getvalue().endswith("no newline yet\ntfstudio: Inspector: skipped\n")
-    line.print("tfstudio: run finished")
-    assert term.getvalue().endswith("skipped\ntfstudio: run finished\n")
+def test_script_output_goes_out_after_the_hold_when_no_event_comes():
+    view, term = _view(interactive=False)
+    view.take(ConsoleOutput("stdout", "loading\n"), CLOCK + 1.0)
+    view.release(CLOCK + 1.0 + view.hold / 2)
+    assert term.getvalue() == ""
+    view.release(CLOCK + 1.0 + view.hold)
+    assert term.getvalue() == "loading\n"
 
 
-def test_a_log_of_the_script_and_its_epochs_keeps_lines_apart():
-    log = io.StringIO()
-    line = ProgressLine(log, interactive=False)
-    line.shares_terminal = True  # both streams in one log (2>&1)
-    _console(line, log, "stdout", KERAS_BAR)
-    line.print("tfstudio: epoch 1: loss: 0.64")
-    line.draw("never drawn in a log")
-    assert log.getvalue() == KERAS_BAR + "\ntfstudio: epoch 1: loss: 0.64\n"
+def test_our_lines_wait_for_the_end_of_a_line_the_script_holds_open():
+    view, term = _view()
+    view.take(ConsoleOutput("stdout", "Epoch 1/2\n" + KERAS_BAR), CLOCK + 1)
+    view.take(ConsoleOutput("tfstudio", "Inspector: a note\n"), CLOCK + 1.1)
+    view.release(CLOCK + 5)
+    assert "tfstudio" not in term.getvalue()  # the bar is not cut
+    view.take(ConsoleOutput("stdout", "\r64/64 ━━━━ 1s - loss: 0.5\nEpoch 2/2\n"), CLOCK + 6)
+    view.release(CLOCK + 9)
+    assert term.getvalue().endswith(
+        "\r64/64 ━━━━ 1s - loss: 0.5\ntfstudio: Inspector: a note\nEpoch 2/2\n"
+    )
+
+
+def test_fit_lines_number_fits_apart_from_loops_and_count_parameters_once_built():
+    view, term = _view(interactive=False)
+    view.take(RunDevices(("CPU",)), CLOCK + 0.5)
+    view.take(_fit(index=2, number=1, built=False), CLOCK + 1.1)
+    view.take(ModelBuilt(2, 46, 46), CLOCK + 1.2)
+    view.take(EpochEnded(2, 0, 2, {"loss": 0.25}, 1.3), CLOCK + 1.3)
+    view.take(FitEnded(2, 2, False, 1.4), CLOCK + 1.4)
+    view.take(RunEnded("finished", 0, 1, 2, 1.5, loops=2), CLOCK + 1.5)
+    view.finish()
+    assert term.getvalue().splitlines() == [
+        "tfstudio: device: CPU",
+        "tfstudio: fit 1: m (Sequential, not built yet), 1 epoch",
+        "tfstudio: fit 1: model built: 46 params",
+        "tfstudio: fit 1 done: 1 epoch, 2 steps - loss: 0.25",
+        # the run's length from tfstudio run's own start (5 s before the worker's clock)
+        "tfstudio: Run finished after 0:06: 1 fit, 2 loops, 2 steps (exit code 0)",
+    ]
+
+
+def test_a_fit_that_prints_its_epochs_gets_no_line_of_ours_per_epoch_or_at_its_end():
+    view, term = _view(interactive=False)
+    view.take(_fit(verbose=2), CLOCK + 1.0)
+    for epoch in range(3):
+        view.take(EpochEnded(0, epoch, epoch + 1, {"loss": 0.5}, 1.1 + epoch), CLOCK + 2 + epoch)
+    view.take(FitEnded(0, 3, False, 4.5), CLOCK + 4.6)
+    view.finish()
+    assert term.getvalue() == "tfstudio: fit 1: m (Sequential, 5 params), 1 epoch\n"
+
+
+def test_tensorflow_start_up_lines_fold_into_one_line_said_when_training_starts(tmp_path):
+    view, term = _view(interactive=False)
+    startup = (
+        "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
+        "I0000 00:00:1795485259.405270    3261 cudart_stub.cc:31] Could not find cuda drivers\n"
+    )
+    view.take(ConsoleOutput("stderr", startup, native=True), CLOCK + 0.1)
+    view.take(ConsoleOutput("stdout", "loading\n"), CLOCK + 0.2)
+    view.take(_fit(t=0.3), CLOCK + 0.3)
+    view.take(ConsoleOutput("stderr", "a C++ warning of the script's\n", native=True), CLOCK + 1)
+    view.run_dir = str(tmp_path)
+    view.finish()
+    assert term.getvalue().splitlines() == [
+        "loading",
+        "tfstudio: TensorFlow started (2 start-up lines hidden; --verbose shows them)",
+        "tfstudio: fit 1: m (Sequential, 5 params), 1 epoch",
+        "a C++ warning of the script's",
+    ]
+    assert (tmp_path / "startup.log").read_text() == startup
+
+
+def test_the_terminal_has_no_window_words():
+    note = (
+        "Inspector: gradients start after about 276 s of training (a fixed cadence shows "
+        "them at once: every N steps in the Model dock, or --sample-every N)"
+    )
+    assert terminal_words(note) == (
+        "Inspector: gradients start after about 276 s of training (a fixed cadence shows "
+        "them at once: --sample-every N)"
+    )

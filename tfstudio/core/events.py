@@ -32,6 +32,10 @@ class RunStarted:
         cwd: working directory the script runs in.
         wall_time: ``time.time()`` at the start.
         pid: process id of the worker running the script (0 when in-process).
+        clock: ``time.perf_counter()`` in the worker when the run's clock started (the
+            zero of every event's ``time``; CLOCK_MONOTONIC on Linux, the same in every
+            process of the machine): a viewer orders events and the script's output by it.
+            0 when unknown.
     """
 
     script: str
@@ -39,6 +43,7 @@ class RunStarted:
     cwd: str
     wall_time: float
     pid: int = 0
+    clock: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,11 +88,27 @@ class LayerSummary:
 
 @dataclass(frozen=True, slots=True)
 class ModelSummary:
-    """A model announced when its ``fit`` starts."""
+    """A model announced when its ``fit`` starts.
+
+    Args:
+        built: False for a model Keras builds at the fit's first step (a subclassed
+            model, a ``Sequential`` without ``Input``): it has no weights yet, so its
+            counts are 0 until :class:`ModelBuilt` tells them.
+    """
 
     name: str
     class_name: str
     layers: tuple[LayerSummary, ...]
+    total_params: int
+    trainable_params: int
+    built: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ModelBuilt:
+    """A fit's model, not built when the fit started, was built by its first step."""
+
+    fit_index: int
     total_params: int
     trainable_params: int
 
@@ -106,6 +127,8 @@ class FitStarted:
         loop_index: 1-based number of the loop among the run's loops (0 for a fit).
         verbose: the fit's ``verbose`` (Keras prints each epoch's metrics itself when
             it is not 0; headless then leaves them to Keras).
+        number: 1-based number of the fit among the run's fits (0 for a loop, or when
+            unknown: ``fit_index + 1`` is used); fits and loops are numbered apart.
     """
 
     fit_index: int
@@ -119,6 +142,7 @@ class FitStarted:
     kind: str = "fit"
     loop_index: int = 0
     verbose: int = 0
+    number: int = 0
 
     def title(self) -> str:
         """``fit 2: name`` or ``loop 1: name``, for labels."""
@@ -128,7 +152,7 @@ class FitStarted:
         """``fit 2`` or ``loop 1``: which fit or custom loop of the run this is."""
         if self.kind == "loop":
             return f"loop {self.loop_index}"
-        return f"fit {self.fit_index + 1}"
+        return f"fit {self.number or self.fit_index + 1}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -902,6 +926,7 @@ Event = (
     | RunDevices
     | EngineStatus
     | FitStarted
+    | ModelBuilt
     | StepEnded
     | StepColumns
     | EpochEnded

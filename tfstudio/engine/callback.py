@@ -26,7 +26,7 @@ import keras
 import numpy as np
 
 from tfstudio.core.channel import BLOCK_ROWS
-from tfstudio.core.events import EpochEnded, FitEnded, FitStarted
+from tfstudio.core.events import EpochEnded, FitEnded, FitStarted, ModelBuilt
 from tfstudio.core.fit_rows import MEAN as _MEAN
 from tfstudio.core.fit_rows import RAW as _RAW
 from tfstudio.core.fit_rows import RUNNING as _RUNNING
@@ -90,6 +90,7 @@ class StudioCallback(keras.callbacks.Callback):
         self._inspector: Inspector | None = None
         self._inspect_at = NEVER  # global step at which the inspector next wants the hook
         self.user_callbacks: list[Any] = []  # the fit's own callbacks (to say who ended it)
+        self._unbuilt = False  # the model had no weights at the fit's start: count at step 1
 
     # -- fit -----------------------------------------------------------
     def on_train_begin(self, logs: dict | None = None) -> None:
@@ -101,10 +102,13 @@ class StudioCallback(keras.callbacks.Callback):
             self._last_k = self._steps if self._steps is not None else math.inf
             model = self.model
             spe = _steps_per_execution(model)
+            self._monitor.fits_started += 1
+            summary = model_summary(model)
+            self._unbuilt = not summary.built
             self._emit(
                 FitStarted(
                     fit_index=self.fit_index,
-                    model=model_summary(model),
+                    model=summary,
                     epochs=int(params.get("epochs") or 0),
                     initial_epoch=self.initial_epoch,
                     steps_per_epoch=self._steps,
@@ -112,8 +116,10 @@ class StudioCallback(keras.callbacks.Callback):
                     global_step=self._monitor.global_step,
                     time=self._monitor.now(),
                     verbose=_verbosity(params.get("verbose")),
+                    number=self._monitor.fits_started,
                 )
             )
+            self._monitor.flush()  # the viewer has the fit's line before Keras's first output
         except Exception as exc:  # noqa: BLE001 - monitoring must never break training
             self._monitor.report_error("on_train_begin", exc)
         try:
@@ -270,6 +276,9 @@ class StudioCallback(keras.callbacks.Callback):
         self.control.after_step(loss)
 
     def _step(self, batch: int, logs: dict) -> float | None:
+        if self._unbuilt:  # the fit's first batch end: the model is built now
+            self._unbuilt = False
+            self._announce_built()
         k = batch + 1
         steps_per_epoch = self._steps
         last = False
@@ -322,6 +331,17 @@ class StudioCallback(keras.callbacks.Callback):
         step = mon.global_step = mon.global_step + n
         self._step_row(self.fit_index, step, self._epoch, k, n, values, running, mon.now())
         return running.get("loss")
+
+    def _announce_built(self) -> None:
+        """Tell the parameter counts of a model built by the fit's first step."""
+        try:
+            summary = model_summary(self.model)
+            if summary.built:
+                self._emit(
+                    ModelBuilt(self.fit_index, summary.total_params, summary.trainable_params)
+                )
+        except Exception as exc:  # noqa: BLE001
+            self._monitor.report_error("model parameters", exc)
 
     def _step_row_raw(
         self, layout: RowLayout, step: int, k: int, n: int, c_k: float, vals: tuple

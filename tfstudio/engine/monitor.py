@@ -36,6 +36,7 @@ class RunMonitor:
         self.t0 = time.perf_counter() if t0 is None else t0
         self.run_dir: Path | UrlPath | None = None  # the run folder when the run is recorded
         self.fits = 0
+        self.fits_started = 0  # fits that reached their first hook (announced: the run's count)
         self.loops = 0  # custom training loops found so far (engine/loops.py)
         self.global_step = 0
         self.in_fit = False

@@ -44,6 +44,7 @@ from tfstudio.core.events import (
     GradientStats,
     LayerOutputs,
     LearningRate,
+    ModelBuilt,
     RunDevices,
     RunEnded,
     RunRecording,
@@ -620,6 +621,13 @@ def _fit_started(rec: Recorder, e: FitStarted) -> None:
     )
 
 
+def _model_built(rec: Recorder, e: ModelBuilt) -> None:
+    for seg in reversed(rec.info["segments"]):  # its fit's count, 0 at the fit's start
+        if seg.get("kind") == "fit" and seg.get("index") == e.fit_index:
+            seg["params"] = e.total_params
+            break
+
+
 def _fit_ended(rec: Recorder, e: FitEnded) -> None:
     for seg in reversed(rec.info["segments"]):
         if seg.get("kind") == "fit" and seg.get("index") == e.fit_index:
@@ -757,6 +765,7 @@ WRITERS: dict[type, Callable[[Recorder, Any], None]] = {
     RunStarted: _run_started,
     RunDevices: _run_devices,
     FitStarted: _fit_started,
+    ModelBuilt: _model_built,
     FitEnded: _fit_ended,
     StepEnded: _step_ended,
     StepColumns: _step_columns,

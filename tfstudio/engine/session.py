@@ -160,7 +160,12 @@ class TrainingSession:
             mon.note(f"Cannot run: {exc}")
             return self._ended("failed", 2, message=str(exc))
         cwd = self.cwd if self.cwd is not None else Path.cwd()
-        started = RunStarted(str(path), (str(path), *self.args), str(cwd), time.time(), os.getpid())
+        # The run's clock starts here (warm: TensorFlow is imported already); a viewer maps
+        # event times onto its own clock by RunStarted.clock.
+        mon.t0 = time.perf_counter()
+        started = RunStarted(
+            str(path), (str(path), *self.args), str(cwd), time.time(), os.getpid(), mon.t0
+        )
         emit(started)
         if self.preimport:
             if not is_loaded():
@@ -178,7 +183,6 @@ class TrainingSession:
         from tfstudio.engine.loops import LoopInterceptor
         from tfstudio.engine.probes.memory import TFMemorySampler
 
-        mon.t0 = time.perf_counter()
         if self.on_started is not None:
             self.on_started()
         capture = OutputCapture(emit) if self.capture_output else nullcontext()
@@ -239,8 +243,10 @@ class TrainingSession:
         self, status: str, code: int, *, error: ScriptError | None = None, message: str = ""
     ) -> RunEnded:
         mon = self.monitor
+        fits = mon.fits_started  # the fits announced (a fit that failed before its first
+        # hook, e.g. on its data, was never announced: the traceback tells of it)
         return RunEnded(
-            status, code, mon.fits, mon.global_step, mon.now(), error, message, loops=mon.loops
+            status, code, fits, mon.global_step, mon.now(), error, message, loops=mon.loops
         )
 
 

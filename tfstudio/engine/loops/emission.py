@@ -73,6 +73,7 @@ class LoopEmitter:
                 loop_index=loop.number,
             )
         )
+        mon.flush()  # the viewer has the loop's line before the script's next output
 
     def drain(
         self,

@@ -40,12 +40,15 @@ def model_summary(model: Any) -> ModelSummary:
                 walk(layer, depth + 1)
 
     walk(model, 0)
+    total = _count(model.weights)
     return ModelSummary(
         name=model.name,
         class_name=type(model).__name__,
         layers=tuple(layers),
-        total_params=_count(model.weights),
+        total_params=total,
         trainable_params=_count(model.trainable_weights),
+        # a model Keras builds at the first step has no weights to count yet
+        built=bool(total or getattr(model, "built", True)),
     )
 
 

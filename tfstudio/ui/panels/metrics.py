@@ -676,7 +676,7 @@ class MetricsPanel(QWidget):
 
 
 def _segment(fit: FitStarted) -> Segment:
-    n = fit.fit_index + 1
+    n = fit.number or fit.fit_index + 1  # fits are numbered apart from loops
     name = fit.model.name
     if fit.kind == "loop":
         return Segment(
