@@ -19,10 +19,11 @@ the noise of a loaded 2-core CPU on the benchmark's MLP). Histograms are compute
 over the gradients concatenated in chunks (segment sums), so the branch is a
 fixed few ops per chunk plus one reshape a variable: little to trace.
 
-Under ``tf.distribute`` each replica's gradients are summed first, as the
-optimizer sums them. Under mixed precision (a ``LossScaleOptimizer``, or
-``loss_scale_factor``) ``apply`` receives the gradients times the loss scale:
-they are recorded divided by it, as the weights get them.
+Under ``tf.distribute`` with several replicas the gradients are taken where the
+optimizer has summed them over the replicas (its ``_all_reduce_sum_gradients``).
+Under mixed precision (a ``LossScaleOptimizer``, or ``loss_scale_factor``) ``apply``
+receives the gradients times the loss scale: they are recorded divided by it, as the
+weights get them.
 """
 
 from __future__ import annotations
@@ -71,16 +72,10 @@ def loss_scale(optimizer: Any) -> Any:
     return getattr(optimizer, "loss_scale_factor", None)
 
 
-def _replica_sum(grads: list[Any]) -> list[Any]:
-    """The gradients summed over replicas, as Keras's optimizer applies them.
-
-    Under ``MirroredStrategy`` ``apply`` is called in each replica with that
-    replica's gradients; the optimizer all-reduces (sums) them before using them.
-    """
+def _replicas() -> int:
+    """Replicas in sync in the present replica context (1 outside a strategy)."""
     ctx = tf.distribute.get_replica_context()
-    if ctx is None or ctx.num_replicas_in_sync <= 1:
-        return grads
-    return ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+    return 1 if ctx is None else int(ctx.num_replicas_in_sync)
 
 
 def chunks(sizes: list[int], limit: int = CHUNK) -> list[list[int]]:
@@ -145,11 +140,21 @@ def summarize_many(tensors: list[Any], bins: int = BINS) -> tuple[tf.Tensor, tf.
     return tf.concat(stats, 0), tf.concat(hists, 0)
 
 
-def _unlowered_cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any]) -> None:
+def _unlowered_cond(
+    pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], lower: bool = False
+) -> None:
     """``tf.cond`` kept as one functional ``If`` op in a graph (not lowered to Switch/Merge:
-    the untaken branch then costs nothing); eagerly, the branch is just called."""
+    the untaken branch then costs nothing); eagerly, the branch is just called.
+
+    Args:
+        lower: let TF lower it as usual (needed where the branch writes variables on
+            several devices: one ``If`` op cannot be placed on all of them).
+    """
     if tf.executing_eagerly():
         (true_fn if bool(pred) else false_fn)()
+        return
+    if lower:
+        tf.cond(pred, true_fn, false_fn)
         return
     from tensorflow.python.ops import control_flow_util_v2
 
@@ -186,6 +191,8 @@ class GradientProbe:
         self._on: Any = None
         self._off: Any = None
         self._wrapped: list[Any] = []
+        self._reduced: list[Any] = []  # optimizers whose all-reduce is wrapped (replicas)
+        self._functions: dict[tuple[tuple[int, ...], bool], Any] = {}  # see _add_recording
         self._function: Any = None  # the train function made with the wrapper in place
         self.armed = False
         # Whether a traced (or eager) train step holds the recording: set while the
@@ -255,6 +262,11 @@ class GradientProbe:
             original = opt.apply
             opt.__dict__["apply"] = self._wrap(original)
             self._wrapped.append(opt)
+            inner = getattr(opt, "inner_optimizer", None) or opt  # a LossScaleOptimizer's
+            reduce = getattr(inner, "_all_reduce_sum_gradients", None)
+            if reduce is not None and "_all_reduce_sum_gradients" not in vars(inner):
+                inner.__dict__["_all_reduce_sum_gradients"] = self._wrap_reduce(reduce)
+                self._reduced.append(inner)
         if not self._wrapped:
             return 0
         self._ensure_flag()
@@ -268,12 +280,19 @@ class GradientProbe:
         never taken while the flag is off)."""
         for opt in self._wrapped:
             opt.__dict__.pop("apply", None)
+        for opt in self._reduced:
+            opt.__dict__.pop("_all_reduce_sum_gradients", None)
         self._wrapped = []
+        self._reduced = []
         self.disarm()
 
     def _wrap(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def apply(grads: Any, trainable_variables: Any = None, *args: Any, **kwargs: Any) -> Any:
             grads = list(grads)
+            if _replicas() > 1:  # recorded once summed: see _wrap_reduce
+                if trainable_variables is None:
+                    return original(grads, *args, **kwargs)
+                return original(grads, trainable_variables, *args, **kwargs)
             try:
                 opt = original.__self__
                 variables = trainable_variables
@@ -288,7 +307,37 @@ class GradientProbe:
 
         return apply
 
-    def _add_recording(self, grads: list[Any], variables: list[Any], scale: Any) -> None:
+    def _wrap_reduce(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """Under several replicas: record the gradients the optimizer has summed over them.
+
+        A collective cannot run inside the recording's conditional, so the gradients
+        are taken after the optimizer's own all-reduce, and recorded in a ``merge_call``
+        (cross-replica context, where the mirrored buffers are written without one).
+        """
+
+        def reduce(grads_and_vars: Any) -> Any:
+            out = original(grads_and_vars)
+            ctx = tf.distribute.get_replica_context()
+            if ctx is None or ctx.num_replicas_in_sync <= 1:
+                return out
+            pairs = [(g, v) for g, v in out if g is not None]
+            variables = [v for _, v in pairs]
+
+            def merged(strategy: Any, *grads: Any) -> None:
+                local = [strategy.experimental_local_results(g)[0] for g in grads]
+                self._add_recording(local, variables, None, lower=True)
+
+            try:
+                ctx.merge_call(merged, args=tuple(g for g, _ in pairs))
+            except Exception as exc:  # noqa: BLE001 - monitoring never breaks training
+                self.on_error(exc)
+            return out
+
+        return reduce
+
+    def _add_recording(
+        self, grads: list[Any], variables: list[Any], scale: Any, lower: bool = False
+    ) -> None:
         """Add (while tracing) or run (eagerly) the recording of these gradients, armed."""
         started = self.clock()
         self._ensure_buffers()
@@ -303,20 +352,32 @@ class GradientProbe:
             return
 
         def record() -> None:
-            self._record(pairs, scale)
+            if lower or tf.executing_eagerly():
+                self._record([i for i, _ in pairs], [g for _, g in pairs], scale)
+                return
+            # One traced function per set of variables, called from the branch: Keras
+            # traces its step twice at the first step, the summaries are built once.
+            key = (tuple(i for i, _ in pairs), scale is not None)
+            function = self._functions.get(key)
+            if function is None:
+                function = tf.function(self._record, autograph=False)
+                self._functions[key] = function
+            grads = [tf.convert_to_tensor(g) for _, g in pairs]
+            function(list(key[0]), grads, None if scale is None else tf.convert_to_tensor(scale))
 
-        _unlowered_cond(self._flag, record, lambda: None)
+        _unlowered_cond(self._flag, record, lambda: None, lower)
         self.in_step = True
         if not tf.executing_eagerly():
             self.trace_seconds += self.clock() - started
 
-    def _record(self, pairs: list[tuple[int, Any]], scale: Any = None) -> None:
-        indices = tf.constant([[i] for i, _ in pairs], tf.int32)
-        grads = _replica_sum([tf.convert_to_tensor(g) for _, g in pairs])
+    def _record(self, index: list[int], grads: list[Any], scale: Any = None) -> None:
+        """Write the summaries of ``grads`` (of the variables at ``index``) to the buffers."""
+        indices = tf.constant([[i] for i in index], tf.int32)
+        grads = [tf.convert_to_tensor(g) for g in grads]
         if scale is not None:  # the gradients the model really gets: unscaled
             grads = [g / tf.cast(tf.convert_to_tensor(scale), g.dtype) for g in grads]
         stats, hists = summarize_many(grads, self.bins)
-        if [i for i, _ in pairs] == list(range(int(self._seen.shape[0]))):  # all, in order
+        if list(index) == list(range(int(self._seen.shape[0]))):  # all, in order
             self._stats.assign(stats)
             self._hists.assign(hists)
             self._seen.assign(tf.ones_like(self._unseen))
@@ -325,7 +386,7 @@ class GradientProbe:
         for buffer, rows in (
             (self._stats, stats),
             (self._hists, hists),
-            (self._seen, tf.ones([len(pairs)])),
+            (self._seen, tf.ones([len(index)])),
         ):
             buffer.assign(tf.tensor_scatter_nd_update(buffer.read_value(), indices, rows))
 
