@@ -160,11 +160,19 @@ class TrainingSession:
             mon.note(f"Cannot run: {exc}")
             return self._ended("failed", 2, message=str(exc))
         cwd = self.cwd if self.cwd is not None else Path.cwd()
-        # The run's clock starts here (warm: TensorFlow is imported already); a viewer maps
-        # event times onto its own clock by RunStarted.clock.
-        mon.t0 = time.perf_counter()
+        # The run's clock starts here when nothing is left to import first (a warm worker,
+        # or a script that imports TensorFlow itself), else once TensorFlow is imported
+        # below; a viewer maps event times onto its own clock by RunStarted.clock.
+        clock_now = not self.preimport or is_loaded()
+        if clock_now:
+            mon.t0 = time.perf_counter()
         started = RunStarted(
-            str(path), (str(path), *self.args), str(cwd), time.time(), os.getpid(), mon.t0
+            str(path),
+            (str(path), *self.args),
+            str(cwd),
+            time.time(),
+            os.getpid(),
+            mon.t0 if clock_now else 0.0,
         )
         emit(started)
         if self.preimport:
@@ -183,6 +191,8 @@ class TrainingSession:
         from tfstudio.engine.loops import LoopInterceptor
         from tfstudio.engine.probes.memory import TFMemorySampler
 
+        if not clock_now:
+            mon.t0 = time.perf_counter()
         if self.on_started is not None:
             self.on_started()
         capture = OutputCapture(emit) if self.capture_output else nullcontext()
