@@ -116,3 +116,31 @@ def test_an_eager_loops_gradients_summarised_by_numpy_match_the_device_summary()
         assert np.isclose(summary.norm, s[4], rtol=1e-6)
         assert (summary.min, summary.max) == (float(s[2]), float(s[3]))
         assert summary.hist == tuple(int(c) for c in h.numpy())
+
+
+@pytest.mark.parametrize("chunk", [1 << 22, 40])
+def test_gradient_summaries_over_concatenated_chunks_are_each_tensors_own(monkeypatch, chunk):
+    """The gradients' in-step summaries (several tensors at once, in chunks) give each
+    tensor the norm, min, max and histogram ``weights.summarize`` gives it alone."""
+    import tensorflow as tf
+
+    from tfstudio.engine.probes import gradients
+    from tfstudio.engine.probes.weights import summarize
+
+    monkeypatch.setattr(gradients, "CHUNK", chunk)
+    rng = np.random.default_rng(3)
+    tensors = [
+        rng.normal(size=(7, 5)).astype("float32"),
+        np.full((4,), 2.5, "float32"),  # min == max: every value in the middle bin
+        np.array([0.0, 1.0, -1.0, 0.5], "float32"),
+        rng.normal(size=(3, 3, 2)).astype("float32"),
+        rng.normal(size=(64,)).astype("float64"),  # cast to float32, as weights are
+        np.array([-3.0], "float32"),
+    ]
+    stats, hists = (t.numpy() for t in gradients.summarize_many([tf.constant(t) for t in tensors]))
+    assert stats.shape == (len(tensors), 3) and hists.shape == (len(tensors), 30)
+    for i, t in enumerate(tensors):
+        want, want_hist = (x.numpy() for x in summarize(tf.constant(t)))
+        assert np.sqrt(stats[i, 0]) == pytest.approx(want[4], rel=1e-6)
+        assert stats[i, 1] == want[2] and stats[i, 2] == want[3]
+        assert hists[i].tolist() == want_hist.tolist()

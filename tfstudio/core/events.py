@@ -866,8 +866,9 @@ class InspectorStatus:
             under a second of training backs it).
         probe_ms: what the last sample cost (all probes), milliseconds.
         largest_message: bytes of the largest inspector event so far (pickled).
-        waiting: what is not sampled yet and why ("" when everything is): the
-            gradients, until the budget has paid for tracing their recording step.
+        waiting: what is not sampled and why ("" when everything is): a fit's
+            gradients, when they cannot be recorded (``inspector_store.GRADIENTS_OFF``
+            then the reason).
         outputs_off: why layer outputs are not sampled in this fit ("" when they are):
             no probe batch, or a model that cannot be probed.
         capped: the gap is the budget's floor of one sample a second of training, not
