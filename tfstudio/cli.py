@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 
@@ -334,14 +335,38 @@ def run_options(ns: argparse.Namespace) -> RunOptions:
 NO_DISPLAY_EXIT_CODE = 2
 
 
+X11_SOCKETS = "/tmp/.X11-unix"  # where a local X server's display :N listens (XN)
+_LOCAL_DISPLAY = re.compile(r"^(?:unix)?:(\d+)(?:\.\d+)?$")
+
+
+def _no_local_x_server(display: str, sockets: str) -> bool:
+    """True when ``display`` is a local one (``:N``) and no X server listens for it: no
+    ``XN`` socket file, nor the abstract socket Linux servers also open."""
+    m = _LOCAL_DISPLAY.match(display)
+    if m is None:  # host:N (ssh -X), a launchd path...: not ours to judge
+        return False
+    name = f"X{m.group(1)}"
+    if os.path.exists(os.path.join(sockets, name)):
+        return False
+    try:
+        with open("/proc/net/unix", encoding="ascii", errors="replace") as f:
+            abstract = f"@{X11_SOCKETS}/{name}"
+            return not any(line.rstrip().endswith(abstract) for line in f)
+    except OSError:
+        return False  # cannot tell: let Qt try
+
+
 def display_problem(
-    environ: Mapping[str, str] | None = None, platform: str | None = None
+    environ: Mapping[str, str] | None = None,
+    platform: str | None = None,
+    x11_sockets: str = X11_SOCKETS,
 ) -> str | None:
     """Why the window cannot open here, in words; None when it can (or we cannot tell).
 
     On Linux, Qt's default platform (``xcb``, or Wayland when a compositor is named)
-    needs ``DISPLAY`` or ``WAYLAND_DISPLAY``; without them Qt aborts the process (exit
-    134, "could not load the Qt platform plugin"). Checked before Qt is imported.
+    needs ``DISPLAY`` or ``WAYLAND_DISPLAY``, and a local ``DISPLAY=:N`` an X server
+    listening on it; without them Qt aborts the process (exit 134, "could not load the
+    Qt platform plugin"). Checked before Qt is imported.
     """
     env = os.environ if environ is None else environ
     if not (platform or sys.platform).startswith("linux"):
@@ -351,16 +376,19 @@ def display_problem(
         for name in env.get("QT_QPA_PLATFORM", "").split(";")
         if name.strip()
     ]
+    display = env.get("DISPLAY", "")
     if not wanted:  # Qt's default: X11, or Wayland when a compositor is named
-        if env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"):
+        if env.get("WAYLAND_DISPLAY"):
             return None
         missing = "neither DISPLAY nor WAYLAND_DISPLAY is set"
     elif all(name == "xcb" for name in wanted):
-        if env.get("DISPLAY"):
-            return None
         missing = "QT_QPA_PLATFORM=xcb and DISPLAY is not set"
     else:
         return None  # offscreen, wayland, vnc...: Qt says what is wrong itself
+    if display:
+        if not _no_local_x_server(display, x11_sockets):
+            return None
+        missing = f"DISPLAY={display}, but no X server listens on it"
     return (
         f"tfstudio: no display to open the window on ({missing}).\n"
         "  - on a desktop: set DISPLAY to its X display (e.g. DISPLAY=:0), or start "

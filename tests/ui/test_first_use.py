@@ -57,12 +57,15 @@ def test_check_names_each_broken_file_and_still_checks_the_others(tmp_path, caps
 
 
 # -- no display ------------------------------------------------------------------------
-def test_the_window_without_a_display_says_what_to_do_and_exits_2_without_abort(tmp_path):
+@pytest.mark.parametrize("display", [None, ":4242"], ids=["unset", "no-server"])
+def test_the_window_without_a_display_says_what_to_do_and_exits_2_without_abort(tmp_path, display):
     env = {
         k: v
         for k, v in os.environ.items()
         if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")
     }
+    if display:
+        env["DISPLAY"] = display
     result = subprocess.run(
         [sys.executable, "-m", "tfstudio"],
         capture_output=True,
@@ -85,11 +88,25 @@ def test_display_problem_only_where_qt_would_abort():
     assert display_problem({}, "linux") is not None
     assert display_problem({"QT_QPA_PLATFORM": "xcb"}, "linux") is not None
     assert display_problem({"QT_QPA_PLATFORM": "xcb", "WAYLAND_DISPLAY": "w"}, "linux")
-    assert display_problem({"DISPLAY": ":0"}, "linux") is None
+    assert display_problem({"DISPLAY": "localhost:10.0"}, "linux") is None
     assert display_problem({"WAYLAND_DISPLAY": "wayland-0"}, "linux") is None
     assert display_problem({"QT_QPA_PLATFORM": "offscreen"}, "linux") is None
     assert display_problem({"QT_QPA_PLATFORM": "wayland"}, "linux") is None
     assert display_problem({}, "darwin") is None
+
+
+def test_a_local_display_with_no_x_server_is_named_too(tmp_path):
+    """A stale DISPLAY (an X server gone, a tmux session outliving it) aborts Qt as well."""
+    from tfstudio.cli import display_problem
+
+    env = {"DISPLAY": ":4242"}
+    said = display_problem(env, "linux", x11_sockets=str(tmp_path))
+    assert said is not None and "DISPLAY=:4242, but no X server listens on it" in said
+    (tmp_path / "X4242").touch()  # the server's socket
+    assert display_problem(env, "linux", x11_sockets=str(tmp_path)) is None
+    assert display_problem({"DISPLAY": ":4242.0"}, "linux", x11_sockets=str(tmp_path)) is None
+    # remote displays (ssh -X) are not judged
+    assert display_problem({"DISPLAY": "localhost:10.0"}, "linux", str(tmp_path)) is None
 
 
 # -- the help names the folders things really go to ----------------------------------
