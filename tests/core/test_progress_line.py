@@ -147,3 +147,15 @@ def test_the_terminal_has_no_window_words():
         "Inspector: gradients start after about 276 s of training (a fixed cadence shows "
         "them at once: --sample-every N)"
     )
+
+
+def test_off_a_terminal_a_long_silent_fit_says_how_far_it_got_once_a_minute():
+    view, term = _view(interactive=False)
+    view.take(_fit(t=1.0), CLOCK + 1.0)
+    view.release(CLOCK + 2.0)
+    assert term.getvalue() == "tfstudio: fit 1: m (Sequential, 5 params), 1 epoch\n"
+    view.release(CLOCK + 30.0)  # nothing more within a minute
+    view.release(CLOCK + 63.0)
+    assert term.getvalue().splitlines()[1:] == [
+        "tfstudio: [....................]   0% epoch 1/1 | step 0/2 | 0 steps/s | ETA --"
+    ]
