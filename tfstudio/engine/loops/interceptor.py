@@ -11,6 +11,7 @@ and ``engine/loop_inspect.py``; ``tfstudio.monitor`` reaches ``explicit.py``.
 
 from __future__ import annotations
 
+import inspect
 import math
 import threading
 from typing import Any
@@ -20,11 +21,11 @@ from tfstudio.engine.loops.controls import LoopControls
 from tfstudio.engine.loops.emission import LoopEmitter
 from tfstudio.engine.loops.explicit import ExplicitApi
 from tfstudio.engine.loops.metrics import LoopMetrics
-from tfstudio.engine.loops.owners import discover, variable_label
+from tfstudio.engine.loops.owners import discover, user_site, variable_label
 from tfstudio.engine.loops.patching import Patches, fit_hook, patch_tensorflow
 from tfstudio.engine.loops.ring import RingReader
 from tfstudio.engine.loops.sampling import TwinSampler
-from tfstudio.engine.loops.series import LoopBook, Series
+from tfstudio.engine.loops.series import Loop, LoopBook, Series
 from tfstudio.engine.loops.steps import PendingStep, StepDetector, scalar
 from tfstudio.engine.monitor import RunMonitor
 from tfstudio.engine.script import RunStopped
@@ -65,6 +66,9 @@ class LoopInterceptor:
             self.sampler.tick,
         )
         self.metrics = LoopMetrics(monitor.report_error)  # the Keras metrics steps update
+        # step function id -> the (first) series its traces write: a call of one whose loop
+        # ended begins that loop again (see function_called)
+        self.fn_series: dict[int, Series] = {}
 
     # -- install / restore ---------------------------------------------
     def __enter__(self) -> LoopInterceptor:
@@ -166,15 +170,38 @@ class LoopInterceptor:
         self.sampler.counted()  # the counters just read
         self.controls.beat()
 
+    def function_called(self, fid: int) -> None:
+        """Before a call of a step function of no open loop (the wrapper's full path, on the
+        training thread): its loop ended when another began; it goes on in a new one."""
+        try:
+            with self._lock:
+                series = self.fn_series.get(fid)
+                if series is not None and series.loop is not None and series.loop.ended:
+                    self._continue(series.loop)
+        except Exception as exc:  # noqa: BLE001
+            self.monitor.report_error("custom loop (next loop)", exc)
+
     # -- a step --------------------------------------------------------
     def _step(self, found: PendingStep, optimizer: Any) -> None:
         eager = self.eager()
         if eager and self.monitor.stop_requested.is_set():
             raise RunStopped()
+        function = None
+        if eager:
+            where = user_site()
+            site: tuple[Any, ...] = ("eager", *where) if where is not None else ("eager",)
+        else:
+            function = self.sampler.calling_function()
+            site = ("graph", _function_code(function))
         with self._lock:
-            series = self.book.series.get(found.key)
+            series = self.book.find(found.key, site)
             if series is None:
-                series = self._new_series(found.key, found.variables)
+                series = self._new_series(found.key, found.variables, site)
+            elif series.loop is not None and series.loop.ended:
+                self._continue(series.loop)  # steps of an earlier loop come again
+            if function is not None and self.fn_series.get(id(function)) is None:
+                self.fn_series[id(function)] = series
+                self._loop_changed()
             if optimizer is not None and series.optimizer is None:
                 series.optimizer = optimizer
                 self.controls.track(getattr(optimizer, "name", "optimizer"), optimizer)
@@ -210,12 +237,14 @@ class LoopInterceptor:
             self.graph_active = True
             self.reader.start()
 
-    def _new_series(self, key: frozenset[int], variables: list[Any]) -> Series:
+    def _new_series(
+        self, key: frozenset[int], variables: list[Any], site: tuple[Any, ...]
+    ) -> Series:
         owner = discover(variables, self.explicit.watched)
         small = [
             owner.labels.get(id(v)) or variable_label(v) for v in self.detector.small_variables(key)
         ]
-        series = Series(key, owner.name, variables, small)
+        series = Series(key, owner.name, variables, small, site)
         series.owner = owner.obj
         if self.inspector is not None:
             series.tree = self.inspector.tree_of(owner.obj, owner.name, variables)
@@ -228,14 +257,58 @@ class LoopInterceptor:
         if book.joins_current():
             loop = book.current()
         else:
-            previous = book.current()
-            if previous is not None:
-                self.emitter.end(previous, self.metrics.sample(previous, math.inf))
-                self.controls.new_loop()
+            self._end_current()
             mon = self.monitor
             cadence = new_cadence(mon) if self.inspector is not None else None
             loop = book.new_loop(mon.fits + len(book.loops), cadence)
             mon.loops = len(book.loops)
         assert loop is not None
         book.add(series, loop)
+        self._loop_changed()
         return series
+
+    def _continue(self, ended: Loop) -> None:
+        """An ended loop's steps come again: the current loop ends, a new one holds its series."""
+        self._end_current()
+        mon = self.monitor
+        cadence = new_cadence(mon) if self.inspector is not None else None
+        loop = self.book.reopen(ended, mon.fits + len(self.book.loops), cadence)
+        mon.loops = len(self.book.loops)
+        self.metrics.carry(ended, loop)
+        self._loop_changed()
+
+    def _end_current(self) -> None:
+        """End the current loop (another begins): its last steps, its metrics, its controls.
+
+        Called while a ``tf.function`` traces, too: the reads run eagerly (``init_scope``),
+        never as ops of the graph being traced.
+        """
+        previous = self.book.current()
+        if previous is None:
+            return
+        with self.tf.init_scope():
+            if not previous.ended:
+                self.emitter.end(previous, self.metrics.sample(previous, math.inf))
+            self.controls.new_loop()
+
+    def _loop_changed(self) -> None:
+        """The current loop or its step functions changed: the wrapper's quiet path is for
+        the current loop's functions only, and the next call of any takes the full path."""
+        current = self.book.current()
+        self.sampler.current_fns = {
+            fid for fid, s in self.fn_series.items() if current is not None and s.loop is current
+        }
+        self.sampler.quiet_until = 0
+        if self.sampler.off:
+            self.sampler.arm()
+
+
+def _function_code(function: Any) -> Any:
+    """What tells a ``tf.function``'s steps from another's: its Python function's code (a
+    retrace, or the same function wrapped again, is the same loop), else the object's id."""
+    if function is None:
+        return None
+    python = getattr(function, "python_function", None)
+    python = getattr(python, "__func__", python)  # a method
+    code = getattr(inspect.unwrap(python), "__code__", None) if python is not None else None
+    return code if code is not None else id(function)

@@ -132,6 +132,13 @@ class LoopMetrics:
         self._eager_read[key] = now
         return self.sample(loop, now)
 
+    def carry(self, ended: Any, loop: Any) -> None:
+        """``loop`` goes on with the series of ``ended``: and with its metrics (a step
+        function traced once is not traced again to find them)."""
+        found = self._metrics.get(id(ended))
+        if found is not None:
+            self._metrics[id(loop)] = list(found)
+
     def holds(self, loop: Any) -> bool:
         """Whether the eager loop's steps wait for the next one (its metrics are read)."""
         return bool(self._metrics.get(id(loop)))

@@ -6,23 +6,92 @@ A loop is named after the model or module that owns the variables it updates
 A Keras model may hold raw ``tf.Variable`` attributes that its
 ``trainable_variables`` does not list (TensorFlow's "basic training loops"
 guide does this): those attributes count as its variables too. With no owner
-the loop is named after the script function that runs the step, and never after
-a variable's class (``tf.Variable``'s default name is ``"Variable"``).
+the loop is named after the script function that runs the step (or, at a script's
+top level, after the script's names for its variables), and never after a variable's
+class (``tf.Variable``'s default name is ``"Variable"``) nor after tfstudio's own code
+(the worker runs as ``python -m tfstudio.worker``: its module is ``__main__`` too).
 
 Runs once per series (when a loop's step is first seen), never per step.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import sys
+import sysconfig
 from types import FrameType, ModuleType
 from typing import Any, NamedTuple
 
 _AUTO_NAME = re.compile(r"^(sequential|functional|model|module)(_\d+)?$")
 _DEFAULT_VARIABLE = re.compile(r"^Variable(_\d+)?$")
 _LIBRARIES = ("tensorflow", "keras", "tfstudio", "tf_keras")
-MAX_FRAMES = 40  # how far up the stack bindings are looked for
+MAX_FRAMES = 80  # how far up the stack bindings are looked for (a trace's stack is deep)
+MAX_ATTRIBUTES = 200  # an object's attributes looked at for an owner (``self.model``)
+MAX_NAMES = 4  # a top-level loop of at most this many bare variables is named after them
+
+
+def _library_roots() -> tuple[str, ...]:
+    roots = {os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        path = sysconfig.get_paths().get(key)
+        if path:
+            roots.add(os.path.abspath(path))
+    return tuple(os.path.join(r, "") for r in roots)
+
+
+_LIBRARY_ROOTS = _library_roots()  # tfstudio's package, the standard library, site-packages
+_user_files: dict[str, bool] = {}
+
+
+def _runner_code() -> Any:
+    from tfstudio.engine.script import execute
+
+    return execute.__code__
+
+
+# The frame that runs the user's script (engine/script.py): frames older than it are
+# whatever started the run (the worker, a test's harness), never the user's code.
+_RUNNER = _runner_code()
+
+
+def is_user_file(filename: str) -> bool:
+    """Whether code from ``filename`` is the user's (their script or their own modules).
+
+    Not tfstudio's, not a library's (site-packages, the standard library), not frozen
+    or generated code (``<frozen ...>``, ``<string>``); autograph's converted copies of
+    the user's functions run from temporary files and are told by their ``tf__`` names.
+    """
+    known = _user_files.get(filename)
+    if known is None:
+        known = not (
+            filename.startswith("<")
+            or "site-packages" in filename
+            or "dist-packages" in filename
+            or os.path.abspath(filename).startswith(_LIBRARY_ROOTS)
+        )
+        _user_files[filename] = known
+    return known
+
+
+def user_site(depth: int = 2) -> tuple[Any, int] | None:
+    """The innermost user frame on the caller's stack: (its code, its line), or None.
+
+    An eager step is told apart from another on the same variables by where the
+    script runs it (two loops over one model and optimizer are two loops).
+    """
+    frame: FrameType | None = sys._getframe(depth)
+    while frame is not None:
+        code = frame.f_code
+        if code is _RUNNER:
+            return None
+        known = _user_files.get(code.co_filename)
+        if known is None:
+            known = is_user_file(code.co_filename)
+        if known and not code.co_name.startswith("tf__"):
+            return code, frame.f_lineno
+        frame = frame.f_back
+    return None
 
 
 class Owner(NamedTuple):
@@ -55,14 +124,32 @@ def discover(variables: list[Any], watched: dict[int, tuple[str, Any]]) -> Owner
     best: tuple[int, str, Any, bool] | None = None
     bound: dict[int, str] = {}  # variable id -> a binding that holds it (bare variables)
     function = ""  # the innermost script function running the step
+    script_file = ""  # the file of the innermost user frame
     frame: FrameType | None = sys._getframe(1)
     seen: set[int] = set()
+    inside: list[tuple[str, Any]] = []  # objects of user frames, to look into if need be
     depth = 0
-    while frame is not None and depth < MAX_FRAMES:
+
+    def consider(binding: str, obj: Any) -> bool:
+        """Whether ``obj`` owns every variable (then it may be the best owner so far)."""
+        nonlocal best
+        owned = variables_of(obj)
+        if owned is None:
+            return False
+        owned_ids = {id(v) for v in owned}
+        if not ids <= owned_ids:
+            return False
+        if best is None or len(owned_ids) < best[0]:
+            best = (len(owned_ids), _name_of(obj, binding), obj, ids <= trainable_ids(obj))
+        return True
+
+    while frame is not None and depth < MAX_FRAMES and frame.f_code is not _RUNNER:
         script = _script_function(frame)
         if not function:
             function = script
-        in_script = bool(script) or frame.f_globals.get("__name__") == "__main__"
+        in_script = _in_user_code(frame)
+        if in_script and not script_file:
+            script_file = frame.f_code.co_filename
         for scope in (frame.f_locals, frame.f_globals):
             for binding, obj in list(scope.items()):
                 if id(obj) in ids:
@@ -72,22 +159,24 @@ def discover(variables: list[Any], watched: dict[int, tuple[str, Any]]) -> Owner
                 if id(obj) in seen or isinstance(obj, type | ModuleType):
                     continue
                 seen.add(id(obj))
-                owned = variables_of(obj)
-                if owned is None:
-                    continue
-                owned_ids = {id(v) for v in owned}
-                if not ids <= owned_ids:
-                    continue
-                if best is None or len(owned_ids) < best[0]:
-                    name = _name_of(obj, binding)
-                    best = (len(owned_ids), name, obj, ids <= trainable_ids(obj))
+                if not consider(binding, obj) and in_script:
+                    inside.append((binding, obj))
         frame = frame.f_back
         depth += 1
+    if best is None:  # one level in: a trainer's ``self.model``
+        for _, holder in inside:
+            for binding, obj in _attribute_items(holder):
+                if id(obj) not in seen and not isinstance(obj, type | ModuleType):
+                    seen.add(id(obj))
+                    consider(binding, obj)
     if best is not None:
         _, name, obj, holds_all = best
         return Owner(name, obj, holds_all, _labels(variables, _attribute_names(obj, ids), bound))
     labels = _labels(variables, {}, bound)
-    return Owner(function or _common_prefix(variables) or "custom loop", None, False, labels)
+    name = function or _common_prefix(variables) or _bound_names(variables, bound)
+    if not name and script_file:
+        name = os.path.splitext(os.path.basename(script_file))[0]
+    return Owner(name or "custom loop", None, False, labels)
 
 
 def variables_of(obj: Any) -> list[Any] | None:
@@ -157,6 +246,34 @@ def _attribute_values(obj: Any) -> list[Any]:
     return out
 
 
+def _attribute_items(obj: Any) -> list[tuple[str, Any]]:
+    """An object's attributes (at most :data:`MAX_ATTRIBUTES`), lists' items named by index."""
+    if isinstance(obj, dict):
+        items = list(obj.items())
+    elif isinstance(obj, list | tuple):
+        items = list(enumerate(obj))
+    else:
+        try:
+            items = list(vars(obj).items())
+        except TypeError:
+            return []
+    return [(str(k), v) for k, v in items[:MAX_ATTRIBUTES]]
+
+
+def _bound_names(variables: list[Any], bound: dict[int, str]) -> str:
+    """``"w, b"``: a few bare variables the script bound to names of its own (else "")."""
+    names = [bound.get(id(v), "") for v in variables]
+    if len(names) > MAX_NAMES or not all(names):
+        return ""
+    return ", ".join(dict.fromkeys(names))
+
+
+def _in_user_code(frame: FrameType) -> bool:
+    """Whether ``frame`` runs the user's code (autograph's converted copies included)."""
+    code = frame.f_code
+    return code.co_name.startswith("tf__") or is_user_file(code.co_filename)
+
+
 def _attribute_names(obj: Any, ids: set[int]) -> dict[int, str]:
     try:
         items = list(vars(obj).items())
@@ -178,12 +295,13 @@ def _labels(
 
 
 def _script_function(frame: FrameType) -> str:
-    """The name of the script's function running in ``frame`` ("" for library code)."""
+    """The name of the user's function running in ``frame`` ("" for library code and a
+    module's top level)."""
     code = frame.f_code
     name = code.co_name
     if name.startswith("tf__"):  # autograph's converted copy of the user's function
         return name[4:]
-    if name.startswith("<") or frame.f_globals.get("__name__") != "__main__":
+    if name.startswith("<") or not is_user_file(code.co_filename):
         return ""
     return name
 

@@ -210,7 +210,7 @@ def _function_call(original: Callable[..., Any], it: LoopInterceptor) -> Callabl
         if (
             sampler.calls + 1 < sampler.quiet_until
             and not commands
-            and id(function) in sampler.step_fns
+            and id(function) in sampler.current_fns
         ):
             sampler.calls += 1
             return original(function, *args, **kwargs)
@@ -221,6 +221,8 @@ def _function_call(original: Callable[..., Any], it: LoopInterceptor) -> Callabl
             # the calls it missed, from the step counters
             sampler.resync()
         fid = id(function)
+        if fid in sampler.step_fns and fid not in sampler.current_fns:
+            it.function_called(fid)  # a step function of an earlier loop: it goes on anew
         if it.graph_active and controls.started and waiting():
             # It came while the previous call ran its quiet path: the boundary after it.
             if stop.is_set():

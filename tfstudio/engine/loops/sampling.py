@@ -114,6 +114,9 @@ class TwinSampler:
         # function first called while the wrapper is off (a quiet stretch)
         self.own_code: Any = None
         self.step_fns: set[int] = set()  # ids of tf.functions whose graph holds a step
+        # ... those of the current loop (the wrapper's quiet path is for them only: a call
+        # of another loop's step function takes its full path, which begins that loop again)
+        self.current_fns: set[int] = set()
         self.recording = False  # the twin is being traced: add the gradient summaries
         self.norming = False  # a norm twin is being traced: write the gradient norm
         self.calls = 0  # calls of step functions
@@ -165,7 +168,13 @@ class TwinSampler:
             self.probing -= 1
 
     def calling(self) -> int | None:
-        """The id of the ``tf.function`` the script is calling (and tracing), or None.
+        """The id of the ``tf.function`` the script is calling (and tracing), or None
+        (see :meth:`calling_function`)."""
+        found = self.calling_function()
+        return None if found is None else id(found)
+
+    def calling_function(self) -> Any:
+        """The ``tf.function`` the script is calling (and tracing), or None.
 
         Its call is the outermost frame of the ``Function.__call__`` wrapper on this
         thread's stack (a twin's call runs in the frame of the function it twins; a
@@ -183,9 +192,7 @@ class TwinSampler:
             elif code is self.own_code:  # TensorFlow's own: while the wrapper is off
                 own = frame.f_locals.get("self")
             frame = frame.f_back
-        if found is None:
-            found = own
-        return None if found is None else id(found)
+        return own if found is None else found
 
     def traced_step(self, ring: Any = None) -> None:
         """A trace found a step: the function being called is a step function (its next

@@ -1,9 +1,15 @@
 """Series and loops: how a run's custom-loop steps are grouped.
 
 Steps are grouped into *series* keyed by the variables they update (a GAN's
-discriminator and generator are two series) and series into *loops*: a series
-that appears before its loop's first series has done two steps joins that loop,
-a later one starts the next loop. Each loop is a segment of the run.
+discriminator and generator are two series) and by where the script runs them: an
+eager step by the line of the script that runs it, a traced step by the Python
+function of its ``tf.function`` (an eager loop and a ``tf.function`` loop of the
+same model and optimizer are two loops; a retrace, or the same function wrapped
+again, is the same loop). Series are grouped into *loops*: a series that appears
+before its loop's first series has done two steps joins that loop, a later one
+starts the next loop. Each loop is a segment of the run. A series whose loop ended
+(another loop came) and whose steps come again continues in a new loop: the next
+segment, counted from its first step there.
 """
 
 from __future__ import annotations
@@ -27,9 +33,16 @@ class Series:
     """
 
     def __init__(
-        self, key: frozenset[int], name: str, variables: list[Any], small_labels: list[str]
+        self,
+        key: frozenset[int],
+        name: str,
+        variables: list[Any],
+        small_labels: list[str],
+        site: tuple[Any, ...] = ("eager",),
     ) -> None:
         self.key = key
+        # where the script runs its steps: ("eager", code, line) or ("graph", code)
+        self.site = site
         self.name = name
         self.variables = variables
         self.small_labels = small_labels
@@ -44,11 +57,20 @@ class Series:
         self.norm_every = 1
         self.grads: Any = None  # graph: the inspector's device buffers (loop_inspect)
         self.tree: Any = None  # the inspector's (ModelNode, summary text) of the owner
+        # Step numbers below are the series' own (graph: its ring's counter); its loop's
+        # count from _origin on (a series continued in a later loop: see rebase)
         self._count = 0  # steps seen so far
         self._losses: list[float] = []  # losses of steps _base.._count-1
         self._norms: list[float] = []  # their global gradient norms
         self._extra: list[tuple[float, ...]] = []  # eager: values of tiny variables (W, b)
         self._base = 0
+        self._origin = 0
+
+    def rebase(self) -> None:
+        """The series goes on in a new loop: its steps count from 0 again there (those of
+        its last loop were all reported when that loop ended)."""
+        self._origin = self._base = self._count
+        self._losses, self._norms, self._extra = [], [], []
 
     def graph_ring(self) -> GraphRing:
         """The device buffer this series' traced steps write (made at the first)."""
@@ -79,22 +101,22 @@ class Series:
         self._count += 1
 
     def step_count(self) -> int:
-        """Steps seen so far (eager; graph: as of the last read)."""
-        return self._count
+        """Steps seen so far in its loop (eager; graph: as of the last read)."""
+        return self._count - self._origin
 
     def snapshot(self) -> int:
-        """How many steps exist now (graph: read from the device buffer)."""
-        if self.ring is None:
-            return self._count
-        count, losses, norms = self.ring.read(self._count)
-        if count > self._count:
-            self._losses.extend(losses)
-            self._norms.extend(norms)
-            self._count = count
-        return count
+        """How many steps of its loop exist now (graph: read from the device buffer)."""
+        if self.ring is not None:
+            count, losses, norms = self.ring.read(self._count)
+            if count > self._count:
+                self._losses.extend(losses)
+                self._norms.extend(norms)
+                self._count = count
+        return self._count - self._origin
 
     def trim(self, emitted: int) -> None:
-        """Forget the values of steps already reported."""
+        """Forget the values of steps already reported (its loop's first ``emitted``)."""
+        emitted += self._origin
         if emitted > self._base:
             drop = emitted - self._base
             del self._losses[:drop]
@@ -103,8 +125,9 @@ class Series:
             self._base = emitted
 
     def values(self, first: int, last: int) -> tuple[list[float], list[float]]:
-        """Losses and global gradient norms of steps ``first..last-1`` (NaN where unknown)."""
-        i, k = first - self._base, last - self._base
+        """Losses and global gradient norms of its loop's steps ``first..last-1`` (NaN where
+        unknown)."""
+        i, k = first + self._origin - self._base, last + self._origin - self._base
         losses, norms = self._losses[i:k], self._norms[i:k]
         missing = (last - first) - len(losses)
         if missing > 0:
@@ -117,8 +140,8 @@ class Series:
         return bool(self._extra)
 
     def extra(self, j: int) -> dict[str, float]:
-        """Values of the tiny variables at step ``j`` (empty when not tracked)."""
-        i = j - self._base
+        """Values of the tiny variables at its loop's step ``j`` (empty when not tracked)."""
+        i = j + self._origin - self._base
         if 0 <= i < len(self._extra):
             return dict(zip(self.small_labels, self._extra[i], strict=False))
         return {}
@@ -160,10 +183,10 @@ class Loop:
 
 
 class LoopBook:
-    """The run's series (by the variables they update) and loops, in order."""
+    """The run's series (by the variables they update and where they run) and loops, in order."""
 
     def __init__(self) -> None:
-        self.series: dict[frozenset[int], Series] = {}
+        self.series: dict[tuple[frozenset[int], Any], Series] = {}
         self.loops: list[Loop] = []
 
     def current(self) -> Loop | None:
@@ -187,9 +210,34 @@ class LoopBook:
 
     def add(self, series: Series, loop: Loop) -> None:
         """Record ``series`` as part of ``loop``."""
-        self.series[series.key] = series
+        self.series[(series.key, series.site)] = series
         loop.series.append(series)
         series.loop = loop
+
+    def find(self, key: frozenset[int], site: tuple[Any, ...]) -> Series | None:
+        """The series of ``key``'s variables run at ``site``; else, while the current loop
+        is young (see :meth:`joins_current`), its series of the same variables run
+        elsewhere (a loop whose step alternates two lines is one series), or None."""
+        series = self.series.get((key, site))
+        if series is not None:
+            return series
+        if self.joins_current():
+            loop = self.current()
+            assert loop is not None
+            for s in loop.series:
+                if s.key == key and s.site[0] == site[0]:  # both eager, or both traced
+                    self.series[(key, site)] = s
+                    return s
+        return None
+
+    def reopen(self, loop: Loop, fit_index: int, cadence: Any = None) -> Loop:
+        """Start the next loop with ``loop``'s series (it ended; its steps came again)."""
+        again = self.new_loop(fit_index, cadence)
+        for s in loop.series:
+            s.rebase()
+            s.loop = again
+            again.series.append(s)
+        return again
 
     def open_graph_loops(self) -> list[Loop]:
         """Loops not ended whose steps run in a ``tf.function`` (read from the device)."""

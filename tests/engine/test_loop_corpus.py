@@ -1,0 +1,124 @@
+"""The loop corpus: every way a script moves between eager and graph, run in a real worker.
+
+Each script in tests/scripts/loops/ writes the losses it computed itself; a run of it
+in a worker (as the window and ``tfstudio run`` run scripts) must announce each loop
+once, named after the user's model or code, report every step with the very float32
+the script computed, record the same in the run folder, and report no monitoring
+failure.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.e2e.workers import of, run_in_worker
+from tfstudio.core.events import FitStarted, MonitorError, StepEnded
+from tfstudio.core.options import RunOptions
+from tfstudio.core.runs import list_runs, read_scalars
+
+pytestmark = pytest.mark.tf
+
+LOOPS = Path(__file__).resolve().parents[1] / "scripts" / "loops"
+
+Expected = list[dict[str, list[float]]]  # per loop: value key -> the script's own values
+
+
+def _by_counts(own: dict[str, Any]) -> Expected:
+    """``own["losses"]`` cut into loops of ``own["loops"]`` steps each."""
+    out, start = [], 0
+    for n in own["loops"]:
+        out.append({"loss": own["losses"][start : start + n]})
+        start += n
+    assert start == len(own["losses"])
+    return out
+
+
+def _gan_after_loop(own: dict[str, Any]) -> Expected:
+    return [
+        {"loss": own["pretrain"]},
+        {"loss (discriminator)": own["d"], "loss (generator)": own["g"]},
+    ]
+
+
+def _gan(own: dict[str, Any]) -> Expected:
+    return [{"loss (discriminator)": own["d"], "loss (generator)": own["g"]}]
+
+
+def _one(own: dict[str, Any]) -> Expected:
+    return [{"loss": own["losses"]}]
+
+
+# script -> (the loops' names, in order; the script's values per loop)
+CASES: dict[str, tuple[list[str], Callable[[dict[str, Any]], Expected]]] = {
+    # issue 53: an eager loop, then the same step in a tf.function (same model, optimizer
+    # and metric); main reported 1 loop, 48 of 80 steps
+    "eager_then_graph.py": (["model", "model"], _by_counts),
+    # a new shape (a short last batch), a relaxed shape, then a new dtype: one loop
+    "retraced.py": (["model"], _by_counts),
+    # two tf.functions, an eager loop, the first function again: one model and optimizer
+    "shared_optimizer.py": (["model"] * 4, _by_counts),
+    # an eager loop with a Keras metric, then a GAN tf.function (two optimizers, the
+    # discriminator's shared with the first loop); main failed reading the metric in
+    # the GAN's trace and lost the first loop's last step
+    "gan_after_loop.py": (["discriminator", "discriminator + generator"], _gan_after_loop),
+    # a tf.Module and assign_sub in functions; then bare variables at the top level
+    # (main named that loop "_serve", a function of tfstudio's worker)
+    "module_assign.py": (["my_model", "w, b"], _by_counts),
+    # already in the corpus: a tf.function retraced by a Python scalar, and a GAN
+    "graph_step.py": (["model"], _one),
+    "gan.py": (["discriminator + generator"], _gan),
+}
+
+
+def _bits(values: list[float]) -> list[int]:
+    """Each value as its float32 bit pattern (NaN compares equal to itself this way)."""
+    return np.asarray(values, dtype=np.float32).view(np.int32).tolist()
+
+
+@pytest.mark.parametrize("script", list(CASES))
+def test_every_loop_and_step_of_the_corpus_is_reported_as_the_script_computed_it(
+    script: str, tmp_path: Path
+) -> None:
+    names, expect = CASES[script]
+    out = tmp_path / "own.json"
+    runs = tmp_path / "runs"
+    ended, events = run_in_worker(LOOPS / script, [str(out)], RunOptions(logdir=str(runs)))
+    assert ended.status == "finished", ended.summary()
+    failures = [e for e in events if isinstance(e, MonitorError)]
+    assert not failures, failures
+    own = json.loads(out.read_text())
+    per_loop = expect(own)
+
+    loops = [e for e in events if isinstance(e, FitStarted)]
+    assert [f.kind for f in loops] == ["loop"] * len(names)
+    assert [f.model.name for f in loops] == names
+    assert len({f.fit_index for f in loops}) == len(loops)  # each announced once
+    assert ended.loops == len(names) and ended.fits == 0
+
+    steps = of(events, StepEnded)
+    total = sum(len(next(iter(v.values()))) for v in per_loop)
+    assert [s.global_step for s in steps] == list(range(1, total + 1))
+    assert ended.global_step == total
+    recorded_loss: list[float] = []
+    for loop, values in zip(loops, per_loop, strict=True):
+        mine = [s for s in steps if s.fit_index == loop.fit_index]
+        assert mine and mine[0].global_step == loop.global_step + 1
+        for key, theirs in values.items():
+            assert len(mine) == len(theirs), (loop.title(), key)
+            got = [s.values.get(key, float("nan")) for s in mine]
+            assert _bits(got) == _bits(theirs), (loop.title(), key, got, theirs)
+        recorded_loss.extend(values.get("loss", []))
+
+    # the run folder holds the same: one step/loss point a step, the script's values
+    (run,) = list_runs(runs)
+    scalars = read_scalars(run.path)
+    if recorded_loss and len(recorded_loss) == total:
+        loss = scalars["step/loss"]
+        assert loss.steps == list(range(1, total + 1))
+        assert _bits(loss.values) == _bits(recorded_loss)
