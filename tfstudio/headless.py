@@ -252,8 +252,16 @@ class TerminalView:
         self.startup = StartupFold()
         self._folding = True  # TensorFlow's start-up: until training starts
         self._clock0: float | None = None  # the worker's run clock's zero, on ours
-        self._held: list[tuple[float, int, str, object]] = []  # (when, order, kind, what)
+        # (when, order, kind, what, at): "line" (ours) or a stream's text; ``at``: the byte
+        # offset of a piece of the script's Python output in its stream (None for the rest).
+        # Orders are tuples: a piece split at an event's mark keeps its own, the event goes
+        # just after it and the rest of the piece after that.
+        self._held: list[tuple[float, tuple[int, ...], str, str, int | None]] = []
         self._order = 0
+        # bytes of the script's sys.stdout / sys.stderr that arrived (the worker counts the
+        # same: FitStarted.output and FitEnded.output say where their lines go)
+        self._written = {"stdout": 0, "stderr": 0}
+        self._marked: list[tuple[float, tuple[int, int], float, list[tuple[str, str]]]] = []
         # The newest time (on our clock) of an event that arrived: the engine's events up
         # to it are here (the pump hands them on in the order they were emitted).
         self._caught_up = -1e18
@@ -301,11 +309,18 @@ class TerminalView:
             self._device = (now, f"tfstudio: {device_line(event)}")  # type: ignore[arg-type]
             return
         when = self._when(event, now)
+        items: list[tuple[str, str]] = []
         if kind is FitStarted:
-            self._end_startup(when)
-            self._say_device(when)
-        for text in self._lines(event, now):
-            self._hold(when, "line", text)
+            items += self._end_startup()
+            items += self._device_line()
+        items += [("line", text) for text in self._lines(event, now)]
+        mark = getattr(event, "output", None)
+        if mark is not None and items:
+            self._marked.append((now, mark, when, items))
+            self._place_marked(now)
+        else:
+            for item_kind, what in items:
+                self._hold(when, item_kind, what)
         if kind is RunEnded:
             self.ended = event  # type: ignore[assignment]
 
@@ -334,6 +349,13 @@ class TerminalView:
             self._hold(now, "line", "tfstudio: " + text)
             return
         text = event.text
+        if event.stream in self._written and not event.native:  # Python's print and co.
+            at = self._written[event.stream]
+            self._written[event.stream] += len(text.encode("utf-8"))
+            self._hold(now, event.stream, text, at)
+            if self._marked:
+                self._place_marked(now)
+            return
         if event.stream == "stderr" and event.native and self._folding:
             kept = self.startup.feed(text)  # (collected for startup.log either way)
             if not self.verbose:
@@ -341,31 +363,74 @@ class TerminalView:
         if text:
             self._hold(now, event.stream, text)
 
-    def _end_startup(self, when: float) -> None:
-        """Training starts: TensorFlow's start-up is over; say what was folded, once."""
+    def _end_startup(self) -> list[tuple[str, str]]:
+        """Training starts: TensorFlow's start-up is over; what to say of it, once."""
         if not self._folding:
-            return
+            return []
         self._folding = False
+        items = []
         rest = self.startup.flush()
         if rest and not self.verbose:
-            self._hold(when, "stderr", rest)
+            items.append(("stderr", rest))
         n = len(self.startup.lines)
         if n and not self.verbose:
-            self._hold(
-                when,
-                "line",
-                f"tfstudio: TensorFlow started ({plural(n, 'start-up line')} hidden; "
-                "--verbose shows them)",
+            items.append(
+                (
+                    "line",
+                    f"tfstudio: TensorFlow started ({plural(n, 'start-up line')} hidden; "
+                    "--verbose shows them)",
+                )
             )
+        return items
 
-    def _say_device(self, when: float | None = None) -> None:
-        """The device line, once it came (at ``when``, or when it arrived)."""
+    def _device_line(self) -> list[tuple[str, str]]:
+        """The device line, once it came (the start-up's line before it)."""
         if self._device is None:
-            return
-        arrived, text = self._device
+            return []
+        text = self._device[1]
         self._device = None
-        self._end_startup(arrived if when is None else when)
-        self._hold(arrived if when is None else when, "line", text)
+        return [*self._end_startup(), ("line", text)]
+
+    def _place_marked(self, now: float) -> None:
+        """Put the events whose mark the script's output has reached right at their mark;
+        those that waited a second for it (output that never came), at their time."""
+        waiting = []
+        for arrived, mark, when, items in self._marked:
+            if self._written["stdout"] >= mark[0] and self._written["stderr"] >= mark[1]:
+                self._at_mark(mark, items, now)
+            elif now - arrived > 1.0:
+                for kind, what in items:
+                    self._hold(when, kind, what)
+            else:
+                waiting.append((arrived, mark, when, items))
+        self._marked = waiting
+
+    def _at_mark(self, mark: tuple[int, int], items: list[tuple[str, str]], now: float) -> None:
+        """Hold ``items`` right after the script's output up to ``mark`` (bytes of stdout,
+        of stderr), splitting a piece of output that the mark falls inside; when all of
+        that output is out already, before the output held (and what comes after ``now``)."""
+        anchor: tuple[float, tuple[int, ...]] | None = None
+        for stream, m in zip(("stdout", "stderr"), mark, strict=True):
+            for i, (key, order, kind, what, at) in enumerate(self._held):
+                if kind != stream or at is None:
+                    continue
+                data = what.encode("utf-8")
+                if not at < m <= at + len(data):
+                    continue
+                if m < at + len(data):  # the mark is inside this piece: split it there
+                    head = data[: m - at].decode("utf-8", "replace")
+                    tail = data[m - at :].decode("utf-8", "replace")
+                    self._held[i] = (key, order, kind, head, at)
+                    self._held.append((key, (*order, 1), kind, tail, m))
+                if anchor is None or (key, order) > anchor:
+                    anchor = (key, order)
+                break
+        if anchor is None:  # what came before the mark is out: before what is held
+            first = min((h[0] for h in self._held if h[4] is not None), default=None)
+            anchor = (first, (-1,)) if first is not None else (now, (self._order,))
+        key, order = anchor
+        for j, (kind, what) in enumerate(items):
+            self._held.append((key, (*order, 0, j), kind, what, None))
 
     def _lines(self, event: object, now: float) -> list[str]:
         """What tfstudio says of ``event`` (nothing for most)."""
@@ -439,9 +504,9 @@ class TerminalView:
         return [f"tfstudio: no gradients were {kept}: {why}"]
 
     # -- out to the terminal -------------------------------------------------------
-    def _hold(self, when: float, kind: str, what: object) -> None:
+    def _hold(self, when: float, kind: str, what: str, at: int | None = None) -> None:
         self._order += 1
-        self._held.append((when, self._order, kind, what))
+        self._held.append((when, (self._order,), kind, what, at))
 
     def release(self, now: float | None = None, everything: bool = False) -> None:
         """Write what is due, in time order (``everything``: all that is held).
@@ -449,7 +514,10 @@ class TerminalView:
         Due: what is dated before the newest event that arrived, and what has waited
         :attr:`hold` seconds."""
         now = time.perf_counter() if now is None else now
-        self._say_device()
+        for kind, what in self._device_line():
+            self._hold(now, kind, what)
+        if self._marked:
+            self._place_marked(now)
         if self._held:
             self._held.sort()
             due = len(self._held)
@@ -457,11 +525,11 @@ class TerminalView:
                 limit = max(self._caught_up, now - self.hold)
                 due = next((i for i, h in enumerate(self._held) if h[0] > limit), due)
             ready, self._held = self._held[:due], self._held[due:]
-            for _, _, kind, what in ready:
+            for _, _, kind, what, _ in ready:
                 if kind == "line":
-                    self._say(str(what))
+                    self._say(what)
                 else:
-                    self._script(kind, str(what))
+                    self._script(kind, what)
         if self._waiting and (
             everything
             or not self.line.script_open
@@ -518,9 +586,11 @@ class TerminalView:
 
     def finish(self) -> None:
         """Write everything still held; keep TensorFlow's start-up lines in the run folder."""
-        if self._folding:
-            self._end_startup(time.perf_counter())
-        self.release(everything=True)
+        now = time.perf_counter()
+        for kind, what in self._end_startup():
+            self._hold(now, kind, what)
+        self._place_marked(now + 2.0)  # (output that never came will not come now)
+        self.release(now, everything=True)
         self.save_startup()
 
     def save_startup(self) -> Path | None:

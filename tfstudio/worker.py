@@ -50,7 +50,7 @@ from tfstudio.core.commands import Stop
 from tfstudio.core.events import MonitorError, StepColumns
 from tfstudio.core.process import RUN_TOKEN_ENV, RunSpec, kill_run_processes
 from tfstudio.core.pump import EventSink, Pump
-from tfstudio.engine.capture import fd_text_stream
+from tfstudio.engine.capture import TextStream, write_all
 
 VIEWER_LOST_S = 1.0  # the viewer is gone: the record is closed within this, then the run ends
 MAX_PENDING_ROWS = 200_000  # steps queued for a slow viewer before its copy is coalesced
@@ -437,6 +437,37 @@ class _StopSignals:
             self.request_stop()
 
 
+class _Written:
+    """Counts the bytes written through the script's ``sys.stdout`` and ``sys.stderr``.
+
+    The viewer counts what it reads from the two pipes: an event that carries the counts
+    at its emission (``FitStarted.output``) goes exactly there among the script's output.
+    """
+
+    def __init__(self) -> None:
+        self.counts = [0, 0]
+
+    def stream(self, fd: int, name: str, index: int) -> TextStream:
+        """``fd_text_stream(fd, name)``, counting into ``counts[index]``."""
+        counts = self.counts
+
+        def write_bytes(data: bytes) -> None:
+            write_all(fd, data)
+            counts[index] += len(data)
+
+        def write_text(text: str) -> None:
+            write_bytes(text.encode("utf-8", "backslashreplace"))
+
+        return TextStream(name, write_text, lambda: fd, write_bytes)
+
+    def mark(self) -> tuple[int, int]:
+        """Bytes written so far to stdout and to stderr."""
+        return self.counts[0], self.counts[1]
+
+
+_WRITTEN = _Written()
+
+
 def _flushing_exit(pump: WorkerPump, real_exit: Callable[[int], Any]) -> Callable[[int], Any]:
     """``os._exit`` that first sends what the run reported so far."""
 
@@ -463,8 +494,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Serve one run for the viewer on the other end of ``--fd``; returns the exit status."""
     ns = _parse(argv)
     conn = Connection(ns.fd)
-    sys.stdout = fd_text_stream(ns.stdout_fd, "<stdout>")
-    sys.stderr = fd_text_stream(ns.stderr_fd, "<stderr>")
+    sys.stdout = _WRITTEN.stream(ns.stdout_fd, "<stdout>", 0)
+    sys.stderr = _WRITTEN.stream(ns.stderr_fd, "<stderr>", 1)
     conn.send(("hello", os.getpid()))
     if ns.warm:
         from tfstudio.engine.tf_import import ensure_keras
@@ -504,6 +535,7 @@ def _serve(conn: Connection, spec: RunSpec, *, warm: bool) -> int:
         on_started=pump.flush,
         pump=pump,  # the recorder becomes one of its sinks: written on the pump thread
     )
+    session.monitor.output_mark = _WRITTEN.mark
     stops = _StopSignals(session)
     signal.signal(signal.SIGINT, stops.on_sigint)
     real_exit = os._exit

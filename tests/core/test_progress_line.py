@@ -1,5 +1,6 @@
 """The headless terminal: the progress line, the script's output and tfstudio's lines, in order."""
 
+import dataclasses
 import io
 
 from tfstudio.core.events import (
@@ -158,4 +159,40 @@ def test_off_a_terminal_a_long_silent_fit_says_how_far_it_got_once_a_minute():
     view.release(CLOCK + 63.0)
     assert term.getvalue().splitlines()[1:] == [
         "tfstudio: [....................]   0% epoch 1/1 | step 0/2 | 0 steps/s | ETA --"
+    ]
+
+
+def test_a_fits_lines_go_exactly_where_its_output_mark_says_among_the_scripts_output():
+    view, term = _view(interactive=False)
+    view.take(ConsoleOutput("stdout", "before\n"), CLOCK + 1.0)
+    # the fit began after 7 bytes of the script's stdout ("before\n"); its line arrives late
+    view.take(ConsoleOutput("stdout", "epoch 1\nepoch 2\nafter the fit\n"), CLOCK + 3.0)
+    started = _fit(t=1.5)
+    view.take(dataclasses.replace(started, output=(7, 0)), CLOCK + 3.1)
+    # it ended after "epoch 2\n" (bytes 7 + 16), before "after the fit": one piece of output
+    view.take(EpochEnded(0, 0, 2, {"loss": 0.25}, 2.9), CLOCK + 3.1)
+    view.take(FitEnded(0, 2, False, 2.95, (23, 0)), CLOCK + 3.2)
+    view.finish()
+    assert term.getvalue().splitlines() == [
+        "before",
+        "tfstudio: fit 1: m (Sequential, 5 params), 1 epoch",
+        "epoch 1",
+        "epoch 2",
+        "tfstudio: fit 1 done: 1 epoch, 2 steps - loss: 0.25",
+        "after the fit",
+    ]
+
+
+def test_a_fits_end_before_the_output_after_it_that_came_in_the_same_batch():
+    view, term = _view(interactive=False)
+    view.take(dataclasses.replace(_fit(t=0.5), output=(0, 0)), CLOCK + 1.0)
+    view.take(ConsoleOutput("stdout", "epoch 1\n"), CLOCK + 1.5)
+    view.release(CLOCK + 3.0)  # out already
+    view.take(EpochEnded(0, 0, 2, {"loss": 0.5}, 2.9), CLOCK + 3.1)
+    view.take(FitEnded(0, 2, False, 2.95, (8, 0)), CLOCK + 3.1)
+    view.take(ConsoleOutput("stdout", "after the fit\n"), CLOCK + 3.1)  # the same batch
+    view.finish()
+    assert term.getvalue().splitlines()[-2:] == [
+        "tfstudio: fit 1 done: 1 epoch, 2 steps - loss: 0.5",
+        "after the fit",
     ]

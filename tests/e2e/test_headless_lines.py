@@ -55,7 +55,11 @@ class Net(keras.Model):
 
 net = Net()
 net.compile("sgd", loss_fn)
-net.fit(x, y, batch_size=64, epochs=100, verbose=0)
+last_epoch = keras.callbacks.LambdaCallback(
+    on_epoch_end=lambda epoch, logs: epoch == 99 and print("net epoch", epoch + 1)
+)
+net.fit(x, y, batch_size=64, epochs=100, verbose=0, callbacks=[last_epoch])
+print("after the net fit")
 plain = keras.Sequential([keras.layers.Dense(2)], name="plain")
 plain.compile("sgd", loss_fn)
 plain.fit(x, y, batch_size=32, epochs=1, verbose=2)
@@ -135,6 +139,9 @@ def test_tfstudio_lines_are_in_order_with_the_scripts_output(log_run):
         "loop2 epoch 0",
         "loop2 epoch 2",
         "tfstudio: fit ",  # (numbered apart from loops: another test)
+        "net epoch 100",  # printed by a callback at the fit's last epoch end
+        "tfstudio: fit 1 done",  # the fit's end, a moment later
+        "after the net fit",  # once fit returned
         "script done",
     ]
     at = [next(i for i, line in enumerate(lines) if line.startswith(text)) for text in order]

@@ -129,6 +129,9 @@ class FitStarted:
             it is not 0; headless then leaves them to Keras).
         number: 1-based number of the fit among the run's fits (0 for a loop, or when
             unknown: ``fit_index + 1`` is used); fits and loops are numbered apart.
+        output: bytes the script had written to its ``sys.stdout`` and ``sys.stderr``
+            when the fit started (a viewer puts the fit's line exactly there among the
+            script's output); None when unknown.
     """
 
     fit_index: int
@@ -143,6 +146,7 @@ class FitStarted:
     loop_index: int = 0
     verbose: int = 0
     number: int = 0
+    output: tuple[int, int] | None = None
 
     def title(self) -> str:
         """``fit 2: name`` or ``loop 1: name``, for labels."""
@@ -351,12 +355,17 @@ class EpochEnded:
 
 @dataclass(frozen=True, slots=True)
 class FitEnded:
-    """A ``model.fit`` call returned (or was stopped by the user)."""
+    """A ``model.fit`` call returned (or was stopped by the user).
+
+    Args:
+        output: as :attr:`FitStarted.output`, when the fit ended.
+    """
 
     fit_index: int
     global_step: int
     stopped: bool
     time: float
+    output: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -117,6 +117,7 @@ class StudioCallback(keras.callbacks.Callback):
                     time=self._monitor.now(),
                     verbose=_verbosity(params.get("verbose")),
                     number=self._monitor.fits_started,
+                    output=self._monitor.output_mark(),
                 )
             )
             self._monitor.flush()  # the viewer has the fit's line before Keras's first output
@@ -155,9 +156,10 @@ class StudioCallback(keras.callbacks.Callback):
         except Exception as exc:  # noqa: BLE001
             self._monitor.report_error("on_train_end (early end)", exc)
         try:
+            mon = self._monitor
             self._emit(
                 FitEnded(
-                    self.fit_index, self._monitor.global_step, self.stopped, self._monitor.now()
+                    self.fit_index, mon.global_step, self.stopped, mon.now(), mon.output_mark()
                 )
             )
             self._monitor.flush()  # a fit's end reaches the viewer even if the process dies next

@@ -60,6 +60,9 @@ class RunMonitor:
         # Tells the training thread's per-call fast path that a stop is due (a graph
         # loop's tf.function wrapper: engine/loops/patching.py); called after the flag is set.
         self.on_stop: Callable[[], None] = lambda: None
+        # Bytes the script wrote to its sys.stdout and sys.stderr so far (the worker counts
+        # them), for the events a viewer places among that output; None: not counted.
+        self.output_mark: Callable[[], tuple[int, int] | None] = lambda: None
 
     def fit_active(self, active: bool) -> None:
         """Tell :attr:`fit_hooks` that a fit starts (True) or ended (False); a hook's
