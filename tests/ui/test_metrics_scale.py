@@ -65,6 +65,9 @@ def test_no_line_crosses_a_fit_boundary_or_a_gap(window, run):
     many_fits(run)
     plots = window.metrics.plots
     assert set(plots) == {"loss", "accuracy", "auc"}
+    window.resize(1200, 1600)  # every plot in sight: one scrolled out is drawn when shown
+    QApplication.processEvents()
+    run.frame()
     checked = 0
     for plot in plots.values():
         for curve in plot.curves():
