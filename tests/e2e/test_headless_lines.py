@@ -317,3 +317,19 @@ def test_a_failed_runs_time_counts_from_its_start_and_counts_announced_fits(writ
     # only the command's own start-up, before it starts the run, is left out
     assert 0.75 * took - 1 <= said <= took + 1
     assert summary.group(3) == "1 fit, 1 step"  # the failed fit was never announced
+
+
+def test_verbose_shows_tensorflows_start_up_lines_as_they_come(write_script):
+    path = write_script("import tensorflow as tf\nprint('sum', int(tf.reduce_sum([1, 2])))\n")
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "tfstudio", "run", "--verbose", "--no-record", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "sum 3" in proc.stdout
+    assert "port.cc" in proc.stderr or "cudart_stub.cc" in proc.stderr, proc.stderr
+    assert "start-up lines hidden" not in proc.stderr
