@@ -273,7 +273,7 @@ class TerminalView:
         self._logged = 0.0  # off a terminal: when a silent fit's progress was last printed
         self._gradients = False  # some were recorded
         self._inspector_waits = ""  # the inspector's last word on what it does not sample
-        self._device: tuple[float, str] | None = None  # the device line, to say
+        self._device: str | None = None  # the device line, to say
 
     # -- events in ---------------------------------------------------------------
     def take(self, event: object, now: float | None = None) -> None:
@@ -306,7 +306,7 @@ class TerminalView:
         if kind is RunDevices:
             # said with the fit or loop announced next in the same batch (the engine reports
             # the devices just before it), else at the next release
-            self._device = (now, f"tfstudio: {device_line(event)}")  # type: ignore[arg-type]
+            self._device = f"tfstudio: {device_line(event)}"  # type: ignore[arg-type]
             return
         when = self._when(event, now)
         items: list[tuple[str, str]] = []
@@ -387,8 +387,7 @@ class TerminalView:
         """The device line, once it came (the start-up's line before it)."""
         if self._device is None:
             return []
-        text = self._device[1]
-        self._device = None
+        text, self._device = self._device, None
         return [*self._end_startup(), ("line", text)]
 
     def _place_marked(self, now: float) -> None:
