@@ -37,6 +37,14 @@ The first round of norm twins traces each monitored trace's twin (once per run,
 ~0.3 s each for this MLP): it runs untimed before the timing starts.
 
     python bench/overhead.py --loop [--steps 2500] [--traces 4] [--eager-steps 300] [--inspector]
+                                    [--no-corpus]
+
+The corpus's shape (``--corpus``, on by default): the same interleaved comparison with
+the step of ``tests/scripts/loops/eager_then_graph.py``: its ``tf.function`` also
+updates a Keras metric (which the graph reader reads at its beats), and it runs as the
+run's second loop, after an eager loop of the same step on the same model and optimizer
+(issue 53: that loop was once merged into the eager one). Its line is printed too, and
+the overhead line is the lower of the two ratios.
 
 The inspector is off by default (this is the per-step path, as ``overhead.py``
 measures ``fit``); ``--inspector`` turns it on at its default 3% budget, so the
@@ -44,8 +52,8 @@ monitored side also runs the sampled steps (recording twin, weight/gradient stat
 13 untimed steps first run past the two first samples that trace the twin and the
 weight probe (paid once per run).
 
-Ends with one line: ``overhead: monitored/bare = R`` (the ``@tf.function`` loop: the
-ratio of steps/s, i.e. of mean step times, reader and pump CPU charged).
+Ends with one line: ``overhead: monitored/bare = R`` (the ``@tf.function`` loops: the
+lower ratio of steps/s, i.e. of mean step times, reader and pump CPU charged).
 """
 
 from __future__ import annotations
@@ -88,20 +96,32 @@ def mlp() -> tuple[Any, Any, Any, Any, Any]:
     return x, y, model, opt, loss_fn
 
 
-def mlp_step() -> tuple[Any, Any, Any]:
-    """The benchmark's data and its train step (a plain Python function): ``(x, y, step)``."""
+def mlp_step(metric: bool = False) -> tuple[Any, Any, Any]:
+    """The benchmark's data and its train step (a plain Python function): ``(x, y, step)``.
+
+    Args:
+        metric: the step also updates a Keras accuracy (the corpus's shape).
+    """
+    import keras
     import tensorflow as tf
 
     x, y, model, opt, loss_fn = mlp()
+    acc = keras.metrics.SparseCategoricalAccuracy() if metric else None
 
     def step(x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
         with tf.GradientTape() as tape:
-            loss = loss_fn(y, model(x, training=True))
+            logits = model(x, training=True)
+            loss = loss_fn(y, logits)
         grads = tape.gradient(loss, model.trainable_variables)
         opt.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+        if acc is not None:
+            acc.update_state(y, logits)
         return loss
 
     return x, y, step
+
+
+EAGER_FIRST = 32  # the corpus's shape: eager steps of the run's first loop (untimed)
 
 
 def traces(step: Any, x: Any, y: Any, n: int) -> list[Any]:
@@ -135,8 +155,13 @@ def _helper_clock(*threads: threading.Thread | None) -> Any:
     return lambda: sum(time.clock_gettime(c) for c in clocks)
 
 
-def graph_interleaved(args: argparse.Namespace) -> tuple[float, str]:
-    """The ``tf.function`` loop, step by step in random order: ``(R, summary line)``."""
+def graph_interleaved(args: argparse.Namespace, corpus: bool = False) -> tuple[float, str]:
+    """The ``tf.function`` loop, step by step in random order: ``(R, summary line)``.
+
+    Args:
+        corpus: the corpus's shape: the step updates a metric, and the monitored traces
+            are the run's second loop, after an eager loop of the same step (untimed).
+    """
     from interleave import OwnClock
     from overhead import WorkerSide
     from tensorflow.python.eager.polymorphic_function import polymorphic_function
@@ -147,7 +172,8 @@ def graph_interleaved(args: argparse.Namespace) -> tuple[float, str]:
     from tfstudio.engine.loops.ring import NORM_EVERY
     from tfstudio.engine.loops.sampling import TwinSampler
 
-    x, y, step = mlp_step()
+    x, y, step = mlp_step(metric=corpus)
+    eager_first = EAGER_FIRST if corpus else 0
     original = polymorphic_function.Function.__call__  # unpatched: the bare call
     bare = traces(step, x, y, args.traces)
     side = WorkerSide(RunOptions(inspector=args.inspector))  # pump, recorder, viewer
@@ -165,6 +191,8 @@ def graph_interleaved(args: argparse.Namespace) -> tuple[float, str]:
     TwinSampler.clock = LoopInspector.clock = own
     with LoopInterceptor(monitor) as interceptor:
         own.enter()
+        for _ in range(eager_first):  # the corpus's eager loop before (loop 1)
+            step(x, y)
         mons = traces(step, x, y, args.traces)
         for k in range(warm):
             mons[k % len(mons)](x, y)
@@ -216,7 +244,9 @@ def graph_interleaved(args: argparse.Namespace) -> tuple[float, str]:
         charge = read_cost + pump_cost
     seen = side.close()
     TwinSampler.clock, LoopInspector.clock = saved
-    made = args.traces * (args.steps + 1) + warm + alone + 1
+    made = eager_first + args.traces * (args.steps + 1) + warm + alone + 1
+    loops = len(interceptor.book.loops)
+    assert loops == (2 if corpus else 1), f"{loops} loops"
     pool = [t for (_, m), ts in times.items() if m for t in ts]
     bare_pool = [t for (_, m), ts in times.items() if not m for t in ts]
     half = args.traces // 2
@@ -231,8 +261,9 @@ def graph_interleaved(args: argparse.Namespace) -> tuple[float, str]:
     cpu_a = [t for i in range(half) for t in cpus[i, False]]
     cpu_control = statistics.fmean([t for i in range(half, args.traces) for t in cpus[i, False]])
     cpu_control /= statistics.fmean(cpu_a)
+    kind = "tf.function after an eager loop, with a metric" if corpus else "tf.function"
     line = (
-        f"tf.function: bare {1 / mean_b:,.0f} steps/s, monitored {1 / mean_m:,.0f} steps/s, "
+        f"{kind}: bare {1 / mean_b:,.0f} steps/s, monitored {1 / mean_m:,.0f} steps/s, "
         f"ratio {ratio:.3f} (median steps {med_b / med_m:.3f}; uncharged "
         f"{mean_b / (mean_m - charge):.3f}; charged: reader {read_cost * 1e6:.1f} + pump "
         f"{pump_cost * 1e6:.1f} us/step), control bare/bare {control:.3f}; CPU per step "
@@ -303,10 +334,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--traces", type=int, default=4, help="graph traces per side")
     parser.add_argument("--eager-steps", type=int, default=300, help="eager steps per side")
     parser.add_argument("--inspector", action="store_true", help="sample for the inspector too")
+    parser.add_argument(
+        "--no-corpus", dest="corpus", action="store_false", help="skip the corpus's shape"
+    )
     args = parser.parse_args(argv)
 
     graph, graph_line = graph_interleaved(args)
     print(graph_line, flush=True)
+    if args.corpus:
+        shaped, shaped_line = graph_interleaved(args, corpus=True)
+        print(shaped_line, flush=True)
+        graph = min(graph, shaped)
     eager, eager_line = eager_interleaved(args)
     print(eager_line)
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared)")

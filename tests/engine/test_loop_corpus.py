@@ -59,6 +59,8 @@ CASES: dict[str, tuple[list[str], Callable[[dict[str, Any]], Expected]]] = {
     # issue 53: an eager loop, then the same step in a tf.function (same model, optimizer
     # and metric); main reported 1 loop, 48 of 80 steps
     "eager_then_graph.py": (["model", "model"], _by_counts),
+    # one eager step, then the same step in a tf.function: not a GAN's second model
+    "one_eager_step.py": (["model", "model"], _by_counts),
     # a new shape (a short last batch), a relaxed shape, then a new dtype: one loop
     "retraced.py": (["model"], _by_counts),
     # two tf.functions, an eager loop, the first function again: one model and optimizer

@@ -164,8 +164,9 @@ class LoopInterceptor:
 
     def _read(self) -> None:
         """The reader thread's beat: report the graph steps (with the loops' metrics),
-        ask for a schedule's rate."""
-        self.metrics.discover(self.tf)  # the graphs traced since the last beat
+        ask for a schedule's rate. (The metrics of a traced step function are found on
+        the training thread once its trace is over: ``patching.py``'s wrapper; a graph
+        read here while its trace goes on changed size under the reader.)"""
         self.sync(metrics=True)
         self.sampler.counted()  # the counters just read
         self.controls.beat()
@@ -254,7 +255,7 @@ class LoopInterceptor:
             for v in variables:
                 self.controls.track(owner.labels.get(id(v)) or "variable", v, [v])
         book = self.book
-        if book.joins_current():
+        if book.joins_current(key, site):
             loop = book.current()
         else:
             self._end_current()

@@ -2,13 +2,14 @@
 
 A custom loop keeps its own metrics (``train_acc.update_state(y, logits)`` inside the
 step) and prints them at an epoch's end; without this they never reach the plots. When
-a step function is traced, its graph is noted; at the graph reader's next beat (the
-trace is over by then) every Keras metric whose variables that graph captures is one of
-the loop's training metrics. A metric only an evaluation step updates is not (its
-graph has no gradient step). At the reader's beats (a mean at each, other metrics at
-most every :data:`RESULT_EVERY_S`) each metric's value is read on the reader's thread
-and sent with the newest step as a *running* value,
-which is what it is: the metric accumulates until the script resets it. A metric just
+a step function is traced, its graph is noted; once the call that traced it returns
+(the trace is over: the ``tf.function`` wrapper, on the training thread; the reader's
+beat once looked mid-trace, at a graph still growing) every Keras metric whose
+variables that graph captures is one of the loop's training metrics. A metric only an
+evaluation step updates is not (its graph has no gradient step). At the reader's beats
+(a mean at each, other metrics at most every :data:`RESULT_EVERY_S`) each metric's
+value is read on the reader's thread and sent with the newest step as a *running*
+value, which is what it is: the metric accumulates until the script resets it. A metric just
 reset (all its variables zero) has no value to show and is skipped.
 """
 
@@ -44,8 +45,9 @@ class LoopMetrics:
 
     def __init__(self, report_error: Any) -> None:
         self._report_error = report_error
-        # graph id -> (graph, loop, the metrics its trace could reach): to look at
-        self._graphs: dict[int, tuple[Any, Any, list[Any]]] = {}
+        # graph id -> (graph, loop, the metrics its trace could reach): to look at once
+        # the trace is over (by the training thread, after the call that traced it)
+        self.traced_graphs: dict[int, tuple[Any, Any, list[Any]]] = {}
         self._seen_graphs: weakref.WeakSet[Any] = weakref.WeakSet()  # looked at already
         # loop -> [(key, metric, reader)]: reader gives its value (None: nothing to show)
         self._metrics: dict[int, list[tuple[str, Any, Any]]] = {}
@@ -73,13 +75,13 @@ class LoopMetrics:
             self._report_error("custom loop (metrics)", exc)
             return
         if candidates:
-            self._graphs[id(outer)] = (outer, loop, candidates)
+            self.traced_graphs[id(outer)] = (outer, loop, candidates)
 
     def discover(self, tf: Any) -> None:
         """Find the metrics of the graphs traced since the last call (a trace is over)."""
-        if not self._graphs:
+        if not self.traced_graphs:
             return
-        pending, self._graphs = list(self._graphs.values()), {}
+        pending, self.traced_graphs = list(self.traced_graphs.values()), {}
         try:
             for graph, loop, metrics in pending:
                 captured = {id(t) for t in graph.external_captures}
@@ -171,7 +173,7 @@ class LoopMetrics:
 
     def clear(self) -> None:
         """Forget everything (the run ended)."""
-        self._graphs.clear()
+        self.traced_graphs.clear()
         self._seen_graphs.clear()
         self._metrics.clear()
         self._last.clear()

@@ -194,6 +194,7 @@ def _function_call(original: Callable[..., Any], it: LoopInterceptor) -> Callabl
     monitor = it.monitor
     sampler = it.sampler
     controls = it.controls
+    metrics = it.metrics
     commands = monitor.channel.command_queue
     resume = monitor.resume
     stop = monitor.stop_requested
@@ -233,6 +234,8 @@ def _function_call(original: Callable[..., Any], it: LoopInterceptor) -> Callabl
             result = sampler.special(function, original, args, kwargs)  # a twin's call
         else:
             result = original(function, *args, **kwargs)
+        if metrics.traced_graphs:  # traced during this call: their traces are over
+            metrics.discover(it.tf)
         if it.graph_active:
             # A graph step ran: the step boundary for stop, pause and commands.
             if stop.is_set():

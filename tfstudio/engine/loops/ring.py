@@ -123,6 +123,8 @@ class GraphRing:
         thread (eagerly) or while a trace asks how far its loop is (in ``init_scope``).
         """
         tf = self._tf
+        if tf is None:  # its first trace is still writing the ops (the reader came between)
+            return known, [], []
         if tf.executing_eagerly():  # the reader thread: raw reads (~20 us, .numpy() ~110 us)
             from tfstudio.engine.probes.values import read_handle
 
@@ -165,7 +167,6 @@ class GraphRing:
         Args:
             parts: the gradient columns (kept by a retrace that has other gradients).
         """
-        self._tf = tf
         if self.losses is None:
             with tf.init_scope():
                 self.losses = tf.Variable(tf.zeros([RING], tf.float32), trainable=False)
@@ -173,6 +174,7 @@ class GraphRing:
                 rows[:, -STEP_COLUMNS:] = -1.0  # no row measured yet: a step before the first
                 self.norms = tf.Variable(rows, trainable=False)
                 self.counter = tf.Variable(0, dtype=tf.int64, trainable=False)
+        self._tf = tf  # last: the reader thread reads a ring once this is set
 
 
 class RingReader:

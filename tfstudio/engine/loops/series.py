@@ -193,14 +193,26 @@ class LoopBook:
         """The most recent loop (None before the first)."""
         return self.loops[-1] if self.loops else None
 
-    def joins_current(self) -> bool:
+    def joins_current(
+        self, key: frozenset[int] | None = None, site: tuple[Any, ...] | None = None
+    ) -> bool:
         """Whether a series seen now joins the current loop (else it starts the next one).
 
         A second series joins while its loop's first series has done at most one step
-        (a GAN's generator step follows the discriminator's first).
+        (a GAN's generator step follows the discriminator's first), if it trains other
+        variables than the loop's series do and runs as they do (eagerly, or traced):
+        one eager step of a model, then a ``tf.function`` loop of it, are two loops.
+
+        Args:
+            key, site: the new series' variables and where it runs (None: the loop's
+                age alone).
         """
         loop = self.current()
-        return not (loop is None or loop.ended or loop.announced or loop.primary_count() > 1)
+        if loop is None or loop.ended or loop.announced or loop.primary_count() > 1:
+            return False
+        if key is None or site is None:
+            return True
+        return all(not (s.key & key) and s.site[0] == site[0] for s in loop.series)
 
     def new_loop(self, fit_index: int, cadence: Any = None) -> Loop:
         """Start the next loop (numbered from 1)."""
