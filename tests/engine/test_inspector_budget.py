@@ -85,9 +85,15 @@ def _first_gradients(model, data):
     return {v.path: g.numpy() for v, g in zip(model.trainable_variables, grads, strict=True)}
 
 
-def test_a_short_budget_fit_has_the_first_steps_gradients_at_its_first_sample():
+@pytest.mark.parametrize("copies", [True, False], ids=["copied", "summarised-in-step"])
+def test_a_short_budget_fit_has_the_first_steps_gradients_at_its_first_sample(monkeypatch, copies):
     """On main before issue 54 a fit this short recorded no gradient at all: their
-    recording twin waited for the budget to pay for its trace."""
+    recording twin waited for the budget to pay for its trace. Both ways of recording:
+    a small model's gradients kept as copies, a large one's summarised on armed steps."""
+    from tfstudio.engine.probes import gradients
+
+    if not copies:
+        monkeypatch.setattr(gradients, "COPY_LIMIT", 0)
     model, data = _model_and_data()
     want = _first_gradients(model, data)
     events = _fit(model, data, 200, RunOptions())
