@@ -70,8 +70,9 @@ CASES: dict[str, tuple[list[str], Callable[[dict[str, Any]], Expected]]] = {
     # the GAN's trace and lost the first loop's last step
     "gan_after_loop.py": (["discriminator", "discriminator + generator"], _gan_after_loop),
     # a tf.Module and assign_sub in functions; then bare variables at the top level
-    # (main named that loop "_serve", a function of tfstudio's worker)
-    "module_assign.py": (["my_model", "w, b"], _by_counts),
+    # (main named that loop "_serve", a function of tfstudio's worker); then a module a
+    # trainer object holds (main named the loop after the method, "train_step")
+    "module_assign.py": (["my_model", "w, b", "line"], _by_counts),
     # already in the corpus: a tf.function retraced by a Python scalar, and a GAN
     "graph_step.py": (["model"], _one),
     "gan.py": (["discriminator + generator"], _gan),

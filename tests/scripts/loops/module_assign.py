@@ -1,7 +1,8 @@
 """TensorFlow's "basic training loops" guide: a tf.Module, a tape, assign_sub (no Keras);
-then the same at the script's top level with two bare variables (no module, no function).
+then the same at the script's top level with two bare variables (no module, no function);
+then a trainer object's method that trains the module the trainer holds.
 
-Two loops; every step's loss goes to the JSON path in argv[1] ({"losses": [...]}).
+Three loops; every step's loss goes to the JSON path in argv[1] ({"losses": [...]}).
 """
 
 import json
@@ -59,6 +60,27 @@ for _ in range(8):
     w.assign_sub(0.1 * dw)
     b.assign_sub(0.1 * db)
     losses.append(float(current_loss))
+
+
+class Trainer:
+    """Holds the module it trains (not a module itself): the loop is the module's."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def train_step(self):
+        with tf.GradientTape() as t:
+            current_loss = loss(y, self.module(x))
+        dw, db = t.gradient(current_loss, [self.module.w, self.module.b])
+        self.module.w.assign_sub(0.1 * dw)
+        self.module.b.assign_sub(0.1 * db)
+        return current_loss
+
+
+trainer = Trainer(MyModel(name="line"))
+for _ in range(6):
+    losses.append(float(trainer.train_step()))
+
 if len(sys.argv) > 1:
     with open(sys.argv[1], "w") as f:
-        json.dump({"losses": losses, "loops": [10, 8]}, f)
+        json.dump({"losses": losses, "loops": [10, 8, 6]}, f)
