@@ -8,8 +8,9 @@ those variables; a gradient of an input (saliency maps), or code that only
 evaluates, updates nothing and is no step.
 
 Steps are grouped into *series* keyed by the variables they update (a GAN's
-discriminator and generator are two series) and series into *loops*, each a
-segment of the run announced with ``FitStarted(kind="loop")``. Eager steps
+discriminator and generator are two series) and by where the script runs them (an
+eager loop and a ``tf.function`` loop of one model are two series), and series into
+*loops*, each a segment of the run announced with ``FitStarted(kind="loop")``. Eager steps
 carry their loss and global gradient norm at once; inside a ``tf.function``
 they are written to a device-side ring buffer that a background thread reads.
 
