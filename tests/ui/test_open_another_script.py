@@ -14,7 +14,7 @@ import math
 import pytest
 
 from tests.ui.test_runs_in_metrics import recorded
-from tfstudio.core.events import Advice, CheckpointSaved, RunState
+from tfstudio.core.events import Advice, CheckpointSaved, ExecutionMode, LearningRate, RunState
 from tfstudio.ui.panels.checkpoints import NO_CHECKPOINT
 
 B_LOSSES = [3.0 - 0.1 * i for i in range(20)]
@@ -38,6 +38,8 @@ def _run_a(window, run, a, how: str, script_error) -> None:
         Advice("divergence", "The loss diverged", "It went up.", "lower the rate", str(a), 1),
         CheckpointSaved(str(a.parent / "ck" / "ckpt-10"), 10, 0.1, 0.3, 1.0),
         RunState("paused", 14, "non-finite loss"),
+        ExecutionMode(False, 2, 1),
+        LearningRate(1, 0.003, False),
     )
     if how == "finished":
         run.steps(6, epoch=1, start=4).epoch_end(1, loss=0.1).fit_end().ended().frame()
@@ -46,6 +48,9 @@ def _run_a(window, run, a, how: str, script_error) -> None:
     assert window.metrics.plots and window.notices.notices()
     assert "epoch 2/2" in window.status.summary()
     assert window.checkpoints.paths()
+    window.control.refresh()
+    assert window.control.mode_label.text() == "graph · traced 2×"
+    assert window.control.lr_label.text() == "0.003"
 
 
 def _state(window) -> dict:
@@ -68,6 +73,9 @@ def _state(window) -> dict:
         "checkpoints": window.checkpoints.paths(),
         "checkpoint message": window.checkpoints.message.text(),
         "inspector": window.inspector.store.ended or bool(window.inspector.store.trees),
+        "mode": window.control.mode_label.text(),  # the toolbar: none of a's trace count or rate
+        "rate": window.control.lr_label.text(),
+        "system": "no run yet" in window.system.figures.text(),
     }
 
 
@@ -101,6 +109,9 @@ def test_opening_another_script_after_a_run_shows_its_empty_state(
         "checkpoints": [],
         "checkpoint message": NO_CHECKPOINT,
         "inspector": False,
+        "mode": "graph",
+        "rate": "",
+        "system": True,
     }
     plot = window.metrics.plots["loss"]
     [layer] = plot.layers

@@ -346,6 +346,8 @@ class MainWindow(QMainWindow):
         self.metrics.clear()
         self.status.reset()
         self.checkpoints.reset()
+        self.control.forget_run()
+        self.system.forget_run()
         inspected = self.inspector.store
         drawn = inspected.version
         inspected.clear()

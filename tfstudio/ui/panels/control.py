@@ -306,6 +306,16 @@ class ControlPanel(QObject):
             if not isinstance(event, LearningRate | ExecutionMode):
                 self.state_changed.emit()
 
+    def forget_run(self) -> None:
+        """Another script was opened: the last run's mode, trace count and rate go."""
+        if self.running:
+            return
+        self.paused, self.pause_reason = False, ""
+        self.eager, self.traces, self.lr, self.non_finite = None, 0, None, None
+        self.typed_lr, self.replaced_lr, self._restored = None, None, False
+        self._dirty = True
+        self.refresh()
+
     def _follow_learning_rate(self, event: LearningRate) -> None:
         """After a Restore, tell the user when the checkpoint's rate replaced the typed one."""
         if self.replaced_lr is not None and _same_rate(event.value, self.replaced_lr):

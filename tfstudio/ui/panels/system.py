@@ -383,6 +383,13 @@ class SystemPanel(QWidget):
         self.sample_now()
         self._timer.start()
 
+    def forget_run(self) -> None:
+        """Another script was opened: the last run's figures go (nothing while one is live)."""
+        if self.live:
+            return
+        self._clear()
+        self._render()
+
     def end_run(self) -> None:
         """Stop sampling (after a last sample); the run's figures stay on screen."""
         if self.live:
