@@ -54,6 +54,7 @@ class LoopEmitter:
         """Start the segment ``monitor.log`` reports into when no loop was found."""
         loop.announced = True
         loop.start_step = self.monitor.global_step
+        loop.output = self.monitor.output_mark()  # monitor.log's call, on the script's thread
         self._started(loop, "monitor.log", 0, self.monitor.now())
 
     def _started(self, loop: Loop, name: str, params: int, time: float) -> None:
@@ -71,6 +72,7 @@ class LoopEmitter:
                 time=time,
                 kind="loop",
                 loop_index=loop.number,
+                output=loop.output,
             )
         )
         mon.flush()  # the viewer has the loop's line before the script's next output
@@ -203,8 +205,15 @@ class LoopEmitter:
         loop.ended = True
         if loop.announced:
             mon = self.monitor
+            # (ended on the training thread: at the next loop's first step, or the run's end)
             mon.channel.emit(
-                FitEnded(loop.fit_index, mon.global_step, mon.stop_requested.is_set(), mon.now())
+                FitEnded(
+                    loop.fit_index,
+                    mon.global_step,
+                    mon.stop_requested.is_set(),
+                    mon.now(),
+                    mon.output_mark(),
+                )
             )
             mon.flush()  # a loop's end reaches the viewer even if the process dies next
 

@@ -262,6 +262,7 @@ class LoopInterceptor:
             mon = self.monitor
             cadence = new_cadence(mon) if self.inspector is not None else None
             loop = book.new_loop(mon.fits + len(book.loops), cadence)
+            loop.output = mon.output_mark()  # its first step: before the script prints it
             mon.loops = len(book.loops)
         assert loop is not None
         book.add(series, loop)
@@ -274,6 +275,7 @@ class LoopInterceptor:
         mon = self.monitor
         cadence = new_cadence(mon) if self.inspector is not None else None
         loop = self.book.reopen(ended, mon.fits + len(self.book.loops), cadence)
+        loop.output = mon.output_mark()
         mon.loops = len(self.book.loops)
         self.metrics.carry(ended, loop)
         self._loop_changed()

@@ -161,6 +161,9 @@ class Loop:
         self.announced = False
         self.ended = False
         self.start_step = 0
+        # bytes the script had written when the loop's first step ran (RunMonitor's
+        # output_mark): a viewer puts the loop's line there among the script's output
+        self.output: tuple[int, int] | None = None
         self.read_at: float | None = None  # run time of the last read of its steps
         # the inspector's sampling (engine/loop_inspect.py)
         self.cadence = cadence
