@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from tests.e2e.workers import of, run_in_worker
-from tfstudio.core.events import FitStarted, MonitorError, StepEnded
+from tfstudio.core.events import ConsoleOutput, FitEnded, FitStarted, MonitorError, StepEnded
 from tfstudio.core.options import RunOptions
 from tfstudio.core.runs import list_runs, read_scalars
 
@@ -117,6 +117,21 @@ def test_every_loop_and_step_of_the_corpus_is_reported_as_the_script_computed_it
             got = [s.values.get(key, float("nan")) for s in mine]
             assert _bits(got) == _bits(theirs), (loop.title(), key, got, theirs)
         recorded_loss.extend(values.get("loss", []))
+
+    # each loop's lines go where it began and ended among the script's output: marks in
+    # order, a loop begins where the one before it ended, and at a line's end (before
+    # the first line its steps print)
+    printed = [e for e in events if isinstance(e, ConsoleOutput) and e.stream == "stdout"]
+    stdout = "".join(e.text for e in printed)  # (ASCII: a byte is a character)
+    marks = [e.output for e in events if isinstance(e, FitStarted | FitEnded)]
+    assert None not in marks and marks == sorted(marks), marks
+    for before, after in zip(marks[1::2], marks[2::2], strict=False):
+        assert after == before  # loop k+1 began where loop k ended
+    assert all(stdout[: m[0]].endswith("\n") or m[0] == 0 for m in marks[::2])
+    if script == "eager_then_graph.py":  # the graph loop begins before its first epoch
+        begin = loops[1].output[0]
+        assert stdout[:begin].splitlines()[-1].startswith("eager epoch 1 ")
+        assert stdout[begin:].startswith("graph epoch 0 ")
 
     # the run folder holds the same: one step/loss point a step, the script's values
     (run,) = list_runs(runs)
