@@ -245,7 +245,10 @@ def test_custom_train_step(write_script, tmp_path):
     _check(events, expect, {"custom", "h", "out"})
 
 
-def test_gan_two_models_two_optimizers(write_script, tmp_path):
+@pytest.mark.parametrize("optimizer", ["SGD", "Adam"])
+def test_gan_two_models_two_optimizers(write_script, tmp_path, optimizer):
+    # SGD: the gradients recorded in the step; Adam: derived from each optimizer's state
+    # (at learning rate 0 its first moment still takes every step's gradient).
     events, expect = _run(
         write_script,
         tmp_path,
@@ -288,7 +291,7 @@ def test_gan_two_models_two_optimizers(write_script, tmp_path):
                 return {"d_loss": d_loss, "g_loss": g_loss}
 
         gan = GAN()
-        gan.compile(keras.optimizers.SGD(0.0), keras.optimizers.SGD(0.0))
+        gan.compile(keras.optimizers.OPT(0.0), keras.optimizers.OPT(0.0))
         gan.fit(x, batch_size=16, epochs=3, shuffle=False, verbose=0)
         d_vars, g_vars = gan.discriminator.trainable_variables, gan.generator.trainable_variables
         with tf.GradientTape() as tape:
@@ -303,8 +306,9 @@ def test_gan_two_models_two_optimizers(write_script, tmp_path):
         expect = pickle.load(open("expect.pkl", "rb"))
         expect["grads"].update({v.path: g.numpy() for v, g in zip(d_vars, d_grads)})
         pickle.dump(expect, open("expect.pkl", "wb"))
-        """,
+        """.replace("OPT", optimizer),
     )
+    assert [g.step for g in of(events, GradientStats)] == [1, 2, 3]
     _check(events, expect, {"gan", "generator", "g1", "g2", "discriminator", "d1", "d2"})
     tree = of(events, ModelTree)[-1]
     subtrees = {c.name: c for c in tree.root.children}

@@ -29,7 +29,7 @@ from tfstudio.engine.probes.cadence import FIRST_GAP
 pytestmark = pytest.mark.tf
 
 
-def _model_and_data():
+def _model_and_data(optimizer="sgd"):
     import keras
     import tensorflow as tf
 
@@ -41,7 +41,7 @@ def _model_and_data():
     model = keras.Sequential(
         [keras.Input((4,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(2)]
     )
-    model.compile("sgd", "mse")
+    model.compile(optimizer() if callable(optimizer) else optimizer, "mse")
     return model, data
 
 
@@ -85,19 +85,32 @@ def _first_gradients(model, data):
     return {v.path: g.numpy() for v, g in zip(model.trainable_variables, grads, strict=True)}
 
 
-@pytest.mark.parametrize("copies", [True, False], ids=["copied", "summarised-in-step"])
-def test_a_short_budget_fit_has_the_first_steps_gradients_at_its_first_sample(monkeypatch, copies):
+@pytest.mark.parametrize(
+    "way", ["copied", "summarised-in-step", "derived-adam", "fallback-rmsprop"]
+)
+def test_a_short_budget_fit_has_the_first_steps_gradients_at_its_first_sample(monkeypatch, way):
     """On main before issue 54 a fit this short recorded no gradient at all: their
-    recording twin waited for the budget to pay for its trace. Both ways of recording:
-    a small model's gradients kept as copies, a large one's summarised on armed steps."""
+    recording twin waited for the budget to pay for its trace. Every way of recording:
+    a small model's gradients kept as copies, a large one's summarised on armed steps,
+    Adam's derived from its first moment (no op in the step; rel 1e-4: the derived
+    value is (m - m_prev) / (1 - beta_1) in float32 state, ten times m's rounding), and
+    RMSprop (not derivable) falling back to the copies."""
     from tfstudio.engine.probes import gradients
+    from tfstudio.engine.probes.inspector import _gradient_probes
 
-    if not copies:
+    if way == "summarised-in-step":
         monkeypatch.setattr(gradients, "COPY_LIMIT", 0)
-    model, data = _model_and_data()
+    optimizer = {"derived-adam": "adam", "fallback-rmsprop": "rmsprop"}.get(way, "sgd")
+    rel = 1e-4 if way == "derived-adam" else 1e-5
+    model, data = _model_and_data(optimizer)
     want = _first_gradients(model, data)
     events = _fit(model, data, 200, RunOptions())
     assert not of(events, MonitorError), of(events, MonitorError)[0].traceback
+    probe = _gradient_probes[model]
+    assert bool(probe._derived) == (way == "derived-adam")
+    assert (probe._flag is None) == (way == "derived-adam")  # no conditional, no flag
+    if way == "derived-adam":  # nothing added to the step: no copies, no summaries
+        assert not probe._copies and not probe._functions
     weights = of(events, WeightStats)
     grads = of(events, GradientStats)
     assert weights and weights[0].step == 1  # something to see at once
@@ -109,18 +122,119 @@ def test_a_short_budget_fit_has_the_first_steps_gradients_at_its_first_sample(mo
     assert sorted(first) == sorted(want)
     for path, g in want.items():
         got = first[path]
-        assert got.norm == pytest.approx(float(np.linalg.norm(g)), rel=1e-5)
-        assert got.min == pytest.approx(float(g.min()), rel=1e-5, abs=1e-7)
-        assert got.max == pytest.approx(float(g.max()), rel=1e-5, abs=1e-7)
+        assert got.norm == pytest.approx(float(np.linalg.norm(g)), rel=rel)
+        assert got.min == pytest.approx(float(g.min()), rel=rel, abs=1e-7)
+        assert got.max == pytest.approx(float(g.max()), rel=rel, abs=1e-7)
         assert sum(got.hist) == g.size
     total = np.sqrt(sum(float(np.sum(g.astype("float64") ** 2)) for g in want.values()))
-    assert grads[0].global_norm == pytest.approx(total, rel=1e-5)
+    assert grads[0].global_norm == pytest.approx(total, rel=rel)
     # Layer outputs (an eager pass, several weight summaries' worth) from the second sample.
     assert all(lo.step > 1 for lo in of(events, LayerOutputs))
     status = of(events, InspectorStatus)
     assert len(status) == len(weights) < 200 // FIRST_GAP
     assert all(s.mode == "budget" and not s.waiting for s in status)
     assert not [e.text for e in of(events, ConsoleOutput) if "radients" in e.text]
+
+
+def _derived_optimizers():
+    import keras
+
+    decay = keras.optimizers.schedules.ExponentialDecay(0.05, 2, 0.5)  # a new rate each 2
+    return {
+        "adam": lambda: keras.optimizers.Adam(0.01),
+        "adam-amsgrad": lambda: keras.optimizers.Adam(0.01, amsgrad=True),
+        "adamw": lambda: keras.optimizers.AdamW(0.01, weight_decay=0.05),
+        "adamax": lambda: keras.optimizers.Adamax(0.01),
+        "nadam": lambda: keras.optimizers.Nadam(0.01),
+        "lion": lambda: keras.optimizers.Lion(0.001),
+        "sgd-momentum": lambda: keras.optimizers.SGD(0.05, momentum=0.9),
+        "sgd-nesterov-schedule": lambda: keras.optimizers.SGD(decay, momentum=0.9, nesterov=True),
+    }
+
+
+DERIVED = [
+    "adam",
+    "adam-amsgrad",
+    "adamw",
+    "adamax",
+    "nadam",
+    "lion",
+    "sgd-momentum",
+    "sgd-nesterov-schedule",
+]
+
+
+def _per_sample(events):
+    return {g.step: g for g in of(events, GradientStats)}
+
+
+@pytest.mark.parametrize("every", [1, 3])
+@pytest.mark.parametrize("name", DERIVED)
+def test_derived_gradients_are_the_applied_ones_at_every_sample(monkeypatch, name, every):
+    """The gradients derived from the optimizer's state equal, sample by sample, the ones
+    the same fit records as copies (``derivable`` off); the monitored training is the
+    same (bit-exact), so the two fits apply the same gradients. ``every`` 1 samples at
+    consecutive steps (the state read at a sample is the next one's 'before'), 3 reads
+    it at the hook before each sampled step."""
+    from tfstudio.engine.probes import gradients
+    from tfstudio.engine.probes.inspector import _gradient_probes
+
+    runs = []
+    for derive in (True, False):
+        if not derive:
+            monkeypatch.setattr(gradients, "derivable", lambda *a, **k: None)
+        model, data = _model_and_data(_derived_optimizers()[name])
+        events = _fit(model, data, 10, RunOptions(sample_every=every))
+        assert not of(events, MonitorError), of(events, MonitorError)[0].traceback
+        assert bool(_gradient_probes[model]._derived) == derive
+        runs.append(_per_sample(events))
+    derived, copied = runs
+    want_steps = list(range(1, 11, every))
+    assert sorted(derived) == sorted(copied) == want_steps
+    for step in want_steps:
+        got, want = derived[step], copied[step]
+        assert len(got.variables) == len(want.variables) == 4  # (names: a new model's)
+        for a, b in zip(got.variables, want.variables, strict=True):
+            assert a.norm == pytest.approx(b.norm, rel=1e-4, abs=1e-7), (step, a.path)
+            assert a.min == pytest.approx(b.min, rel=1e-4, abs=1e-6), (step, a.path)
+            assert a.max == pytest.approx(b.max, rel=1e-4, abs=1e-6), (step, a.path)
+            assert sum(a.hist) == sum(b.hist)
+        assert got.global_norm == pytest.approx(want.global_norm, rel=1e-4)
+
+
+@pytest.mark.parametrize("clip", ["global_clipnorm", "clipvalue"])
+def test_derived_gradients_are_the_clipped_ones_the_optimizer_applies(monkeypatch, clip):
+    """Clipping happens before the update: the derived value is the applied (clipped)
+    gradient, where the copies hold the gradient as ``apply`` received it."""
+    import keras
+
+    from tfstudio.engine.probes import gradients
+
+    limit = 0.05
+    runs = []
+    for derive in (True, False):
+        if not derive:
+            monkeypatch.setattr(gradients, "derivable", lambda *a, **k: None)
+        model, data = _model_and_data(lambda: keras.optimizers.Adam(0.01, **{clip: limit}))
+        events = _fit(model, data, 4, RunOptions(sample_every=1))
+        assert not of(events, MonitorError), of(events, MonitorError)[0].traceback
+        runs.append(_per_sample(events))
+    derived, received = runs
+    assert sorted(derived) == sorted(received) == [1, 2, 3, 4]
+    for step in derived:
+        got, raw = derived[step], received[step]
+        if clip == "global_clipnorm":
+            assert raw.global_norm > limit  # (the clip does something)
+            scale = limit / raw.global_norm
+            assert got.global_norm == pytest.approx(limit, rel=1e-4)
+            for a, b in zip(got.variables, raw.variables, strict=True):
+                assert a.norm == pytest.approx(b.norm * scale, rel=1e-4, abs=1e-7)
+        else:
+            assert max(v.max for v in raw.variables) > limit
+            for a, b in zip(got.variables, raw.variables, strict=True):
+                want_max, want_min = np.clip([b.max, b.min], -limit, limit)
+                assert a.max == pytest.approx(want_max, rel=1e-4, abs=1e-7)
+                assert a.min == pytest.approx(want_min, rel=1e-4, abs=1e-7)
 
 
 def test_every_sample_has_gradients_and_samples_come_once_a_second_of_training():

@@ -6,7 +6,19 @@ attributes, e.g. a GAN's two) gets its ``apply`` wrapped for the fit; Keras's
 through it. The wrapper adds its recording to the step when Keras traces its train
 function (the fit's first step, as it always does): no second trace of the step, and
 the first sample has the first step's gradients. The values the optimizer sees and
-applies are untouched: the wrapper only reads them. Two ways, by the model's size:
+applies are untouched: the wrapper only reads them. Three ways:
+
+- **Derived from the optimizer's state** (Adam, AdamW, Adamax, Nadam, Lion, SGD with
+  momentum; one replica, ``steps_per_execution`` 1, no gradient accumulation, no
+  ``LossScaleOptimizer``, dense gradients, at most ``COPY_LIMIT`` values): nothing is
+  added to the step. The optimizer's first moment ``m`` is read on the host at the
+  hook before a sampled step (:meth:`GradientProbe.arm`) and after it; its update rule
+  is inverted (Adam family: ``m += (g - m)(1 - beta_1)``, Lion: ``m = beta_2 m +
+  (1 - beta_2) g``, SGD: ``m = momentum m - lr g``) to give the gradient the step
+  applied (clipped, if the optimizer clips), up to float rounding. A sample whose
+  optimizer did not advance by exactly one iteration has no gradients from it.
+
+The others, by the model's size:
 
 - **Copies** (at most ``COPY_LIMIT`` trainable values, dense gradients, no loss
   scale, one replica): every step assigns each gradient to a buffer of its own (one
@@ -44,7 +56,7 @@ import tensorflow as tf
 
 from tfstudio.core.events import GradientStats, GradientVariable
 from tfstudio.engine.probes.model import variable_path
-from tfstudio.engine.probes.values import host_values, write
+from tfstudio.engine.probes.values import host_value, host_values, write
 from tfstudio.engine.probes.weights import BINS, summarize_host
 
 # Elements summarised together in one concatenation on a recorded step: bounds the
@@ -177,6 +189,127 @@ def _unlowered_cond(
             control_flow_util_v2.maybe_set_lowering_attr(op, False)
 
 
+# Keras optimizers whose first moment gives back the applied gradient exactly, by the
+# class that defines their ``update_step``: (rule, attribute holding the slots).
+def derivable(opt: Any, steps_per_execution: int = 1, replicas: int = 1) -> tuple[str, str] | None:
+    """How this optimizer's applied gradients can be read from its state, or None.
+
+    ``("ema", attr)``: ``m += (g - m) * (1 - beta_1)`` (Adam, AdamW, Adamax, Nadam);
+    ``("lion", attr)``: ``m = beta_2 * m + (1 - beta_2) * g``; ``("sgd", attr)``:
+    ``m = momentum * m - lr * g``. ``attr`` names the list of ``m`` slots. Only when
+    each step updates ``m`` once with that step's gradient: one replica, one step an
+    execution, no gradient accumulation, not a ``LossScaleOptimizer`` (it can skip a
+    step), the library's own update (a subclass overriding ``update_step`` is not).
+    """
+    from keras.src.backend.tensorflow.optimizer import TFOptimizer
+    from keras.src.optimizers.adam import Adam
+    from keras.src.optimizers.adamax import Adamax
+    from keras.src.optimizers.lion import Lion
+    from keras.src.optimizers.nadam import Nadam
+    from keras.src.optimizers.sgd import SGD
+
+    if steps_per_execution != 1 or replicas != 1:
+        return None
+    if getattr(opt, "gradient_accumulation_steps", None):
+        return None
+    if getattr(opt, "inner_optimizer", None) is not None:
+        return None
+    cls = type(opt)
+    backend_steps = (TFOptimizer._backend_update_step, Nadam._backend_update_step)
+    if cls._backend_update_step not in backend_steps:
+        return None
+    update = cls.update_step
+    if update is Adam.update_step or update is Nadam.update_step:
+        return ("ema", "_momentums")
+    if update is Adamax.update_step:
+        return ("ema", "_m")
+    if update is Lion.update_step:
+        return ("lion", "_momentums")
+    if update is SGD.update_step and float(getattr(opt, "momentum", 0.0) or 0.0) != 0.0:
+        return ("sgd", "momentums")
+    return None
+
+
+class _Derived:
+    """One optimizer whose gradients are derived from its state (see :func:`derivable`)."""
+
+    def __init__(self, opt: Any, rule: str, attr: str) -> None:
+        self.opt = opt
+        self.rule = rule
+        self.attr = attr
+        # (model index, variable) of each gradient the step applies: known once the
+        # wrapper has seen a step (when Keras traced it); None: not derived after all.
+        self.pairs: list[tuple[int, Any]] | None = []
+        self.prev: tuple[int, list[np.ndarray] | None] | None = None  # iteration, m's
+        f32 = np.float32
+        if rule == "ema":
+            from keras.src.optimizers.nadam import Nadam
+
+            beta_1 = float(opt.beta_1)
+            # Nadam casts beta_1 first (float32 arithmetic), Adam/Adamax multiply by the
+            # Python float 1 - beta_1 (made float32 by the multiply).
+            one_minus = f32(1.0) - f32(beta_1) if isinstance(opt, Nadam) else f32(1.0 - beta_1)
+            self.a, self.b = float(one_minus), 0.0
+        elif rule == "lion":
+            beta_2 = f32(float(opt.beta_2))
+            self.a, self.b = float(f32(1.0) - beta_2), float(beta_2)
+        else:
+            self.a, self.b = 0.0, float(f32(float(opt.momentum)))
+
+    def slots(self) -> list[Any] | None:
+        """The optimizer's ``m`` slots (by its variable index), None before it is built."""
+        if not getattr(self.opt, "built", False):
+            return None
+        return list(getattr(self.opt, self.attr, None) or []) or None
+
+    def snapshot(self) -> None:
+        """Read the iteration count and every ``m`` now (before a sampled step)."""
+        slots = self.slots()
+        values = host_values([self.opt.iterations, *(slots or [])])
+        self.prev = (int(values[0]), values[1:] if slots else None)
+
+    def learning_rate(self, iteration: int) -> float:
+        """The learning rate the step at ``iteration`` used (float32, as the update casts it)."""
+        from keras.src.optimizers.schedules.learning_rate_schedule import LearningRateSchedule
+
+        lr = self.opt._learning_rate
+        if isinstance(lr, LearningRateSchedule):
+            value = lr(tf.constant(iteration, self.opt.iterations.dtype))
+        elif callable(lr) and not hasattr(lr, "assign"):
+            value = lr()
+        else:
+            value = lr
+        return float(np.float32(host_value(value)))
+
+    def gradients(self) -> dict[int, np.ndarray]:
+        """The gradients the step since :meth:`snapshot` applied, by model index (empty if
+        the optimizer did not advance by exactly one iteration); the snapshot moves on."""
+        prev = self.prev
+        self.snapshot()
+        now = self.prev
+        assert now is not None
+        if not self.pairs or prev is None or now[1] is None or now[0] != prev[0] + 1:
+            return {}
+        before = prev[1]
+        now_m = now[1]
+        lr = self.learning_rate(prev[0]) if self.rule == "sgd" else 0.0
+        if self.rule == "sgd" and lr == 0.0:
+            return {}
+        out: dict[int, np.ndarray] = {}
+        for i, variable in self.pairs:
+            k = self.opt._get_variable_index(variable)
+            m = now_m[k].astype(np.float64)
+            m0 = before[k].astype(np.float64) if before is not None else np.zeros_like(m)
+            if self.rule == "ema":
+                g = m0 + (m - m0) / self.a
+            elif self.rule == "lion":
+                g = (m - self.b * m0) / self.a
+            else:
+                g = (self.b * m0 - m) / lr
+            out[i] = g.astype(np.float32)
+        return out
+
+
 class GradientProbe:
     """Records the gradients the model's optimizers apply, on armed steps only.
 
@@ -208,6 +341,10 @@ class GradientProbe:
         self._copies: dict[int, Any] = {}  # variable index -> its gradient's buffer
         self._copied: set[int] = set()  # indices whose buffer a step writes
         self._function: Any = None  # the train function made with the wrapper in place
+        # Optimizers whose gradients are derived from their state, by id (chosen when the
+        # train function is made: their step holds no recording).
+        self._derived: dict[int, _Derived] = {}
+        self._fresh = False  # the derived snapshots are those of the last sample
         self.armed = False
         # Whether a traced (or eager) train step holds the recording: set while the
         # wrapper runs, i.e. while Keras traces the step with it installed.
@@ -260,8 +397,12 @@ class GradientProbe:
             self._on, self._off = tf.constant(True), tf.constant(False)
 
     # -- install / remove ------------------------------------------------
-    def install(self) -> int:
+    def install(self, steps_per_execution: int = 1) -> int:
         """Wrap the optimizers' ``apply``; returns how many.
+
+        Each optimizer whose gradients can be derived from its state (:func:`derivable`)
+        is chosen for that way when the train function is made: nothing is added to its
+        step. The others get the copies or the conditional.
 
         Keras traces its train function at the fit's first step, with the wrapper in
         place. A train function this probe did not see made (the one ``fit`` has just
@@ -283,9 +424,19 @@ class GradientProbe:
                 self._reduced.append(inner)
         if not self._wrapped:
             return 0
-        self._ensure_flag()
+        self._fresh = False
         if model.train_function is None or model.train_function is not self._function:
+            self._derived = {}
+            strategy = getattr(model, "distribute_strategy", None)
+            replicas = int(getattr(strategy, "num_replicas_in_sync", 1) or 1)
+            total = sum(int(np.prod(v.shape)) for v in model.trainable_variables)
+            for opt in self._wrapped:
+                how = derivable(opt, steps_per_execution, replicas)
+                if how is not None and total <= COPY_LIMIT:  # (m read twice a sample)
+                    self._derived[id(opt)] = _Derived(opt, *how)
             model.make_train_function(force=True)
+        if any(id(opt) not in self._derived for opt in self._wrapped):
+            self._ensure_flag()
         self._function = model.train_function
         return len(self._wrapped)
 
@@ -312,7 +463,9 @@ class GradientProbe:
                 variables = trainable_variables
                 if variables is None:
                     variables = getattr(opt, "_trainable_variables", None) or []
-                self._add_recording(grads, list(variables), loss_scale(opt))
+                derived = self._derived.get(id(opt))
+                if derived is None or not self._derive(derived, grads, list(variables)):
+                    self._add_recording(grads, list(variables), loss_scale(opt))
             except Exception as exc:  # noqa: BLE001 - monitoring never breaks training
                 self.on_error(exc)
             if trainable_variables is None:
@@ -348,6 +501,29 @@ class GradientProbe:
             return out
 
         return reduce
+
+    def _derive(self, derived: _Derived, grads: list[Any], variables: list[Any]) -> bool:
+        """Note which variables this step's gradients are for: their values will be
+        derived from the optimizer's state; adds nothing to the step. False (and the
+        optimizer goes the recorded way) if a gradient is sparse."""
+        if derived.pairs is None:
+            return False
+        self._ensure_buffers()
+        pairs = []
+        for g, v in zip(grads, variables, strict=False):
+            if g is None or getattr(v, "overwrite_with_gradient", False):
+                continue
+            if not isinstance(g, tf.Tensor | tf.Variable | np.ndarray):
+                derived.pairs = None  # IndexedSlices: recorded, not derived
+                return False
+            i = self._index.get(id(v))
+            if i is None:
+                i = self._index.get(id(getattr(v, "value", None)))
+            if i is not None:
+                pairs.append((i, v))
+        derived.pairs = pairs
+        self.in_step = True
+        return True
 
     def _add_recording(
         self, grads: list[Any], variables: list[Any], scale: Any, lower: bool = False
@@ -437,16 +613,31 @@ class GradientProbe:
 
     # -- sampling ----------------------------------------------------------
     def arm(self) -> None:
-        """Record the gradients of the coming train-function calls (until :meth:`disarm`)."""
-        if self._flag is not None and not self.armed:
+        """Record the gradients of the coming train-function calls (until :meth:`disarm`);
+        read the derived optimizers' state before the coming step (unless the last sample,
+        just taken, read it)."""
+        if not self._wrapped:
+            return
+        if not self._fresh:
+            for derived in self._derived.values():
+                try:
+                    derived.snapshot()
+                except Exception as exc:  # noqa: BLE001 - monitoring never breaks training
+                    derived.prev = None
+                    self.on_error(exc)
+        self._fresh = False
+        if self.armed:
+            return
+        if self._flag is not None:
             write(self._flag, self._on)
-            self.armed = True
+        self.armed = True
 
     def disarm(self) -> None:
         """Stop recording: the coming steps take the branch that does nothing."""
         if self._flag is not None and self.armed:
             write(self._flag, self._off)
         self.armed = False
+        self._fresh = False
 
     def sample(self, fit_index: int, step: int) -> GradientStats | None:
         """Read what the last armed step recorded (None if nothing was recorded); the
@@ -454,6 +645,17 @@ class GradientProbe:
         if self._seen is None:
             return None
         rows: dict[int, tuple[float, float, float, tuple[int, ...]]] = {}
+        for derived in self._derived.values():
+            try:
+                derived_rows = derived.gradients()
+            except Exception as exc:  # noqa: BLE001 - that optimizer's rows are left out
+                derived.prev = None
+                self.on_error(exc)
+                continue
+            for i, value in derived_rows.items():
+                st, hist = summarize_host(value, self.bins)
+                rows[i] = (float(st[4]) ** 2, float(st[2]), float(st[3]), tuple(hist.tolist()))
+        self._fresh = bool(self._derived)
         seen = host_values([self._seen])[0]
         if seen.any():
             stats, hists = host_values([self._stats, self._hists])

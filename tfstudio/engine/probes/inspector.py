@@ -150,7 +150,7 @@ class Inspector:
             try:
                 self._gradients.clock = self.clock
                 self._trace_charged = self._gradients.trace_seconds
-                if not self._gradients.install():
+                if not self._gradients.install(self._spe):
                     self._gradients = None
                     self.waiting = GRADIENTS_OFF + (
                         "the model has no Keras optimizer tfstudio can see (model.optimizer, "
@@ -164,8 +164,8 @@ class Inspector:
         if not self._budgeted:
             self._make_activations()
         self._step0 = mon.global_step
-        self.cadence.charge(self.clock() - started)  # the set-up counts
         self._schedule(mon.global_step + 1)
+        self.cadence.charge(self.clock() - started)  # the set-up (and the first arming) counts
 
     def _make_activations(self) -> None:
         """Cut the probe batch and make the layer-output probe (once per fit).
@@ -237,8 +237,10 @@ class Inspector:
         """Called when the global step reached :attr:`next_at`: arm, or sample."""
         clock = self.clock
         if step < self._sample_at:
+            started = clock()
             self._arm()
             self.next_at = self._sample_at
+            self.cadence.charge(clock() - started)  # reading derived optimizers' state
             return
         started = clock()
         cadence = self.cadence
@@ -342,7 +344,8 @@ class Inspector:
             return
 
     def _arm(self) -> None:
-        """Record the gradients of the coming step."""
+        """Record the gradients of the coming step (reading the state of optimizers whose
+        gradients are derived from it: that read is charged)."""
         grads = self._gradients
         if grads is not None:
             grads.arm()
