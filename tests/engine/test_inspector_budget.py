@@ -202,6 +202,54 @@ def test_derived_gradients_are_the_applied_ones_at_every_sample(monkeypatch, nam
         assert got.global_norm == pytest.approx(want.global_norm, rel=1e-4)
 
 
+def test_derived_gradients_of_an_eager_fit_and_a_step_that_applies_twice(monkeypatch):
+    """``run_eagerly``: the wrapper runs at every step and adds nothing; the derived
+    gradients still equal the recorded ones. A ``train_step`` that applies its optimizer
+    twice a step: the optimizer advances by two, its state does not give one step's
+    gradient, and the samples have no gradients from it (nothing wrong, no error), and
+    a note says why, once."""
+    import keras
+
+    from tfstudio.engine.probes import gradients
+
+    runs = []
+    for derive in (True, False):
+        if not derive:
+            monkeypatch.setattr(gradients, "derivable", lambda *a, **k: None)
+        model, data = _model_and_data(lambda: keras.optimizers.Adam(0.01))
+        model.run_eagerly = True
+        events = _fit(model, data, 5, RunOptions(sample_every=2))
+        assert not of(events, MonitorError), of(events, MonitorError)[0].traceback
+        runs.append(_per_sample(events))
+    derived, copied = runs
+    assert sorted(derived) == sorted(copied) == [1, 3, 5]
+    for step in derived:
+        assert derived[step].global_norm == pytest.approx(copied[step].global_norm, rel=1e-4)
+    monkeypatch.undo()
+
+    class Twice(keras.Sequential):
+        def train_step(self, data):
+            import tensorflow as tf
+
+            x, y = data
+            for _ in range(2):
+                with tf.GradientTape() as tape:
+                    loss = self.compute_loss(x=x, y=y, y_pred=self(x, training=True))
+                grads = tape.gradient(loss, self.trainable_variables)
+                self.optimizer.apply_gradients(zip(grads, self.trainable_variables, strict=True))
+            return {"loss": loss}
+
+    model, data = _model_and_data("adam")
+    twice = Twice(model.layers)
+    twice.compile(keras.optimizers.Adam(0.01), "mse")
+    events = _fit(twice, data, 4, RunOptions(sample_every=1))
+    assert not of(events, MonitorError), of(events, MonitorError)[0].traceback
+    assert int(twice.optimizer.iterations.numpy()) == 8
+    assert of(events, WeightStats) and not of(events, GradientStats)
+    notes = [e.text for e in of(events, ConsoleOutput) if "took 2 steps" in e.text]
+    assert len(notes) == 1, [e.text for e in of(events, ConsoleOutput)]
+
+
 @pytest.mark.parametrize("clip", ["global_clipnorm", "clipvalue"])
 def test_derived_gradients_are_the_clipped_ones_the_optimizer_applies(monkeypatch, clip):
     """Clipping happens before the update: the derived value is the applied (clipped)

@@ -241,6 +241,7 @@ class _Derived:
         # wrapper has seen a step (when Keras traced it); None: not derived after all.
         self.pairs: list[tuple[int, Any]] | None = []
         self.prev: tuple[int, list[np.ndarray] | None] | None = None  # iteration, m's
+        self.advanced = 1  # iterations the optimizer took over the last sampled step
         f32 = np.float32
         if rule == "ema":
             from keras.src.optimizers.nadam import Nadam
@@ -288,7 +289,10 @@ class _Derived:
         self.snapshot()
         now = self.prev
         assert now is not None
-        if not self.pairs or prev is None or now[1] is None or now[0] != prev[0] + 1:
+        if not self.pairs or prev is None or now[1] is None:
+            return {}
+        self.advanced = now[0] - prev[0]
+        if self.advanced != 1:
             return {}
         before = prev[1]
         now_m = now[1]
@@ -345,6 +349,9 @@ class GradientProbe:
         # train function is made: their step holds no recording).
         self._derived: dict[int, _Derived] = {}
         self._fresh = False  # the derived snapshots are those of the last sample
+        # Set by a sample where a derived optimizer did not take exactly one step: why
+        # its gradients are missing (the inspector tells it once).
+        self.dropped = ""
         self.armed = False
         # Whether a traced (or eager) train step holds the recording: set while the
         # wrapper runs, i.e. while Keras traces the step with it installed.
@@ -652,6 +659,13 @@ class GradientProbe:
                 derived.prev = None
                 self.on_error(exc)
                 continue
+            if derived.advanced != 1 and not derived_rows:
+                self.dropped = (
+                    f"optimizer {getattr(derived.opt, 'name', '?')!r} took "
+                    f"{derived.advanced} steps during a sampled training step; its gradients "
+                    "are read from its state, which holds one step's, so samples where it "
+                    "does not step exactly once have no gradients from it."
+                )
             for i, value in derived_rows.items():
                 st, hist = summarize_host(value, self.bins)
                 rows[i] = (float(st[4]) ** 2, float(st[2]), float(st[3]), tuple(hist.tolist()))

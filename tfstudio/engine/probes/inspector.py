@@ -398,6 +398,9 @@ class Inspector:
             except Exception as exc:  # noqa: BLE001
                 mon.report_error(f"inspector: {name}", exc)
                 event = None
+            if name == "gradients" and probe.dropped:
+                mon.note_once("inspector: gradients dropped", f"Inspector: {probe.dropped}")
+                probe.dropped = ""
             self._probe_cost[name] = self.clock() - started
             if event is not None:
                 self._emit(event)
