@@ -289,13 +289,16 @@ def own_share(steps: int) -> tuple[float, str]:
     extra = sum(max(t - plain, 0.0) for t in recorded)
     inspector = spent[0] + extra + traced
     share = inspector / (wall - inspector)
+    if probe is not None and probe._derived and probe._flag is None:
+        way = "gradients derived from the optimizer's state: no op in the step"
+    else:
+        way = "gradients recorded in the step: its per-step cost is in R, not here"
     line = (
         f"inspector's own share of a {steps}-step first fit (first sample included): "
         f"{share:.2%} (inspector calls {spent[0] * 1e3:.0f} ms + recording steps' extra "
         f"{extra * 1e3:.0f} ms over {len(recorded)} steps + the recording's part of Keras's "
         f"trace {traced * 1e3:.0f} ms, of a {wall:.2f} s fit; median plain step "
-        f"{plain * 1e3:.2f} ms; first step {step_times[0]:.2f} s; the untaken branch's "
-        "cost in every step is in R, not here)"
+        f"{plain * 1e3:.2f} ms; first step {step_times[0]:.2f} s; {way})"
     )
     return share, line
 
