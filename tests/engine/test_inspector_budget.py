@@ -149,6 +149,9 @@ def _derived_optimizers():
         "lion": lambda: keras.optimizers.Lion(0.001),
         "sgd-momentum": lambda: keras.optimizers.SGD(0.05, momentum=0.9),
         "sgd-nesterov-schedule": lambda: keras.optimizers.SGD(decay, momentum=0.9, nesterov=True),
+        # apply divides the gradients by the factor before m sees them (the recorded way:
+        # the conditional, dividing too)
+        "adam-loss-scale-factor": lambda: keras.optimizers.Adam(0.01, loss_scale_factor=128.0),
     }
 
 
@@ -161,6 +164,7 @@ DERIVED = [
     "lion",
     "sgd-momentum",
     "sgd-nesterov-schedule",
+    "adam-loss-scale-factor",
 ]
 
 
