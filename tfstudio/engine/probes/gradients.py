@@ -189,8 +189,6 @@ def _unlowered_cond(
             control_flow_util_v2.maybe_set_lowering_attr(op, False)
 
 
-# Keras optimizers whose first moment gives back the applied gradient exactly, by the
-# class that defines their ``update_step``: (rule, attribute holding the slots).
 def derivable(opt: Any, steps_per_execution: int = 1, replicas: int = 1) -> tuple[str, str] | None:
     """How this optimizer's applied gradients can be read from its state, or None.
 
