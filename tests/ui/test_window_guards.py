@@ -102,9 +102,9 @@ def test_a_healthy_window_leaves_no_stall_file_and_says_nothing(qtbot, tmp_path)
     err_path = tmp_path / "stderr.txt"
     with open(err_path, "a", encoding="utf-8") as err:  # appends, as a terminal does
         dog = guards.HangWatchdog(
-            QApplication.instance(), after_s=1.0, folder=tmp_path / "state", stderr=err
+            QApplication.instance(), after_s=3.0, folder=tmp_path / "state", stderr=err
         )
-        qtbot.wait(2500)  # longer than after_s: the beats keep it quiet
+        qtbot.wait(4500)  # longer than after_s: the beats (one a second) keep it quiet
         dog.close()
     assert err_path.read_text() == ""
     assert list((tmp_path / "state").glob("*")) == []
