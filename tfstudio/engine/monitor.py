@@ -37,7 +37,7 @@ class RunMonitor:
         self.run_dir: Path | UrlPath | None = None  # the run folder when the run is recorded
         self.fits = 0
         self.fits_started = 0  # fits that reached their first hook (announced: the run's count)
-        self.loops = 0  # custom training loops found so far (engine/loops.py)
+        self.loops = 0  # custom training loops found so far (engine/loops/)
         self.global_step = 0
         self.in_fit = False
         self.stop_requested = threading.Event()
