@@ -10,7 +10,7 @@ and a socket pair to a viewer in another process (which unpickles every batch an
 counts the steps, and asks for each batch 14 times a second, as the window does before
 its redraws on 2 cores: ``PULL_HZ``). The inspector is off here (``--inspector``
 measures it). No loop interceptor runs here: a real run's loop wrapper of
-``tf.function`` calls is taken off while a fit runs (``bench/fit_wrapper.py``), so a
+``tf.function`` calls is taken off while a fit runs, so a
 monitored fit's steps are called as here.
 
 Each twin's ``fit`` runs as a generator (``interleave.stepped_fit``: what Keras's
