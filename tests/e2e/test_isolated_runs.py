@@ -173,11 +173,9 @@ def test_stop_escalates_until_a_script_that_ignores_sigint_ends(runs, write_scri
     run = runs()
     run.launcher.start(str(path))
     wait_for(lambda: "looping forever" in run.console(), timeout=120)
-    t0 = time.monotonic()
     run.launcher.stop()
     # the limit is a safety net; how long each stage takes is bench/stop_time.py's figure
     ended = wait_for(lambda: run.ended(), timeout=120)[-1]
-    took = time.monotonic() - t0
     assert ended.status == "stopped" and "SIGTERM" in ended.message
     events = run.poll()
     stages = [(i, e.detail) for i, e in enumerate(events) if isinstance(e, EngineStatus)]
@@ -187,7 +185,6 @@ def test_stop_escalates_until_a_script_that_ignores_sigint_ends(runs, write_scri
     # one stage after the other, each given its time: grace, then SIGINT's stage, then SIGTERM
     assert asked and sigint and sigterm
     assert asked[0] < sigint[0] < sigterm[0] < events.index(ended)
-    assert took >= 1.0 + 1.0
 
 
 def test_stop_interrupts_a_script_stuck_between_fits_with_keyboardinterrupt(

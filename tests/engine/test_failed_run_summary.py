@@ -52,7 +52,7 @@ def test_a_script_that_trains_two_loops_then_raises(tmp_path):
     ended, _ = run_script(script, capture_output=False)
     assert ended.status == "failed" and ended.error.type_name == "ValueError"
     assert (ended.fits, ended.loops, ended.global_step) == (0, 2, 10)
-    assert ended.time >= 1.2
+    assert ended.time > 0
     text = ended.summary()
     assert re.match(r"Run failed after 0:0[1-9]: 0 fits, 2 loops, 10 steps — ValueError: ", text)
     assert "wrong shape" in text and "two_loops.py:" in text
