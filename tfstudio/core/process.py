@@ -10,6 +10,10 @@ SIGKILL. Nothing listens on any address: viewer and worker share a socket pair.
 Whatever processes a run starts end with it (its process group, and every process
 carrying the run's token in its environment), and a worker killed by the kernel's
 OOM killer is named so (the kernel's OOM-kill counters).
+
+This module is one worker process (start, read, stop); ``core/launcher.py`` the
+:class:`ProcessLauncher` that hands runs to workers; ``core/process_exit.py`` how a
+worker ended, in words.
 """
 
 from __future__ import annotations
@@ -20,18 +24,15 @@ import selectors
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from tfstudio.core.channel import Channel
-from tfstudio.core.commands import Command, Stop
 from tfstudio.core.events import (
     ConsoleOutput,
     DeviceMemory,
@@ -44,7 +45,25 @@ from tfstudio.core.events import (
     StepEnded,
 )
 from tfstudio.core.options import RunOptions
-from tfstudio.core.scripts import import_time_env_writes
+from tfstudio.core.process_exit import (
+    RUN_TOKEN_ENV,
+    describe_exit,
+    kill_run_processes,
+    oom_kill_count,
+)
+
+if TYPE_CHECKING:
+    from tfstudio.core.launcher import ProcessLauncher
+
+__all__ = [  # ProcessLauncher lives in core/launcher.py; imported from here as always
+    "RUN_TOKEN_ENV",
+    "ProcessLauncher",
+    "RunSpec",
+    "describe_exit",
+    "kill_run_processes",
+    "oom_kill_count",
+    "package_root",
+]
 
 GRACE_S = 5.0  # Stop waits this long for a batch boundary before interrupting
 STAGE_S = 2.0  # then SIGINT, SIGTERM, SIGKILL this far apart
@@ -63,18 +82,6 @@ ROUTINE_EVENTS: frozenset[type] = frozenset({DeviceMemory})
 
 # Stages of a stop, in order; each call of stop() (or each expired deadline) moves on.
 STAGES = ("batch boundary", "SIGINT", "SIGTERM", "SIGKILL")
-
-# Every process a run starts inherits this variable (its value names the worker):
-# whatever of them outlives the run is found by it and ended, whichever process
-# group it is in (``tfstudio run`` shares the terminal's group, so killpg misses them).
-RUN_TOKEN_ENV = "TFSTUDIO_RUN_TOKEN"
-
-# Where the kernel counts its out-of-memory kills (dmesg needs privileges; these do not).
-_OOM_COUNTERS = (
-    ("/proc/vmstat", "oom_kill"),  # the whole machine (Linux >= 4.13)
-    ("/sys/fs/cgroup/memory.events", "oom_kill"),  # this container, cgroup v2
-    ("/sys/fs/cgroup/memory/memory.oom_control", "oom_kill"),  # this container, cgroup v1
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,99 +106,6 @@ class RunSpec:
 def package_root() -> str:
     """The folder holding the ``tfstudio`` package the viewer runs (workers use the same)."""
     return str(Path(__file__).resolve().parents[2])
-
-
-def oom_kill_count() -> int | None:
-    """How many processes the kernel's OOM killer has ended (None where no counter is readable).
-
-    The sum of every counter found: a worker that dies of SIGKILL while this grows
-    was, in all likelihood, the one the kernel chose.
-    """
-    total = None
-    for path, key in _OOM_COUNTERS:
-        try:
-            with open(path, encoding="ascii") as f:
-                for line in f:
-                    name, _, value = line.partition(" ")
-                    if name == key:
-                        total = (total or 0) + int(value)
-                        break
-        except (OSError, ValueError):
-            continue
-    return total
-
-
-def kill_run_processes(token: str) -> list[int]:
-    """SIGKILL every other process that carries ``token`` in its environment; returns their pids.
-
-    Args:
-        token: the value of ``RUN_TOKEN_ENV`` the run's worker was started with.
-    """
-    try:
-        import psutil
-    except ImportError:  # pragma: no cover - a dependency; without it groups still go
-        return []
-    killed = []
-    me = os.getpid()
-    for proc in psutil.process_iter(["pid"]):
-        pid = proc.info["pid"]
-        if pid == me:
-            continue
-        try:
-            if proc.environ().get(RUN_TOKEN_ENV) != token:
-                continue
-            proc.kill()
-            killed.append(pid)
-        except (psutil.Error, OSError):
-            continue
-    return killed
-
-
-def describe_exit(
-    returncode: int, *, killed_by_us: str | None = None, oom_killed: bool | None = None
-) -> tuple[str, int, str]:
-    """Status, exit code and reason for a worker that ended without reporting its run's end.
-
-    Args:
-        returncode: ``Popen.returncode`` (negative: killed by that signal).
-        killed_by_us: the signal name when Stop escalated to it.
-        oom_killed: the kernel's OOM-kill counter grew while the run lived (None: unknown).
-    """
-    if returncode < 0:
-        sig = -returncode
-        try:
-            name = signal.Signals(sig).name
-        except ValueError:
-            name = f"signal {sig}"
-        text = (signal.strsignal(sig) or name).lower()
-        if killed_by_us:
-            return (
-                "stopped",
-                128 + sig,
-                f"the script did not stop at a batch boundary; its process was ended with {name}",
-            )
-        if sig == signal.SIGKILL and oom_killed:
-            reason = (
-                "the script's process was killed by the kernel's out-of-memory killer "
-                "(SIGKILL): the machine or container ran out of memory; use less memory "
-                "(smaller batches or model, fewer prefetched batches) or allow more"
-            )
-        elif sig == signal.SIGKILL and oom_killed is False:
-            reason = (
-                "the script's process was killed (SIGKILL) from outside; "
-                "the kernel's out-of-memory killer did not act"
-            )
-        elif sig == signal.SIGKILL:
-            reason = "the script's process was killed (SIGKILL; out of memory?)"
-        elif sig == signal.SIGTERM:
-            reason = "the script's process was terminated (SIGTERM)"
-        elif sig in (signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGABRT):
-            reason = f"the script's process crashed: signal {sig}, {text} ({name})"
-        else:
-            reason = f"the script's process ended by signal {sig}, {text} ({name})"
-        return "failed", 128 + sig, reason
-    status = "finished" if returncode == 0 else "failed"
-    return status, returncode, f"the script's process exited with os._exit({returncode})"
 
 
 class _Worker:
@@ -561,225 +475,10 @@ class _Worker:
         self.signal(signal.SIGKILL)
 
 
-class ProcessLauncher:
-    """Starts each run in a worker process; implements core's ``Launcher``.
+def __getattr__(name: str) -> Any:
+    """``ProcessLauncher`` (in ``core/launcher.py``, which imports this module)."""
+    if name == "ProcessLauncher":
+        from tfstudio.core.launcher import ProcessLauncher
 
-    ``quiet_pull_s`` (class attribute, :data:`QUIET_PULL_S`): how long nothing may come
-    from a run before :meth:`pull` stops asking (None: it always asks).
-
-    Args:
-        channel: the viewer's channel; runs report there.
-        script_cwd: run scripts in their own folder (the window) instead of the
-            viewer's working directory (headless).
-        warm: workers import TensorFlow before the script (unless the script sets
-            variables TensorFlow reads at import).
-        keep_spare: keep one warm worker waiting, so Run starts at once (the window).
-        own_terminal: the worker shares the viewer's terminal (headless): stdin is
-            passed through and it stays in the terminal's process group.
-        python: the interpreter for workers (default: the viewer's own).
-    """
-
-    quiet_pull_s: float | None = QUIET_PULL_S
-
-    def __init__(
-        self,
-        channel: Channel,
-        *,
-        script_cwd: bool = True,
-        warm: bool = True,
-        keep_spare: bool = True,
-        own_terminal: bool = False,
-        python: str | None = None,
-    ) -> None:
-        self.channel = channel
-        self.script_cwd = script_cwd
-        self.warm = warm
-        self.keep_spare = keep_spare and warm
-        self.own_terminal = own_terminal
-        self.python = python or sys.executable
-        self.current: _Worker | None = None
-        self.spare: _Worker | None = None
-        self._workers: set[_Worker] = set()  # every worker not yet reaped (ended runs too)
-        self._lock = threading.RLock()
-        self._closed = False
-        self.last_start_cold: list[str] = []  # why the last run got a cold worker
-        self.last_arrival = 0.0  # time.perf_counter() when a batch of events last arrived
-        self.last_news = 0.0  # ... one with more than ROUTINE_EVENTS in it
-        self.commanded_at = 0.0  # ... and when a command was last sent to a run
-        # Called (on the sender's thread) after a command or a stop went to a run: the
-        # window, resting while the run was quiet, paces up for its answer at once.
-        self.command_listeners: list[Callable[[], None]] = []
-
-    # -- spare -------------------------------------------------------------
-    def prepare(self) -> None:
-        """Start a spare worker (TensorFlow imported in advance) if there is none."""
-        with self._lock:
-            if self._closed or not self.keep_spare or self.spare is not None:
-                return
-            try:
-                self.spare = _Worker(self, warm=True)
-            except RuntimeError as exc:
-                self.channel.emit(EngineStatus("error", str(exc)))
-
-    def _worker_ready(self, worker: _Worker) -> None:
-        if worker.import_error:
-            self.channel.emit(
-                EngineStatus("error", f"TensorFlow failed to import: {worker.import_error}")
-            )
-        elif worker is self.current or self.current is None:
-            self.channel.emit(EngineStatus("ready"))
-
-    def _worker_done(self, worker: _Worker) -> None:
-        with self._lock:
-            if worker is self.spare:
-                self.spare = None
-                return
-            if worker is not self.current:
-                return
-            self.current = None
-        if worker.assigned:
-            self.prepare()
-
-    # -- Launcher ------------------------------------------------------------
-    def start(
-        self, script: str, args: Sequence[str] = (), options: RunOptions | None = None
-    ) -> None:
-        """Start a run; raises RuntimeError if one is running or no worker can start."""
-        path = Path(script).expanduser().resolve()
-        cwd = str(path.parent) if self.script_cwd else os.getcwd()
-        spec = RunSpec(str(path), tuple(args), cwd, not self.own_terminal, options or RunOptions())
-        env_writes = import_time_env_writes(path)
-        with self._lock:
-            if self._closed:
-                raise RuntimeError("the launcher was shut down")
-            if self.current is not None:
-                raise RuntimeError("a run is already in progress; stop it first")
-            worker = None
-            if self.warm and not env_writes and self.spare is not None:
-                worker, self.spare = self.spare, None
-                if worker.proc.poll() is not None:
-                    worker = None  # the spare died: start afresh
-            if worker is None:
-                worker = _Worker(self, warm=self.warm and not env_writes)
-            self.current = worker
-            self.last_start_cold = env_writes
-        if env_writes:
-            spare, self.spare = self.spare, None
-            if spare is not None:
-                spare.close()
-            self.channel.emit(
-                ConsoleOutput(
-                    "tfstudio",
-                    "The script sets " + ", ".join(env_writes) + ", which TensorFlow reads at "
-                    "import: it runs in a fresh process that imports TensorFlow itself.\n",
-                )
-            )
-        elif worker.warm and not worker.ready.is_set():
-            self.channel.emit(EngineStatus("loading", "importing TensorFlow"))
-        worker.assign(spec)
-
-    def stop(self) -> None:
-        """Stop the run: at the next batch boundary, then ever more firmly (see STAGES)."""
-        worker = self.current
-        if worker is not None:
-            self.commanded_at = time.perf_counter()
-            worker.escalate()
-            self._commanded()
-
-    def send(self, command: Command) -> None:
-        """Pass a command to the current run (applied at its next batch boundary)."""
-        if isinstance(command, Stop):
-            self.stop()
-            return
-        worker = self.current
-        if worker is not None:
-            self.commanded_at = time.perf_counter()  # its answer is asked for at once
-            worker.send(("command", command))
-            self._commanded()
-
-    def _commanded(self) -> None:
-        for listener in list(self.command_listeners):
-            listener()
-
-    def note_batch(self, events: list[object]) -> None:
-        """A batch of a run's events arrived now (the reader thread calls this).
-
-        ``last_arrival`` always moves (the window times its pulls' answers by it);
-        ``last_news`` only when the batch holds more than :data:`ROUTINE_EVENTS`: a
-        run that sends nothing but its periodic figures stays quiet for :meth:`pull`.
-        """
-        now = time.perf_counter()
-        self.last_arrival = now
-        if any(type(e) not in ROUTINE_EVENTS for e in events):
-            self.last_news = now
-
-    def quiet(self) -> bool:
-        """Whether the current run is quiet: asked once already, nothing but its routine
-        figures came from it for ``quiet_pull_s`` and no command went to it since (a
-        resume's answer is awaited). :meth:`pull` then sends nothing."""
-        worker, quiet = self.current, self.quiet_pull_s
-        if worker is None or not worker.pulled or quiet is None:
-            return False
-        return time.perf_counter() - max(self.last_news, self.commanded_at) > quiet
-
-    def pull(self) -> bool:
-        """Ask the current run's worker for what it emitted since its last batch, now.
-
-        The window calls this just before it redraws (``ui/bridge.py``); a worker that
-        was asked once then sends only when asked (or every ``PULL_FALLBACK_S``).
-        False when no run is under way (before its start is reported, after its end),
-        and when nothing came from the run for ``quiet_pull_s`` (nothing but its routine
-        figures: :data:`ROUTINE_EVENTS`) and no command went to it: its own beat brings
-        the next batch, and the asks start again with it.
-        """
-        worker = self.current
-        if worker is None or not worker.run_seen or worker.ended is not None or self.quiet():
-            return False
-        sent = worker.send(("beat",))
-        worker.pulled = worker.pulled or sent
-        return sent
-
-    def is_running(self) -> bool:
-        """True from ``start`` until the run's end is on the channel."""
-        return self.current is not None
-
-    def pid(self) -> int | None:
-        """Process id of the current run's worker, if any."""
-        worker = self.current
-        return worker.pid if worker is not None else None
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait for the current run to end; True if none is running any more."""
-        worker = self.current
-        if worker is None:
-            return True
-        return worker.done.wait(timeout)
-
-    def shutdown(self, timeout: float = GRACE_S + 3 * STAGE_S + DRAIN_S) -> None:
-        """Stop the run (escalating as Stop does), end the spare, and reap every worker.
-
-        No worker process outlives this call.
-        """
-        with self._lock:
-            self._closed = True
-            spare, self.spare = self.spare, None
-        if spare is not None:
-            spare.close()
-        worker = self.current
-        if worker is not None:
-            deadline = time.monotonic() + timeout
-            worker.escalate()
-            while not worker.done.wait(0.05):
-                if time.monotonic() >= deadline:
-                    worker.signal(signal.SIGKILL)
-                    worker.done.wait(DRAIN_S + 1)
-                    break
-            worker.thread.join(timeout=LINGER_S + STAGE_S + 1)
-        if spare is not None:
-            spare.thread.join(timeout=DRAIN_S + 2)
-        # A run that has ended may still be reaped (a script's child holds its exit):
-        # wait for that, then end whatever is left, so nothing outlives the viewer.
-        for other in list(self._workers):
-            other.thread.join(timeout=LINGER_S + STAGE_S + 1)
-            if other.thread.is_alive() or other.alive():
-                other.end_now()
+        return ProcessLauncher
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
