@@ -68,6 +68,7 @@ from tfstudio.core.events_run import (
     RunStarted,
     RunState,
     ScriptError,
+    SystemSampled,
 )
 
 Event = (
@@ -94,6 +95,7 @@ Event = (
     | NonFinite
     | Notice
     | DeviceMemory
+    | SystemSampled
     | RunRecording
     | ModelTree
     | WeightStats
@@ -147,6 +149,7 @@ __all__ = [
     "ScriptError",
     "StepColumns",
     "StepEnded",
+    "SystemSampled",
     "VariableInfo",
     "VariableStats",
     "WeightStats",

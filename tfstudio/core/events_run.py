@@ -6,6 +6,7 @@ Part of the event vocabulary: import them from :mod:`tfstudio.core.events`.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tfstudio.core.events_pickling import fast_pickling
@@ -311,6 +312,27 @@ class DeviceMemory:
     def available(self) -> bool:
         """True when the event carries figures for at least one GPU."""
         return bool(self.devices)
+
+
+@dataclass(frozen=True, slots=True)
+class SystemSampled:
+    """The run's processes and the machine, sampled once a second in the worker on a
+    thread of its own (``core/system.py``); recorded as ``system/<name>`` scalars.
+
+    Args:
+        time: seconds since the run started.
+        global_step: the run's global step when taken (the step the record carries).
+        values: figure name -> value, as float32 holds it (what the event file keeps):
+            ``process/cpu_percent`` and ``process/rss_bytes`` (the worker and its
+            children), ``machine/cpu_percent``, ``machine/memory_used_bytes``,
+            ``machine/memory_total_bytes``; per GPU NVML reads, ``gpu<i>/utilization_percent``,
+            ``gpu<i>/memory_used_bytes``, ``gpu<i>/memory_total_bytes`` and
+            ``gpu<i>/process_memory_bytes`` (what the run holds) where known.
+    """
+
+    time: float
+    global_step: int
+    values: Mapping[str, float]
 
 
 @dataclass(frozen=True, slots=True)
