@@ -133,13 +133,32 @@ def runs_parser() -> argparse.ArgumentParser:
     """Parser for ``tfstudio runs``."""
     p = argparse.ArgumentParser(
         prog="tfstudio runs",
-        description="List recorded runs, newest first: name, status, steps, final loss, date.",
+        description="List recorded runs, newest first, as a table that compares them: name, "
+        "status, steps, each metric's last epoch mean (what Keras prints; NAME.best and "
+        "NAME.best_step on request), tags, note, and the hyperparameters that differ.",
     )
     p.add_argument(
         "logdir",
         nargs="?",
         help="runs directory (default: $TFSTUDIO_LOGDIR, else ./tfstudio-runs; in a "
         "read-only folder ~/.local/share/tfstudio/runs)",
+    )
+    p.add_argument(
+        "--columns",
+        metavar="A,B,...",
+        help="columns to print, by title (e.g. Name,loss,val_loss.best,optimizer); 'all' "
+        "for every column",
+    )
+    p.add_argument(
+        "--filter",
+        metavar="EXPR",
+        help="keep the runs that match, e.g. 'val_loss < 0.3 and optimizer == adam' "
+        "(OP: < <= > >= == != ~), or text found in a run's name, script, tags or note",
+    )
+    p.add_argument("--sort", metavar="COL", help="order by this column (numbers as numbers)")
+    p.add_argument("--desc", action="store_true", help="with --sort: largest first")
+    p.add_argument(
+        "--json", action="store_true", help="print JSON: one object per run (for scripts)"
     )
     return p
 
@@ -156,7 +175,7 @@ def export_parser() -> argparse.ArgumentParser:
 
 def _runs_command(argv: list[str]) -> int:
     from tfstudio.core.locations import fs_for, user_data_dir
-    from tfstudio.core.runs import USER_RUNS_DIRNAME, format_run_line, list_runs, resolve_logdir
+    from tfstudio.core.runs import USER_RUNS_DIRNAME, list_runs, resolve_logdir
 
     ns = runs_parser().parse_args(argv)
     logdir = resolve_logdir(ns.logdir, os.getcwd())
@@ -180,8 +199,48 @@ def _runs_command(argv: list[str]) -> int:
     if not runs:
         print(f"no runs in {logdir}", file=sys.stderr)
         return 1
-    for run in reversed(runs):  # newest first, as the window lists them
-        print(format_run_line(run))
+    return _print_runs(list(reversed(runs)), ns)  # newest first, as the window lists them
+
+
+def _print_runs(runs: list, ns: argparse.Namespace) -> int:  # list[RunInfo]
+    """``tfstudio runs``'s table (or JSON) of these runs, filtered and sorted as asked."""
+    from tfstudio.core import run_table as t
+
+    rows = [t.run_row(run) for run in runs]
+    columns = t.table_columns(rows)
+    try:
+        kept = t.parse_filter(ns.filter or "", columns)
+    except t.FilterError as exc:
+        print(f"tfstudio runs: {exc}", file=sys.stderr)
+        return 2
+    rows = [r for r in rows if kept.matches(r)]
+    if ns.sort:
+        by = t.find_column(ns.sort, columns)
+        if by is None:
+            print(f"tfstudio runs: --sort: no column {ns.sort!r}", file=sys.stderr)
+            return 2
+        rows = t.sort_rows(rows, by, descending=ns.desc)
+    if ns.json:
+        print(t.rows_json(rows))
+        return 0
+    if ns.columns and ns.columns.strip().lower() == "all":
+        shown = columns
+    elif ns.columns:
+        shown = []
+        for name in (n.strip() for n in ns.columns.split(",") if n.strip()):
+            column = t.find_column(name, columns)
+            if column is None:
+                known = ", ".join(c.title for c in columns)
+                print(f"tfstudio runs: --columns: no column {name!r} ({known})", file=sys.stderr)
+                return 2
+            shown.append(column)
+    else:
+        shown = [c for c in columns if t.default_visible(c, rows)]
+        shown = [c for c in shown if c.kind != "notes" or any(c.text(r) for r in rows)]
+    if not rows:
+        print("no runs match the filter", file=sys.stderr)
+        return 1
+    print(t.format_table(rows, shown))
     return 0
 
 

@@ -64,3 +64,74 @@ def test_a_failed_runs_line_keeps_the_errors_telling_line_not_its_frames():
     assert ScriptError("E", "first\nsecond", "", 0, "").headline() == "first …"
     long = ScriptError("E", "labels: " + "1 " * 500, "", 0, "").headline()
     assert len(long) == 300 and long.endswith("…")
+
+
+# -- a run folder's comparison figures (core/run_summary.py) ------------------------------
+import pytest  # noqa: E402
+
+from tests.core.tfevents import write_events  # noqa: E402
+from tfstudio.core.run_summary import SummaryReader, summarize_run  # noqa: E402
+
+
+def test_last_is_the_last_epochs_mean_never_the_last_batch(tmp_path):
+    """As Keras prints it: 0.2318 for the last epoch although its last batch was 0.1579."""
+    run = tmp_path / "run"
+    write_events(
+        run,
+        {
+            "step/loss": [(1, 0.9), (2, 0.5), (3, 0.3), (4, 0.1579)],
+            "epoch/loss": [(2, 0.7), (4, 0.2318)],
+            "epoch/val_loss": [(2, 0.31), (4, 0.35)],
+            "step/accuracy": [(1, 0.1), (2, 0.9), (3, 0.2), (4, 0.3)],
+            "epoch/accuracy": [(2, 0.5), (4, 0.25)],
+            "learning_rate": [(1, 0.01)],
+            "system/cpu_percent": [(1, 50.0)],
+        },
+    )
+    figures = summarize_run(run)
+    assert set(figures) == {"loss", "val_loss", "accuracy"}  # no learning rate, no system/
+    loss = figures["loss"]
+    assert (loss.last, loss.best, loss.best_step, loss.per_step) == (
+        pytest.approx(0.2318),
+        pytest.approx(0.2318),
+        4,
+        False,
+    )
+    val = figures["val_loss"]
+    assert (val.last, val.best, val.best_step) == (pytest.approx(0.35), pytest.approx(0.31), 2)
+    acc = figures["accuracy"]  # the best accuracy is the highest epoch mean
+    assert (acc.last, acc.best, acc.best_step) == (pytest.approx(0.25), pytest.approx(0.5), 2)
+    assert list(figures)[:2] == ["loss", "val_loss"]  # loss first, each before its val_
+
+
+def test_a_run_without_epochs_uses_its_per_step_values_and_says_so(tmp_path):
+    run = tmp_path / "loop"
+    write_events(run, {"step/loss": [(1, 3.0), (2, 1.0), (3, 2.0)], "custom": [(5, 7.0)]})
+    figures = summarize_run(run)
+    assert figures["loss"].per_step and figures["loss"].last == 2.0
+    assert (figures["loss"].best, figures["loss"].best_step) == (1.0, 2)
+    assert figures["custom"].per_step and figures["custom"].last == 7.0
+
+
+def test_keras_tensorboard_folders_name_metrics_as_keras_prints_them(tmp_path):
+    run = tmp_path / "keras"
+    write_events(run / "train", {"epoch_loss": [(0, 0.8), (1, 0.6)], "batch_loss": [(9, 0.5)]})
+    write_events(
+        run / "validation",
+        {"epoch_loss": [(0, 0.9), (1, 0.95)], "evaluation_loss_vs_iterations": [(20, 0.95)]},
+    )
+    figures = summarize_run(run)
+    assert figures["loss"].last == pytest.approx(0.6) and not figures["loss"].per_step
+    assert figures["val_loss"].last == pytest.approx(0.95)
+    assert figures["val_loss"].best == pytest.approx(0.9)
+
+
+def test_a_followed_folder_is_read_on_from_where_it_was(tmp_path):
+    writer = write_events(tmp_path / "live", {"epoch/loss": [(10, 1.0)]}, keep_open=True)
+    reader = SummaryReader(tmp_path / "live")
+    assert reader.update()["loss"].last == 1.0
+    writer.add("epoch/loss", 20, 0.5)
+    writer.add("epoch/loss", 30, 0.75)
+    loss = reader.update()["loss"]
+    assert (loss.last, loss.best, loss.best_step, loss.epochs) == (0.75, 0.5, 20, 3)
+    writer.close()
