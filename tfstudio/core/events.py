@@ -58,6 +58,7 @@ from tfstudio.core.events_run import (
     DeviceMemory,
     EngineStatus,
     ExecutionMode,
+    Hyperparameters,
     LearningRate,
     MonitorError,
     NonFinite,
@@ -96,6 +97,7 @@ Event = (
     | Notice
     | DeviceMemory
     | SystemSampled
+    | Hyperparameters
     | RunRecording
     | ModelTree
     | WeightStats
@@ -129,6 +131,7 @@ __all__ = [
     "GradientStats",
     "GradientVariable",
     "HEADLINE_CHARS",
+    "Hyperparameters",
     "InspectorStatus",
     "LayerOutput",
     "LayerOutputs",

@@ -336,6 +336,22 @@ class SystemSampled:
 
 
 @dataclass(frozen=True, slots=True)
+class Hyperparameters:
+    """A run's hyperparameters as known now (all of them: each event replaces the last).
+
+    Sent by ``engine/hparams.py`` whenever a ``compile``, ``fit``, seed call or custom
+    loop changed them; recorded in ``run.json["hparams"]`` and as TensorBoard HParams
+    plugin data (``core/hparams.py``).
+
+    Args:
+        values: flat ``name -> str | int | float | bool`` (``optimizer``,
+            ``optimizer.learning_rate``, ``loss``, ``batch_size``, ``epochs``, ...).
+    """
+
+    values: Mapping[str, str | int | float | bool]
+
+
+@dataclass(frozen=True, slots=True)
 class RunRecording:
     """The run is being recorded in this folder (TensorBoard event files and run.json)."""
 
