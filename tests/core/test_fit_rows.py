@@ -19,7 +19,7 @@ KINDS = (MEAN, RUNNING, RAW, MEAN)
 
 
 class Producer:
-    """What StudioCallback's quick way appends, with the scalar derivation beside it."""
+    """What StudioCallback's batch hook appends, with the scalar derivation beside it."""
 
     def __init__(self, channel: Channel, seed: int = 0) -> None:
         self.channel = channel
@@ -172,3 +172,30 @@ def test_raw_rows_appended_without_a_lock_while_another_thread_drains_lose_nothi
     thread.join()
     got.extend(channel.drain())
     _same([e for e in step_rows(got) if type(e) is StepEnded], producer.expected)
+
+
+def test_rows_with_each_keys_own_counts_derive_each_mean_with_its_own():
+    # a train_step's loss tracker counts batches (1 a batch), its MAE samples (32 a
+    # batch, 5 in the epoch's partial last one): c_k and c_j are tuples, one per key
+    layout = RowLayout(0, 0, ("loss", "mae", "raw"), (MEAN, MEAN, RAW))
+    running = [(4.0, 2.0, 9.0), (3.0, 1.0, 8.0), (2.5, 1.25, 7.0), (2.0, 1.5, 6.0)]
+    counts = [(1.0, 32.0, 1.0), (2.0, 64.0, 2.0), (3.0, 96.0, 3.0), (4.0, 101.0, 4.0)]
+    channel = Channel()
+    prev_c, prev = 0.0, None
+    for k, (vals, c) in enumerate(zip(running, counts, strict=True), start=1):
+        channel.rows.append((layout, k, k, 1, 0.0, c, prev_c, vals, prev))
+        prev_c, prev = c, vals
+    [block] = channel.drain()
+    want_loss = [4.0] + [
+        batch_mean(m, mj, ck[0], cj[0])
+        for (m, _, _), (mj, _, _), ck, cj in zip(running[1:], running, counts[1:], counts)
+    ]
+    want_mae = [2.0] + [
+        batch_mean(m, mj, ck[1], cj[1])
+        for (_, m, _), (_, mj, _), ck, cj in zip(running[1:], running, counts[1:], counts)
+    ]
+    assert block.values["loss"].tolist() == want_loss == [4.0, 2.0, 1.5, 0.5]
+    assert block.values["mae"].tolist() == want_mae
+    assert want_mae[-1] == (101.0 * 1.5 - 96.0 * 1.25) / 5.0  # the partial batch's own
+    assert block.values["raw"].tolist() == [9.0, 8.0, 7.0, 6.0]
+    assert block.running["mae"].tolist() == [2.0, 1.0, 1.25, 1.5]

@@ -407,10 +407,10 @@ def test_error_in_tfstudio_callback_is_reported_and_training_goes_on(write_scrip
     from tfstudio.core.events import MonitorError
     from tfstudio.engine.callback import StudioCallback
 
-    def broken(self, batch, logs):
+    def broken(self, k, logs):
         raise RuntimeError("probe exploded")
 
-    monkeypatch.setattr(StudioCallback, "_step", broken)
+    monkeypatch.setattr(StudioCallback, "_settle", broken)
     path = write_script(
         """
         import numpy as np, keras

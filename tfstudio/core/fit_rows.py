@@ -8,12 +8,16 @@ Keras gave them (a tuple, in the logs' order), the samples seen after this batch
 after the one before (``c_k``, ``c_j``) and the previous row's running values. The
 pump's thread derives a whole block of rows at once (:func:`raw_block`), bit for bit
 what :func:`batch_mean` gives row by row (the same float64 operations in the same
-order), so the hook costs a few microseconds less per step (docs/benchmarks.md's history).
+order). Every batch end of a fit appends such a row: there is no other path.
 
 A raw row is ``(layout, global_step, step, steps, time, c_k, c_j, running, previous)``:
 
 - ``layout``: a :class:`RowLayout`: the fit, the epoch, the logs' keys in order and
   how each is derived (the same object for every row of an epoch);
+- ``c_k``, ``c_j``: one float for every key, or, where means count in units of their
+  own (a ``train_step``'s loss tracker counting batches beside an MAE counting
+  samples), a tuple in ``layout.keys`` order, each key's own (a ``c_j`` of 0, or a
+  tuple's 0, means no previous: the batch's own value is its running value);
 - ``running``: the logs' values in ``layout.keys`` order (floats, as Keras's
   ``pythonify_logs`` made them; anything else is read as absent);
 - ``previous``: the previous row's ``running`` (the same tuple) for the same keys,
@@ -120,6 +124,8 @@ def _block_of_numbers(rows: Sequence[tuple]) -> StepColumns:
     for ck, cj, now in zip(c_k, c_j, running, strict=True):
         if cj == 0.0:
             own.extend([now[j] for j in means])
+        elif type(ck) is tuple:  # each key its own count
+            own.extend([_own(ck[j], cj[j], now[j], before[j]) for j in means])
         elif ck == cj:  # no samples between two batch ends (never seen): no own value
             own.extend([math.nan] * len(means))
         else:
@@ -154,6 +160,16 @@ def _block_of_numbers(rows: Sequence[tuple]) -> StepColumns:
         {},
         {},
     )
+
+
+def _own(ck: float, cj: float, m: float, m_j: float) -> float:
+    """One key's own value where each key has its own counts (:func:`batch_mean`'s
+    operations; NaN where no samples came between)."""
+    if cj == 0.0:
+        return m
+    if ck == cj:
+        return math.nan
+    return (ck * m - cj * m_j) / (ck - cj)
 
 
 def _floats(values: Sequence[object]) -> tuple[tuple[float, ...], list[bool]]:

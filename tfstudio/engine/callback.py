@@ -12,8 +12,8 @@ rows at once on the pump's thread (``core/fit_rows.py``). Metrics that are not
 means (AUC, precision) have no per-batch value: only their running value is sent.
 Values a custom ``train_step`` returns that are not tracked metrics are taken as
 the batch's own. Means that count in units of their own (a ``train_step``'s MAE
-tracker counting samples beside a loss tracker counting batches) are derived here,
-row by row, each with its own count.
+tracker counting samples beside a loss tracker counting batches) get their own
+counts in the row (``c_k`` a tuple, one per key).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from tfstudio.core.events import EpochEnded, FitEnded, FitStarted, ModelBuilt
 from tfstudio.core.fit_rows import MEAN as _MEAN
 from tfstudio.core.fit_rows import RAW as _RAW
 from tfstudio.core.fit_rows import RUNNING as _RUNNING
-from tfstudio.core.fit_rows import RowLayout, batch_mean
+from tfstudio.core.fit_rows import RowLayout
 from tfstudio.engine.control import TrainingController
 from tfstudio.engine.monitor import RunMonitor
 from tfstudio.engine.probes.inspector import NEVER, Inspector
@@ -50,11 +50,10 @@ class StudioCallback(keras.callbacks.Callback):
         super().__init__()
         self._monitor = monitor
         self._emit = monitor.channel.emit
-        self._step_row = monitor.channel.step  # a derived row (means in units of their own)
         self._rows = monitor.channel.rows  # raw rows, appended lock-free (core/fit_rows.py)
         self._seal_full = monitor.channel.seal_full
-        self._quick = False  # batch ends may take the quick way (on_train_batch_end)
-        self._last_k = math.inf  # an epoch's last batch end goes through _step (count read)
+        self._settled = False  # nothing once-a-fit is left to do at a batch end (_settle)
+        self._last_k = math.inf  # an epoch's last batch end is settled (its counts read)
         self._has_commands = monitor.channel.has_commands
         self.fit_index = fit_index
         self.initial_epoch = initial_epoch
@@ -71,13 +70,17 @@ class StudioCallback(keras.callbacks.Callback):
         self._steps: int | None = None
         self._epoch = initial_epoch
         self._prev_k = 0
-        self._prev_c = 0.0
+        # the previous batch end's samples seen (its raw row's c_k: a float, or a tuple
+        # of each key's when means count in units of their own)
+        self._prev_c: float | tuple = 0.0
         # the previous batch end's running values (its raw row's), for its keys; None at
         # an epoch's first batch end and after the loss tracker was reset
         self._prev_vals: tuple | None = None
-        self._prev_keys: tuple[str, ...] = ()
         self._layout: RowLayout | None = None  # this epoch's raw rows' keys and kinds
         self._per_batch = 1.0  # samples per batch (weights of the derivation)
+        # per key of the layout, its tracker's samples per batch; None when every mean
+        # counts as the loss tracker does
+        self._units: tuple[float, ...] | None = None
         self._base_k = 0  # steps of this epoch before the loss tracker was last reset
         if monitor.control is None:
             monitor.control = TrainingController(monitor)
@@ -236,25 +239,29 @@ class StudioCallback(keras.callbacks.Callback):
     def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:
         """Append this hook's logs to the channel as one raw row; then the step boundary.
 
-        Most batch ends take the quick way (a tuple appended, ~5 us less than deriving
-        here: docs/benchmarks.md's history): within an epoch, after the fit's first batch end,
-        with the keys of the batch end before, when every mean counts as the loss
-        tracker does. The others (the fit's first, an epoch's last with its count read,
-        new keys, means with counts of their own) go through :meth:`_step`.
+        Every batch end appends the same raw row (``core/fit_rows.py``); each batch's
+        own values are derived from it on the pump's thread. What is not the same from
+        one batch end to the next (the fit's first, an epoch's last with its counts
+        read, new keys) is settled first in :meth:`_settle`.
         """
         loss = None
         k = batch + 1
+        if logs is None:
+            logs = {}
         try:
             layout = self._layout
-            if (
-                self._quick
+            if not (
+                self._settled
                 and self._prev_k < k < self._last_k
-                and logs is not None
-                and layout is not None
                 and tuple(logs) == layout.keys  # in order: the values come in it
             ):
+                k, c_k, layout = self._settle(k, logs)
+            else:
+                units = self._units
+                b = k - self._base_k
+                c_k = b * self._per_batch if units is None else tuple(b * u for u in units)
+            if k > self._prev_k:
                 vals = tuple(logs.values())
-                c_k = (k - self._base_k) * self._per_batch
                 n = k - self._prev_k
                 mon = self._monitor
                 step = mon.global_step = mon.global_step + n
@@ -267,30 +274,30 @@ class StudioCallback(keras.callbacks.Callback):
                 if len(rows) >= BLOCK_ROWS:
                     self._seal_full()
                 i = layout.loss_at
-                if i is not None and type(vals[i]) is float:
+                if i is not None and type(vals[i]) is float:  # (a number Keras made a float)
                     loss = vals[i]
-            else:
-                loss = self._step(batch, logs or {})
         except Exception as exc:  # noqa: BLE001
             self._monitor.report_error("on_train_batch_end", exc)
         if self._monitor.global_step >= self._inspect_at:
             self._inspect()
         self.control.after_step(loss)
 
-    def _step(self, batch: int, logs: dict) -> float | None:
+    def _settle(self, k: int, logs: dict) -> tuple[int, float | tuple, RowLayout]:
+        """A batch end unlike the one before: the fit's first (what to derive how), its
+        second (unnamed means claimed), an epoch's last (counts read), new keys.
+
+        Returns the batch end's step within the epoch (Keras may report the end of the
+        last execution past the epoch's end), its samples seen (``c_k``: one count, or
+        each key's where means count in units of their own) and the rows' layout.
+        """
         if self._unbuilt:  # the fit's first batch end: the model is built now
             self._unbuilt = False
             self._announce_built()
-        k = batch + 1
         steps_per_epoch = self._steps
         last = False
         if steps_per_epoch is not None and k >= steps_per_epoch:
-            # Keras may report the end of the last execution past the epoch's end.
             k = steps_per_epoch
             last = True
-        n = k - self._prev_k
-        if n <= 0:
-            return None
         kinds = self._kinds
         if kinds is None:  # the fit's first batch end: what to derive how, read once a fit
             kinds = self._classify(logs)
@@ -302,37 +309,38 @@ class StudioCallback(keras.callbacks.Callback):
             self._own = self._own_units(kinds, k)
         elif self._unclaimed and self._prev_k > 0:
             self._claim(logs, kinds)
-        c_k = (k - self._base_k) * self._per_batch
+        self._settled = not self._unclaimed
+        keys = tuple(logs)
+        layout = self._layout
+        layout_kinds = [kinds.get(key, _RAW) for key in keys]
+        if layout is None or not layout.same(self._epoch, keys, layout_kinds):
+            old = layout.keys if layout is not None else ()
+            layout = self._layout = RowLayout(self.fit_index, self._epoch, keys, layout_kinds)
+            own = self._own
+            self._units = (
+                tuple(own[key][1] if key in own else self._per_batch for key in keys)
+                if own
+                else None
+            )
+            if self._prev_vals is not None and old != keys:
+                # new keys mid-epoch: the previous values by key; a key new here is
+                # its own previous (its batch's value is its running value)
+                vals = tuple(logs.values())
+                self._prev_vals = _realign(old, self._prev_vals, keys, vals)
+                if type(self._prev_c) is tuple:  # (0: a new key's batch is its first)
+                    self._prev_c = _realign(old, self._prev_c, keys, (0.0,) * len(keys))
+        b = k - self._base_k
+        units = self._units
+        c_k: float | tuple = b * self._per_batch
         if last and self._loss_count is not None:
             c_k = _count(self._loss_count)
-        self._quick = not self._own and not self._unclaimed
-        keys = tuple(logs)
-        mon = self._monitor
-        if not self._own and (self._prev_vals is None or keys == self._prev_keys):
-            # a raw row, derived on the pump's thread like the quick way's
-            layout = self._layout
-            layout_kinds = [kinds.get(key, _RAW) for key in keys]
-            if layout is None or not layout.same(self._epoch, keys, layout_kinds):
-                layout = self._layout = RowLayout(self.fit_index, self._epoch, keys, layout_kinds)
-            vals = tuple(logs.values())
-            step = mon.global_step = mon.global_step + n
-            self._step_row_raw(layout, step, k, n, c_k, vals)
-            loss = vals[layout.loss_at] if layout.loss_at is not None else None
-            return loss if type(loss) is float else None  # (a number Keras made a float)
-        prev = dict(zip(self._prev_keys, self._prev_vals or (), strict=False))
-        values, running = _derive(logs, kinds, prev, c_k, self._prev_c)
-        for key, (count, per_batch) in self._own.items():  # means counting in their own units
-            m = running.get(key)
-            if m is None or kinds.get(key) != _MEAN:
-                continue
-            ck = _count(count) if last else (k - self._base_k) * per_batch
-            cj = (self._prev_k - self._base_k) * per_batch  # (never an epoch's last)
-            values[key] = batch_mean(m, prev.get(key), ck, cj)
-        self._prev_k, self._prev_c = k, c_k
-        self._prev_vals, self._prev_keys = tuple(running.values()), tuple(running)
-        step = mon.global_step = mon.global_step + n
-        self._step_row(self.fit_index, step, self._epoch, k, n, values, running, mon.now())
-        return running.get("loss")
+        if units is not None:
+            own = self._own
+            c_k = tuple(
+                (_count(own[key][0]) if last else b * u) if key in own else c_k
+                for key, u in zip(keys, units, strict=True)
+            )
+        return k, c_k, layout
 
     def _announce_built(self) -> None:
         """Tell the parameter counts of a model built by the fit's first step."""
@@ -344,19 +352,6 @@ class StudioCallback(keras.callbacks.Callback):
                 )
         except Exception as exc:  # noqa: BLE001
             self._monitor.report_error("model parameters", exc)
-
-    def _step_row_raw(
-        self, layout: RowLayout, step: int, k: int, n: int, c_k: float, vals: tuple
-    ) -> None:
-        """Append batch end ``k``'s raw row (``core/fit_rows.py``) and keep its values for
-        the next one (the quick way in :meth:`on_train_batch_end` does the same inline)."""
-        rows = self._rows
-        row = (layout, step, k, n, self._monitor.now(), c_k, self._prev_c, vals, self._prev_vals)
-        rows.append(row)
-        self._prev_k, self._prev_c = k, c_k
-        self._prev_vals, self._prev_keys = vals, layout.keys
-        if len(rows) >= BLOCK_ROWS:
-            self._seal_full()
 
     def _inspect(self) -> None:
         try:
@@ -482,26 +477,10 @@ def restore_evaluation(model: Any) -> None:
         model.__dict__.pop("evaluate", None)
 
 
-def _derive(
-    logs: dict, kinds: dict[str, int], prev: dict[str, float], c_k: float, c_j: float
-) -> tuple[dict[str, float], dict[str, float]]:
-    """A batch end's own values and running values from its logs.
-
-    A running mean's own value comes from it and the previous one, weighted by the
-    samples seen (``c_k``, ``c_j``): ``(c_k*m - c_j*m_j) / (c_k - c_j)``; the epoch's
-    first batch (no previous, or ``c_j`` 0) keeps it. Raw values stay; running-only
-    metrics (AUC) have no value of their own.
-    """
-    running: dict[str, float] = {}
-    values: dict[str, float] = {}
-    for key, raw in logs.items():
-        m = running[key] = float(raw)
-        kind = kinds.get(key, _RAW)
-        if kind == _MEAN:
-            values[key] = batch_mean(m, prev.get(key), c_k, c_j)
-        elif kind == _RAW:
-            values[key] = m
-    return values, running
+def _realign(old: tuple[str, ...], values: tuple, keys: tuple[str, ...], fill: tuple) -> tuple:
+    """``values`` (one per key of ``old``) for ``keys``: ``fill``'s where a key is new."""
+    by_key = dict(zip(old, values, strict=True))
+    return tuple(by_key.get(key, f) for key, f in zip(keys, fill, strict=True))
 
 
 def _count(variable: Any) -> float:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
+from tfstudio.engine.hparams import HParamsCapture
 from tfstudio.engine.monitor import RunMonitor
 from tfstudio.engine.script import RunStopped
 
@@ -112,6 +113,8 @@ class FitInterceptor:
         self._keras: Any = None
         self._saved: Any = _MISSING
         self._hook: _AfterImport | None = None
+        # what compile, fit and the seed calls set: the run's hyperparameters
+        self.hparams = monitor.hparams = HParamsCapture(monitor)
 
     def __enter__(self) -> FitInterceptor:
         self._hook = patch_on_import(
@@ -137,10 +140,12 @@ class FitInterceptor:
         self._saved = model_cls.__dict__.get("fit", _MISSING)
         original = model_cls.fit
         model_cls.fit = self._wrap(original)
+        self.hparams.patch(keras)
 
     def __exit__(self, *exc: object) -> None:
         if self._hook is not None:
             self._hook.remove()
+        self.hparams.unpatch()
         if self._keras is None:
             return
         model_cls = self._keras.Model
@@ -188,6 +193,7 @@ class FitInterceptor:
             else:
                 callback.user_callbacks = list(user_callbacks or [])
                 bound.arguments["callbacks"] = [*(user_callbacks or []), callback]
+            self.hparams.fit_called(model, bound.arguments)  # reads only; never raises
             monitor.fits += 1
             monitor.in_fit = True
             monitor.fit_active(True)
@@ -197,6 +203,7 @@ class FitInterceptor:
                 monitor.fit_active(False)
                 monitor.in_fit = False
                 restore_evaluation(model)
+                self.hparams.fit_ended(model)
             if monitor.stop_requested.is_set():
                 raise RunStopped()
             return history
