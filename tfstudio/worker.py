@@ -34,14 +34,11 @@ import argparse
 import os
 import select
 import signal
-import socket
-import struct
 import sys
 import threading
 import traceback
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
-from multiprocessing.reduction import ForkingPickler
 from types import FrameType
 from typing import Any
 
@@ -64,16 +61,13 @@ PULL_FALLBACK_S = 0.25
 class PipeSink:
     """The pump's first sink in the worker: batches go to the viewer, never waiting on it.
 
-    ``write`` sends the batch on the caller's thread (the pump's) when nothing is
-    queued and the socket takes the whole message at once (``MSG_DONTWAIT``: a send
-    that would wait takes nothing or a part); a sender thread sends the rest of a
-    message begun so, and the batches queued meanwhile, as one message. A batch
-    sent whole costs no thread wake (on 2 busy cores a wake of the sender thread cost
-    ~0.1 ms: docs/benchmarks.md's history). When the viewer falls behind (more than
-    :data:`MAX_PENDING_ROWS` steps queued), the queued steps are coalesced
-    (:func:`tfstudio.core.channel.coalesce`): the viewer's copy keeps each metric's
-    envelope, the recorder (a later sink) still gets every step, and the worker's
-    memory stays bounded. :meth:`sync` waits until everything is sent.
+    ``write`` queues the batch and wakes a sender thread, which sends the batches queued
+    meanwhile as one message (a blocking send: only the sender thread waits on a slow
+    viewer). When the viewer falls behind (more than :data:`MAX_PENDING_ROWS` steps
+    queued), the queued steps are coalesced (:func:`tfstudio.core.channel.coalesce`): the
+    viewer's copy keeps each metric's envelope, the recorder (a later sink) still gets
+    every step, and the worker's memory stays bounded. :meth:`sync` waits until
+    everything is sent.
 
     Args:
         conn: the connection to the viewer.
@@ -85,15 +79,11 @@ class PipeSink:
         self.lost = lost
         self.unsent: list[object] = []  # what the viewer could no longer take
         self.coalesced_blocks = 0  # blocks of steps the viewer got thinned
-        self.sent_inline = 0  # messages the caller's thread sent whole (tests read it)
         self._queue: list[list[object]] = []
         self._rows = 0  # steps queued
-        self._rest: memoryview | None = None  # the unsent end of a message begun inline
-        self._rest_events: list[object] = []  # ... and its events (kept if the viewer goes)
-        self._busy = False  # a message is being sent (inline or by the sender thread)
+        self._busy = False  # the sender thread is sending a message
         self._dead = False
         self._closed = False
-        self._sock = _nonblocking_sender(conn)
         lock = threading.Lock()
         self._work = threading.Condition(lock)  # the sender thread waits here for work
         self._idle = threading.Condition(lock)  # sync() waits here for all to be sent
@@ -101,23 +91,18 @@ class PipeSink:
         self._thread.start()
 
     def write(self, events: list[object]) -> None:
-        """Send the batch to the viewer, or queue it (nothing when it is empty); never waits."""
+        """Queue the batch for the sender thread (nothing when it is empty); never waits."""
         if not events:
             return
         with self._work:
             if self._dead:
                 self.unsent.extend(events)
                 return
-            if self._sock is not None and not self._busy and not self._queue:
-                self._busy = True  # sent here: the sender thread keeps off the socket
-            else:
-                self._queue.append(events)
-                self._rows += _rows(events)
-                if self._rows > MAX_PENDING_ROWS:
-                    self._coalesce_locked()
-                self._work.notify()
-                return
-        self._send_inline(events)
+            self._queue.append(events)
+            self._rows += _rows(events)
+            if self._rows > MAX_PENDING_ROWS:
+                self._coalesce_locked()
+            self._work.notify()
 
     def sync(self, timeout: float | None = SYNC_TIMEOUT_S) -> bool:
         """Wait until everything queued was sent (or the viewer is gone); False on timeout."""
@@ -133,39 +118,6 @@ class PipeSink:
             self._closed = True
             self._work.notify_all()
         self._thread.join(timeout=5)
-        if self._sock is not None:
-            self._sock.close()  # a duplicate of the connection's descriptor
-
-    def _send_inline(self, events: list[object]) -> None:
-        """Send ``events`` from the caller's thread, as much of them as the socket takes now."""
-        try:
-            data = _message(("events", events))
-        except Exception:  # noqa: BLE001 - one unpicklable event: the sender thread's careful send
-            data = None
-        sent = 0
-        if data is not None:
-            try:
-                sent = self._sock.send(data, socket.MSG_DONTWAIT)  # type: ignore[union-attr]
-            except BlockingIOError:
-                sent = 0  # the socket is full: the sender thread waits for room
-            except OSError:
-                self._gone(events)
-                return
-        with self._work:
-            if data is None:  # first, before what was queued meanwhile
-                self._queue.insert(0, events)
-                self._rows += _rows(events)
-                self._busy = False
-                self._work.notify()
-            elif sent < len(data):
-                self._rest, self._rest_events = memoryview(data)[sent:], events
-                self._work.notify()  # still busy until the sender thread sent the rest
-            else:
-                self.sent_inline += 1
-                self._busy = False
-                if self._queue:  # queued while this was sent
-                    self._work.notify()
-                self._idle.notify_all()
 
     def _gone(self, events: list[object]) -> None:
         """The viewer is gone: keep what it did not get, wake every waiter, say so."""
@@ -174,7 +126,6 @@ class PipeSink:
             self._queue = []
             self._dead = True
             self._busy = False
-            self._rest = None
             self._work.notify_all()
             self._idle.notify_all()
         self.lost()  # the recorder had them already (the pump hands batches to all)
@@ -197,26 +148,16 @@ class PipeSink:
     def _run(self) -> None:
         while True:
             with self._work:
-                # work: the end of a message begun inline, or batches queued while none is sent
-                while not self._closed and self._rest is None and (not self._queue or self._busy):
+                while not self._closed and not self._queue:
                     self._work.wait()
-                if self._dead:
+                if self._dead or not self._queue:  # gone, or closed with all sent
                     return
-                rest, events = self._rest, self._rest_events
-                if rest is not None:  # (still busy: nothing else goes out before its end)
-                    self._rest, self._rest_events = None, []
-                elif self._queue and not self._busy:
-                    events = [e for batch in self._queue for e in batch]
-                    self._queue = []
-                    self._rows = 0
-                    self._busy = True
-                else:  # closed, all sent
-                    return
+                events = [e for batch in self._queue for e in batch]
+                self._queue = []
+                self._rows = 0
+                self._busy = True
             try:
-                if rest is not None:
-                    self._sock.sendall(rest)  # type: ignore[union-attr] - blocking: may wait
-                else:
-                    self._send(events)
+                self._send(events)
             except (EOFError, OSError):
                 self._gone(events)
                 return
@@ -242,35 +183,6 @@ class PipeSink:
                         traceback.format_exc(),
                     )
                     self.conn.send(("events", [note]))
-
-
-def _nonblocking_sender(conn: Connection) -> socket.socket | None:
-    """A socket object on a duplicate of ``conn``'s descriptor, for sends that never wait
-    (``MSG_DONTWAIT``: the descriptor itself stays blocking), or None where there is none
-    (not a socket; no such flag)."""
-    if not hasattr(socket, "MSG_DONTWAIT"):
-        return None
-    try:
-        fd = os.dup(conn.fileno())
-    except OSError:
-        return None
-    try:
-        sock = socket.socket(fileno=fd)
-    except OSError:  # not a socket (a pipe)
-        os.close(fd)
-        return None
-    if sock.type != socket.SOCK_STREAM:
-        sock.close()
-        return None
-    return sock
-
-
-def _message(obj: object) -> bytes:
-    """``obj`` framed as ``Connection.send`` frames it: a 4-byte big-endian length, the pickle."""
-    payload = ForkingPickler.dumps(obj)
-    if len(payload) > 0x7FFFFFFF:
-        raise ValueError("too long for a 4-byte header")  # the sender thread's send handles it
-    return struct.pack("!i", len(payload)) + payload
 
 
 def _rows(events: list[object]) -> int:

@@ -181,6 +181,8 @@ class TrainingController:
             self._watcher = RetracingWatcher(self._on_retracing)
         self._watcher.attach()
         mon = self.monitor
+        if not keras_fit and mon.hparams is not None:  # a custom loop: its optimizer
+            mon.hparams.loop_began(optimizer)
         if self.eager is not None and keras_fit:
             set_execution_mode(model, self.eager)
         first, self._first_fit = self._first_fit, False

@@ -51,7 +51,7 @@ class RunMonitor:
         # loop interceptor takes its tf.function wrapper off while a fit runs).
         self.fit_hooks: list[Callable[[bool], None]] = []
         self.control: Any = None  # the run's TrainingController (engine/control.py), made lazily
-        self.hparams: Any = None  # the run's HParamsCapture (engine/hparams.py), once fits are watched
+        self.hparams: Any = None  # the run's HParamsCapture (engine/hparams.py)
         self.stop_exit_code: int | None = None  # set when a stop is not the user's (NaN, --restore)
         self.stop_message = ""
         # Hands what was emitted to the viewer now (the session's pump), for the rare events
