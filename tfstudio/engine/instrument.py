@@ -196,11 +196,9 @@ class FitInterceptor:
             self.hparams.fit_called(model, bound.arguments)  # reads only; never raises
             monitor.fits += 1
             monitor.in_fit = True
-            monitor.fit_active(True)
             try:
                 history = original(*bound.args, **bound.kwargs)
             finally:
-                monitor.fit_active(False)
                 monitor.in_fit = False
                 restore_evaluation(model)
                 self.hparams.fit_ended(model)

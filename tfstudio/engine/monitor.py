@@ -47,9 +47,6 @@ class RunMonitor:
         self._noted: set[str] = set()  # keys of note_once
         self.devices: tuple[str, ...] | None = None
         self.on_keras_imported: list[Callable[[], None]] = []  # when the script imports it
-        # Told True when a fit starts and False when it ends, on the script's thread (the
-        # loop interceptor takes its tf.function wrapper off while a fit runs).
-        self.fit_hooks: list[Callable[[bool], None]] = []
         self.control: Any = None  # the run's TrainingController (engine/control.py), made lazily
         self.hparams: Any = None  # the run's HParamsCapture (engine/hparams.py)
         self.stop_exit_code: int | None = None  # set when a stop is not the user's (NaN, --restore)
@@ -64,15 +61,6 @@ class RunMonitor:
         # Bytes the script wrote to its sys.stdout and sys.stderr so far (the worker counts
         # them), for the events a viewer places among that output; None: not counted.
         self.output_mark: Callable[[], tuple[int, int] | None] = lambda: None
-
-    def fit_active(self, active: bool) -> None:
-        """Tell :attr:`fit_hooks` that a fit starts (True) or ended (False); a hook's
-        failure is reported, never raised into the script's ``fit``."""
-        for hook in list(self.fit_hooks):
-            try:
-                hook(active)
-            except Exception as exc:  # noqa: BLE001
-                self.report_error("fit start/end hook", exc)
 
     def now(self) -> float:
         """Seconds since the run started."""

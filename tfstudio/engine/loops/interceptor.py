@@ -22,7 +22,7 @@ from tfstudio.engine.loops.emission import LoopEmitter
 from tfstudio.engine.loops.explicit import ExplicitApi
 from tfstudio.engine.loops.metrics import LoopMetrics
 from tfstudio.engine.loops.owners import discover, user_site, variable_label
-from tfstudio.engine.loops.patching import Patches, fit_hook, patch_tensorflow
+from tfstudio.engine.loops.patching import Patches, patch_tensorflow
 from tfstudio.engine.loops.ring import RingReader
 from tfstudio.engine.loops.sampling import TwinSampler
 from tfstudio.engine.loops.series import Loop, LoopBook, Series
@@ -45,7 +45,6 @@ class LoopInterceptor:
         self._lock = threading.RLock()  # the reader thread drains loops too
         self._hook: Any = None
         self._patches = Patches()
-        self._fit_hook: Any = None  # takes the tf.function wrapper off while a fit runs
         self.book = LoopBook()
         self.detector = StepDetector(None)
         # the inspector (engine/loop_inspect.py): None when the run turned it off
@@ -61,9 +60,7 @@ class LoopInterceptor:
         self.sampler.before_call = self._due_boundary
         self.explicit = ExplicitApi(monitor, self.book, self.emitter, self._lock)
         self.reader = RingReader(
-            self._read,
-            lambda exc: monitor.report_error("custom loop (reader)", exc),
-            self.sampler.tick,
+            self._read, lambda exc: monitor.report_error("custom loop (reader)", exc)
         )
         self.metrics = LoopMetrics(monitor.report_error)  # the Keras metrics steps update
         # step function id -> the (first) series its traces write: a call of one whose loop
@@ -88,15 +85,11 @@ class LoopInterceptor:
         self.tf = tf
         self.detector.tf = tf
         patch_tensorflow(tf, self._patches, self)
-        self._fit_hook = fit_hook(self._patches, self.sampler)
-        self.monitor.fit_hooks.append(self._fit_hook)
 
     def __exit__(self, *exc: object) -> None:
         self.explicit.uninstall()
         if self._hook is not None:
             self._hook.remove()
-        if self._fit_hook in self.monitor.fit_hooks:
-            self.monitor.fit_hooks.remove(self._fit_hook)
         self._patches.restore()
         self.reader.stop()
         try:
@@ -168,7 +161,6 @@ class LoopInterceptor:
         the training thread once its trace is over: ``patching.py``'s wrapper; a graph
         read here while its trace goes on changed size under the reader.)"""
         self.sync(metrics=True)
-        self.sampler.counted()  # the counters just read
         self.controls.beat()
 
     def function_called(self, fid: int) -> None:
@@ -234,7 +226,7 @@ class LoopInterceptor:
                 self.inspector.record_graph(series, found.pairs)
             ring.write(tf, found.target, found.pairs, norm)
             self.metrics.traced(tf.compat.v1.get_default_graph(), loop)
-            self.sampler.traced_step(ring)
+            self.sampler.traced_step()
             self.graph_active = True
             self.reader.start()
 
@@ -302,8 +294,6 @@ class LoopInterceptor:
             fid for fid, s in self.fn_series.items() if current is not None and s.loop is current
         }
         self.sampler.quiet_until = 0
-        if self.sampler.off:
-            self.sampler.arm()
 
 
 def _function_code(function: Any) -> Any:

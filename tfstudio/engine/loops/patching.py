@@ -14,7 +14,6 @@ wrapper never adds a ``try`` of its own to the script's call.
 
 from __future__ import annotations
 
-import inspect
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -23,7 +22,6 @@ from tfstudio.engine.script import RunStopped
 
 if TYPE_CHECKING:
     from tfstudio.engine.loops.interceptor import LoopInterceptor
-    from tfstudio.engine.loops.sampling import TwinSampler
 
 _MISSING = object()
 
@@ -46,16 +44,6 @@ class Patches:
         wrapper.__wrapped__ = original
         setattr(cls, name, wrapper)
         self._replaced[key] = (saved, wrapper)
-
-    def suspend(self, cls: type, name: str) -> None:
-        """Put back what ``cls.name`` was before :meth:`replace`, until :meth:`resume`."""
-        if (cls, name) in self._replaced:
-            _put_back(cls, name, self._replaced[(cls, name)][0])
-
-    def resume(self, cls: type, name: str) -> None:
-        """Set ``cls.name`` to its wrapper again (nothing once :meth:`restore` ran)."""
-        if (cls, name) in self._replaced:
-            setattr(cls, name, self._replaced[(cls, name)][1])
 
     def restore(self) -> None:
         """Put back every replaced attribute (inherited ones are deleted again)."""
@@ -90,40 +78,11 @@ def patch_tensorflow(tf: Any, patches: Patches, it: LoopInterceptor) -> None:
                 patches.replace(var_cls, name, lambda f: _assign(f, it))
     function = polymorphic_function.Function
     patches.replace(function, "__call__", lambda f: _function_call(f, it))
-    # a quiet stretch of a graph loop's calls runs without the wrapper (sampling.py)
-    it.sampler.wrapper_off = lambda: patches.suspend(function, "__call__")
-    it.sampler.wrapper_on = lambda: patches.resume(function, "__call__")
     keras = sys.modules.get("keras")
     if keras is not None and hasattr(keras, "optimizers"):
         patch_keras(patches, it)
     else:
         it.monitor.on_keras_imported.append(lambda: patch_keras(patches, it))
-
-
-def fit_hook(patches: Patches, sampler: TwinSampler) -> Callable[[bool], None]:
-    """While a fit runs, ``tf.function`` calls go straight to TensorFlow's own ``__call__``.
-
-    The wrapper passes every call through while ``monitor.in_fit`` holds (a fit is
-    monitored by its callback), yet each of the fit's calls still ran its Python: a few
-    us a step, within its measurement's resolution, and a cost
-    ``bench/overhead.py`` (no loop interceptor) never showed. So it is taken off for
-    the fit and put back at its end (its ``in_fit`` test stays, should this hook fail);
-    then a loop's next call takes the wrapper's full path (``sampler``: the run's
-    :class:`~tfstudio.engine.loops.sampling.TwinSampler`), which counts the calls a
-    quiet stretch ran without it.
-    """
-    from tensorflow.python.eager.polymorphic_function import polymorphic_function
-
-    function = polymorphic_function.Function
-
-    def hook(active: bool) -> None:
-        if active:
-            patches.suspend(function, "__call__")
-        else:
-            patches.resume(function, "__call__")
-            sampler.quiet_until = 0
-
-    return hook
 
 
 def patch_keras(patches: Patches, it: LoopInterceptor) -> None:
@@ -217,10 +176,6 @@ def _function_call(original: Callable[..., Any], it: LoopInterceptor) -> Callabl
             return original(function, *args, **kwargs)
         if sampler.probing or monitor.in_fit or not executing_eagerly():
             return original(function, *args, **kwargs)  # probes, fit, nested calls
-        if sampler.off or (sampler.estimated and waiting()):
-            # back after a quiet stretch without it (or a boundary with work after one):
-            # the calls it missed, from the step counters
-            sampler.resync()
         fid = id(function)
         if fid in sampler.step_fns and fid not in sampler.current_fns:
             it.function_called(fid)  # a step function of an earlier loop: it goes on anew
@@ -258,11 +213,8 @@ def _function_call(original: Callable[..., Any], it: LoopInterceptor) -> Callabl
                 or waiting()
             ):
                 sampler.quiet_until = 0
-            elif fid in sampler.step_fns:
-                sampler.quiet_off(waiting)  # a long stretch: without this wrapper
         return result
 
     sampler.call_code = __call__.__code__
-    sampler.own_code = inspect.unwrap(original).__code__  # TensorFlow's, under its decorator
-    monitor.on_stop = sampler.arm
+    monitor.on_stop = sampler.stop_due
     return __call__

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -37,13 +36,6 @@ STEP_SPLIT = 1 << 24  # ... split here: each part is exact in float32 (steps < 2
 # a thread wake and a few eager reads (~0.5 ms of CPU on a busy 2-core VM): every 50 ms
 # that was ~1% of a 1 ms step's time.
 READ_EVERY = 0.2
-# The reader thread's ticks, between reads: while a step function's calls run without the
-# tfstudio wrapper (a quiet stretch: sampling.py), a tick about when the stretch ends
-# (estimated at the calls' pace; the step counters read only where no pace is known)
-# puts the wrapper back when a twin's call or a sample is due; one at least this often
-# looks for commands (a wake costs ~20-50 us of CPU on a
-# busy 2-core VM, a read of the counters ~140 us).
-TICK_EVERY = 0.1
 MAX_PARTS = 16  # columns of gradient norms per row (more gradients are added in groups)
 # A graph loop measures its gradient norm every NORM_EVERY calls of its step function:
 # one l2_loss per gradient cost ~1.5% of a ~1 ms step when written every step.
@@ -182,20 +174,12 @@ class RingReader:
 
     Args:
         sync: reads the buffers and emits the steps (under the interceptor's lock).
-        on_error: told of a failed read or tick (the thread goes on).
-        tick: called after every wake; returns the seconds until it wants to be called
-            again (at most :data:`TICK_EVERY` are waited), or None: at the next read.
+        on_error: told of a failed read (the thread goes on).
     """
 
-    def __init__(
-        self,
-        sync: Callable[[], None],
-        on_error: Callable[[BaseException], None],
-        tick: Callable[[], float | None] | None = None,
-    ) -> None:
+    def __init__(self, sync: Callable[[], None], on_error: Callable[[BaseException], None]) -> None:
         self._sync = sync
         self._on_error = on_error
-        self._tick = tick
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -218,23 +202,9 @@ class RingReader:
             self._thread.join(timeout=2.0)
 
     def _loop(self) -> None:
-        clock = time.monotonic
-        next_read = clock() + READ_EVERY
-        later: float | None = None  # the tick's wish: seconds until it runs again
-        while True:
-            now = clock()
-            wait = next_read - now
-            if later is not None:
-                wait = min(wait, max(1e-3, min(later, TICK_EVERY)))
-            if self._stop.wait(max(0.0, wait)):
-                return
-            later = None
+        while not self._stop.wait(READ_EVERY):
             try:
-                if clock() >= next_read - 1e-3:
-                    next_read = max(next_read + READ_EVERY, clock() + READ_EVERY / 2)
-                    self._sync()
-                if self._tick is not None:
-                    later = self._tick()
+                self._sync()
             except Exception as exc:  # noqa: BLE001
                 self._on_error(exc)
 

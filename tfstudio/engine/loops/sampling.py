@@ -15,19 +15,6 @@ Between those calls the ``Function.__call__`` wrapper (``patching.py``) takes a
 quiet path (a count and a comparison) until call :attr:`TwinSampler.quiet_until`:
 the wrapper's full path sets it after each call, and anything the training thread
 must see at the next call (a stop, a control's rate, a new step function) sets it to 0.
-
-A long quiet stretch runs without the wrapper at all (its quiet path still cost ~3-5 us
-a call): the full path puts TensorFlow's own ``__call__`` back
-(:meth:`TwinSampler.quiet_off`) and the calls go uncounted. The graph reader's thread
-puts the wrapper back about when a twin's call or a sample is due, at the calls' pace
-before the stretch (:meth:`TwinSampler.tick`; a thread wake, no read), and at its next
-tick (at most :data:`~tfstudio.engine.loops.ring.TICK_EVERY` s) when a command waits;
-a stop, a control's rate, a new trace and a fit's end put it back at once. Each step
-function's graph writes its series' step counter (``ring.py``), so the calls it missed
-are known again, exactly, from the counters: the training thread reads them at the next
-call after a wake (:meth:`TwinSampler.resync`), and the reader's beats re-anchor a
-stretch's estimate on the counters they read anyway. A new step function first called
-while the wrapper is off is found by TensorFlow's own ``__call__`` frame.
 """
 
 from __future__ import annotations
@@ -42,17 +29,11 @@ from typing import Any
 
 from tfstudio.engine.loop_inspect import FIRST_SAMPLE, LoopInspector
 from tfstudio.engine.loops.emission import LoopEmitter
-from tfstudio.engine.loops.ring import NORM_EVERY, NORM_MIN_GAP_S, TICK_EVERY
+from tfstudio.engine.loops.ring import NORM_EVERY, NORM_MIN_GAP_S
 from tfstudio.engine.loops.series import LoopBook
 from tfstudio.engine.monitor import RunMonitor
 
 NEVER = 1 << 62
-# A quiet stretch of at least this many calls runs without the wrapper (a shorter one is
-# not worth the tick that puts it back) ...
-OFF_STRETCH = 32
-# ... once the run's step functions were called this many times (a loop's first steps,
-# its twins' traces and first samples, keep the wrapper throughout)
-OFF_AFTER = 200
 # Ops that keep their random state in the kernel, one state per graph: a twin's copy of
 # the op would start its draws over (tf.random.Generator and the stateless ops keep
 # theirs in a variable or take a seed: a twin shares them).
@@ -110,9 +91,6 @@ class TwinSampler:
         # the code of the Function.__call__ wrapper: its outermost frame on the stack
         # holds the tf.function being called (see calling)
         self.call_code: Any = None
-        # ... and the code of TensorFlow's own ``Function.__call__`` (its ``self``), for a
-        # function first called while the wrapper is off (a quiet stretch)
-        self.own_code: Any = None
         self.step_fns: set[int] = set()  # ids of tf.functions whose graph holds a step
         # ... those of the current loop (the wrapper's quiet path is for them only: a call
         # of another loop's step function takes its full path, which begins that loop again)
@@ -142,21 +120,6 @@ class TwinSampler:
         self._woken = False  # wake() was called since special() began
         # the step boundary that runs before a call when the controls have work (see wake)
         self.before_call: Callable[[], None] = lambda: None
-        # Quiet stretches without the wrapper: putting it off and on (set by patching.py),
-        # whether it is off now or its calls were not counted since (``off``), and the
-        # step counter each step function's graph writes (its first series' ring)
-        self.wrapper_off: Callable[[], None] | None = None
-        self.wrapper_on: Callable[[], None] = lambda: None
-        self.off = False
-        self.rings: dict[int, Any] = {}
-        self._offset: int | None = None  # calls - the counters' sum (None: not measured)
-        self._off_time = -math.inf  # time.monotonic() and calls when the last stretch began
-        self._off_calls = 0
-        self._per_call: float | None = None  # seconds a call before this stretch (None: unknown)
-        # (time, calls) the stretch's estimate of the calls made counts from
-        self._anchor: tuple[float, int] = (0.0, 0)
-        self.estimated = False  # calls is an estimate (the tick's) until the next resync
-        self._stretch_s = 0.0  # how long the last stretch without the wrapper lasted
 
     @contextmanager
     def probing_context(self) -> Iterator[None]:
@@ -178,38 +141,24 @@ class TwinSampler:
 
         Its call is the outermost frame of the ``Function.__call__`` wrapper on this
         thread's stack (a twin's call runs in the frame of the function it twins; a
-        nested function's call, made while the outer one traces, is inside it), or, with
-        no wrapper's frame (called while the wrapper is off), the outermost frame of
-        TensorFlow's own ``__call__``. Walked at trace time only: the wrapper's quiet
-        path keeps no record of its calls.
+        nested function's call, made while the outer one traces, is inside it). Walked
+        at trace time only: the wrapper's quiet path keeps no record of its calls.
         """
-        found = own = None
+        found = None
         frame = sys._getframe(1)
         while frame is not None:
-            code = frame.f_code
-            if code is self.call_code:
+            if frame.f_code is self.call_code:
                 found = frame.f_locals.get("function")
-            elif code is self.own_code:  # TensorFlow's own: while the wrapper is off
-                own = frame.f_locals.get("self")
             frame = frame.f_back
-        return own if found is None else found
+        return found
 
-    def traced_step(self, ring: Any = None) -> None:
+    def traced_step(self) -> None:
         """A trace found a step: the function being called is a step function (its next
-        call takes the wrapper's full path, which counts it).
-
-        Args:
-            ring: the step's series' ring buffer (its counter counts the function's calls).
-        """
+        call takes the wrapper's full path, which counts it)."""
         fid = self.calling()
         if fid is not None:
             self.step_fns.add(fid)
-            if ring is not None and fid not in self.rings:
-                self.rings[fid] = ring
-                self._offset = None  # the counters' sum is another one now
         self.quiet_until = 0
-        if self.off:
-            self.arm()  # a new step function: its next call goes the wrapper's way
 
     def measures_norm(self, graph: Any) -> bool:
         """At trace time of a step: whether this trace writes the step's gradient norm.
@@ -235,132 +184,10 @@ class TwinSampler:
         self._woken = True
         self.special_call = 0
         self.quiet_until = 0
-        if self.off:
-            self.arm()
 
-    # -- quiet stretches without the wrapper (see the module's docstring) --------
-    def arm(self) -> None:
-        """Put the wrapper back, from any thread (during a fit its end does): the next call
-        takes its full path, which counts the calls that ran without it (:meth:`resync`).
-        A stop calls it whatever ``off`` says (a stop must never be missed)."""
+    def stop_due(self) -> None:
+        """A stop was asked (any thread): the next call takes the wrapper's full path."""
         self.quiet_until = 0
-        if not self.monitor.in_fit:
-            self.wrapper_on()
-
-    def quiet_off(self, waiting: Callable[[], bool]) -> None:
-        """After a step function's full path armed a quiet stretch: run it without the
-        wrapper when it is long enough and every step function's calls can be counted."""
-        calls = self.calls
-        stretch = self.quiet_until - calls - 1
-        if (
-            self.wrapper_off is None
-            or calls < OFF_AFTER
-            or stretch < OFF_STRETCH
-            or not self.rings.keys() >= self.step_fns
-        ):
-            return
-        now = time.monotonic()
-        if self._offset is None:  # once (and after a new step function's first trace)
-            total = self._counters()
-            if total is None:
-                return
-            self._offset = calls - total
-        # the calls' pace since the last stretch began: the reader's tick puts the wrapper
-        # back about when this one ends (none known: it reads the counters to know)
-        if now - self._off_time < 1.0 and calls > self._off_calls:
-            self._per_call = (now - self._off_time) / (calls - self._off_calls)
-        else:
-            self._per_call = None
-        self._off_time, self._off_calls = now, calls
-        self._anchor = (now, calls)
-        # off first, then said so: the reader's tick, which acts only on ``off``, never
-        # puts the wrapper back before it is off (and then sees it on, for good)
-        self.wrapper_off()
-        self.off = True
-        # looked at after: a thread that woke the sampler before ``off`` was set did not
-        # put the wrapper back
-        if not self.quiet_until or waiting():
-            self.arm()
-
-    def resync(self) -> None:
-        """On the training thread, between two calls: the calls made without the wrapper
-        (or only estimated since) from the step counters, exactly. After a wake (a
-        command, a stop, a fit's end); the reader's tick counts them itself."""
-        self.off = self.estimated = False
-        if self._offset is not None:
-            total = self._counters()
-            if total is not None:
-                self.calls = self._offset + total
-
-    def counted(self) -> None:
-        """The reader read every open loop's counters (its beat): while the wrapper is
-        off, the stretch's estimate starts again from them (what each ring read last)."""
-        if not self.off or self._offset is None:
-            return
-        counts = [ring.count for ring in self._distinct_rings()]
-        if None not in counts:
-            self._anchor = (time.monotonic(), self._offset + sum(counts))
-
-    def tick(self) -> float | None:
-        """The graph reader's tick (its thread): while the wrapper is off, put it back
-        once the next special call (a twin's, a sample's) is due, by the calls' pace,
-        or a command waits; the calls it missed are estimated (and exact again at the
-        next step boundary that has work: :meth:`resync`).
-
-        Returns the seconds until the reader should tick again (None: at its next read,
-        no quiet stretch ran without the wrapper for a second).
-        """
-        now = time.monotonic()
-        if not self.off:
-            return self._next_tick() if now - self._off_time < 1.0 else None
-        if self.monitor.in_fit:
-            return None  # the fit's end puts the wrapper back
-        if self.monitor.channel.command_queue:  # a command waits: the next call applies it
-            self.arm()
-            return self._next_tick()
-        per_call = self._per_call
-        if per_call is None:  # no pace yet: read the counters (at every tick)
-            total = self._counters()
-            if total is None:
-                self.off = False
-                self.arm()
-                return None
-            calls = self._offset + total if self._offset is not None else self.calls
-        else:
-            at, known = self._anchor
-            calls = known + int((now - at) / per_call)
-        if calls + 2 < self.special_call:  # not yet: about when it will be
-            return TICK_EVERY if per_call is None else (self.special_call - calls - 1) * per_call
-        self.calls = max(self.calls, calls)
-        self.estimated = per_call is not None
-        self.off = False
-        self._stretch_s = now - self._off_time
-        self.arm()
-        return self._next_tick()
-
-    def _next_tick(self) -> float:
-        """The wait until the reader's next tick, once the wrapper is back: the next
-        stretch (which the next call's full path begins) will end about as long after
-        it as the last one lasted (one wake a stretch; at most TICK_EVERY)."""
-        return max(0.005, 0.9 * self._stretch_s) if self._stretch_s else TICK_EVERY
-
-    def _distinct_rings(self) -> list[Any]:
-        """The step functions' rings, each once (several traces may write one series)."""
-        return list({id(ring): ring for ring in self.rings.values()}.values())
-
-    def _counters(self) -> int | None:
-        """The sum of the step functions' step counters (each series' once), or None."""
-        try:
-            from tfstudio.engine.probes.values import read_handle
-
-            return sum(
-                int(read_handle(ring.counter.handle, ring.counter.dtype))
-                for ring in self._distinct_rings()
-            )
-        except Exception as exc:  # noqa: BLE001
-            self.monitor.report_error("custom loop (step counters)", exc)
-            self.wrapper_off = None  # no quiet stretches without the wrapper in this run
-            return None
 
     def special(self, function: Any, original: Callable[..., Any], args: Any, kwargs: Any) -> Any:
         """A call of a step function at or after :attr:`special_call`: a twin may run it.
