@@ -188,11 +188,15 @@ def test_rows_with_each_keys_own_counts_derive_each_mean_with_its_own():
     [block] = channel.drain()
     want_loss = [4.0] + [
         batch_mean(m, mj, ck[0], cj[0])
-        for (m, _, _), (mj, _, _), ck, cj in zip(running[1:], running, counts[1:], counts)
+        for (m, _, _), (mj, _, _), ck, cj in zip(
+            running[1:], running, counts[1:], counts, strict=False
+        )
     ]
     want_mae = [2.0] + [
         batch_mean(m, mj, ck[1], cj[1])
-        for (_, m, _), (_, mj, _), ck, cj in zip(running[1:], running, counts[1:], counts)
+        for (_, m, _), (_, mj, _), ck, cj in zip(
+            running[1:], running, counts[1:], counts, strict=False
+        )
     ]
     assert block.values["loss"].tolist() == want_loss == [4.0, 2.0, 1.5, 0.5]
     assert block.values["mae"].tolist() == want_mae
