@@ -10,7 +10,9 @@ It applies commands (pause, resume, stop, save/restore/delete a checkpoint,
 eager/graph, learning rate), the run's options (``--restore``, ``--lr``,
 ``--eager``/``--graph``, automatic checkpoints, ``--stop-at-step``) and the
 NaN/Inf guard. Everything it does happens between steps, so it never races
-the optimizer.
+the optimizer. Here: the fit's boundaries, the step boundary, commands, pause,
+execution mode and the NaN guard; its checkpoints are ``control_checkpoints.py``'s,
+its learning rate ``control_rate.py``'s (parts of the same object).
 
 Custom loops that update variables themselves (``var.assign_sub(lr * grad)``)
 have no optimizer and maybe no Keras model: there is no optimizer state to save
@@ -22,8 +24,6 @@ at step and the NaN guard's pause need only the step boundary.
 from __future__ import annotations
 
 import math
-import os
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -40,10 +40,6 @@ from tfstudio.core.commands import (
     Stop,
 )
 from tfstudio.core.events import (
-    CheckpointDeleted,
-    CheckpointList,
-    CheckpointRefused,
-    CheckpointRestored,
     ExecutionMode,
     LearningRate,
     NonFinite,
@@ -51,40 +47,21 @@ from tfstudio.core.events import (
     RunState,
 )
 from tfstudio.core.locations import UrlPath
+from tfstudio.engine.control_checkpoints import RESTORE_FAILED_EXIT_CODE, CheckpointControl
+from tfstudio.engine.control_rate import (
+    LR_EVERY,
+    LR_MIN_S,
+    LR_REPEAT_S,
+    LearningRateControl,
+    _optimizer_candidates,
+)
 from tfstudio.engine.monitor import RunMonitor
 
 NAN_EXIT_CODE = 3  # the run was stopped because a step's loss was NaN or Inf
-RESTORE_FAILED_EXIT_CODE = 2  # --restore named no usable checkpoint
-LR_EVERY = 10  # steps between learning-rate events (the UI draws them as a line) ...
-LR_MIN_S = 0.25  # ... and seconds: a fast fit reads its rate 4 times a second, not 60
-# A plain rate no one assigned since it was sent is the same value again: said again this
-# often (a record read elsewhere, TensorBoard's own view, draws it as a line), not every
-# LR_MIN_S. The window holds a rate's last value to the newest step anyway, and each
-# event splits the block of steps around it on the way (docs/benchmarks.md's history).
-LR_REPEAT_S = 2.0
+__all__ = ["LR_EVERY", "NAN_EXIT_CODE", "RESTORE_FAILED_EXIT_CODE", "TrainingController"]
 
 
-def _optimizer_candidates(model: Any, optimizer: Any) -> list[tuple[str, Any, int]] | None:
-    """``model.optimizer`` and the Keras optimizers in the model's attributes, with their
-    ``iterations`` now; None when there is no other optimizer (the usual case)."""
-    import keras
-
-    base = keras.optimizers.Optimizer
-    others: list[tuple[str, Any]] = []
-    for name, value in vars(model).items():
-        if (
-            isinstance(value, base)
-            and value is not optimizer
-            and all(value is not o for _, o in others)
-        ):
-            others.append((name, value))
-    if not others:
-        return None
-    pairs = ([("optimizer", optimizer)] if optimizer is not None else []) + others
-    return [(name, opt, int(opt.iterations.numpy())) for name, opt in pairs]
-
-
-class TrainingController:
+class TrainingController(CheckpointControl, LearningRateControl):
     """Per-run control state: pause, checkpoints, execution mode, learning rate, NaN guard.
 
     Args:
@@ -209,80 +186,6 @@ class TrainingController:
         if self._watcher is not None:
             self._watcher.detach()
         self._watch_rate(None)
-
-    def rate_due(self) -> bool:
-        """Whether the rate must be read to be known (a schedule, or a rate whose
-        assignments cannot be watched) and its last value was sent LR_MIN_S ago or more."""
-        return (
-            self.optimizer is not None
-            and self._lr_watched is None
-            and time.monotonic() - self._lr_time >= LR_MIN_S
-        )
-
-    def _watch_rate(self, optimizer: Any) -> None:
-        """Know when a plain (not scheduled) learning rate is assigned, so that it need
-        not be read every few steps: its variable's ``assign`` tells us (an instance
-        attribute over the method, removed at the fit's end; the assignment is unchanged)."""
-        old = self._lr_watched
-        if old is not None:
-            self._lr_watched = None
-            try:
-                del old.assign
-            except AttributeError:
-                pass
-        variable = getattr(optimizer, "_learning_rate", None)
-        if variable is None or callable(variable) or not hasattr(variable, "__dict__"):
-            return  # no rate, a schedule (it changes every step), or one we cannot watch
-        if "assign" in vars(variable):
-            return  # watched already (by another run's controller?): read it as before
-        original = getattr(variable, "assign", None)
-        if not callable(original):
-            return
-
-        def assign(value: Any, *args: Any, **kwargs: Any) -> Any:
-            result = original(value, *args, **kwargs)
-            self._lr_assigned = self.due = True
-            self.on_due()
-            return result
-
-        try:
-            variable.assign = assign
-        except (AttributeError, TypeError):
-            return
-        self._lr_watched = variable
-
-    def _find_stepping_optimizer(self) -> None:
-        """After a fit's first step: follow the optimizers its train_step applies.
-
-        A custom ``train_step`` may apply optimizers of its own (a GAN's ``d_opt`` and
-        ``g_opt``, given to an overridden ``compile``), while ``model.optimizer`` is
-        Keras's default, never stepped: its rate would be plotted, and set, for
-        nothing. The optimizers whose ``iterations`` moved are the ones that train.
-        """
-        candidates, self._optimizers_to_check = self._optimizers_to_check, None
-        try:
-            moved = [(n, o) for n, o, it in candidates or [] if int(o.iterations.numpy()) != it]
-        except Exception as exc:  # noqa: BLE001
-            self.monitor.report_error("finding the optimizer that trains", exc)
-            return
-        if not moved or any(o is self.optimizer for _, o in moved):
-            return  # model.optimizer trains (or nothing moved yet: leave it)
-        name, optimizer = moved[0]
-        self.optimizer = optimizer
-        self._watch_rate(optimizer)
-        self._lr_sent = None
-        model = getattr(self.model, "name", "the model")
-        applied = ", ".join(f"{n} ({type(o).__name__})" for n, o in moved)
-        shown = "its" if len(moved) == 1 else f"{name}'s"
-        if id(self.model) not in self._followed_said:  # once a model, not at every fit
-            self._followed_said.add(id(self.model))
-            self.monitor.note(
-                f"{model}'s train_step applies {applied}, not model.optimizer: the learning "
-                f"rate shown and set is {shown}."
-            )
-        if self._lr_option_fit:  # --lr went to model.optimizer before the first step
-            self._set_learning_rate(SetLearningRate(self.options.lr, replace_schedule=True))
-        self._send_learning_rate(force=True)
 
     # -- the step boundary (hot path) ----------------------------------
     def after_step(self, loss: float | None) -> None:
@@ -419,169 +322,6 @@ class TrainingController:
             mon.note("Resumed.")
             mon.channel.emit(RunState("running", mon.global_step))
 
-    # -- checkpoints ---------------------------------------------------
-    @property
-    def directory(self) -> Path | UrlPath:
-        """The run's checkpoint folder (a URL when the run is recorded to one)."""
-        if self._directory is None:
-            from tfstudio.engine.checkpoints import default_directory
-
-            chosen = self.options.checkpoint_dir
-            if chosen:
-                self._directory = Path(chosen).expanduser().resolve()
-            elif self.monitor.run_dir is not None:
-                # a recorded run keeps them in its folder, local or gs://... (TensorFlow
-                # writes checkpoints through its own file systems)
-                self._directory = self.monitor.run_dir / "checkpoints"
-            else:
-                self._directory = default_directory(sys.argv[0] or "script", self._started_at)
-        return self._directory
-
-    def store(self) -> Any:
-        """The checkpoint store of the current model (made on first use)."""
-        from tfstudio.engine.checkpoints import CheckpointStore
-
-        if self.model is None:
-            raise RuntimeError("no model to checkpoint yet (no fit has started)")
-        if self._store is None or self._store_model is not self.model:
-            opts = self.options
-            self._store = CheckpointStore(
-                self.directory,
-                self.model,
-                self.optimizer,
-                max_to_keep=opts.max_to_keep,
-                keep_checkpoint_every_n_hours=opts.keep_checkpoint_every_n_hours,
-            )
-            self._store_model = self.model
-            removed = self._store.removed_partials
-            if removed:
-                names = ", ".join(os.path.basename(p) for p in removed)
-                self.monitor.note(
-                    f"Removed what a save that never completed left in {self.directory} "
-                    f"({names}): a run was ended while it saved; its checkpoints are intact."
-                )
-        return self._store
-
-    def save(self, automatic: bool = False) -> None:
-        """Save a checkpoint now and report it (or why it failed).
-
-        Automatic saves that keep failing (a full disk) are reported once, until
-        one succeeds again; a save the user asked for is always answered.
-        """
-        from tfstudio.engine.recorder import is_disk_full
-
-        mon = self.monitor
-        try:
-            record = self.store().save(mon.global_step, mon.now(), self._last_loss, automatic)
-        except Exception as exc:  # noqa: BLE001
-            if automatic and self._saves_failing:
-                return
-            self._saves_failing = True
-            why = "the disk is full" if is_disk_full(exc) else f"{type(exc).__name__}: {exc}"
-            mon.channel.emit(CheckpointRefused(str(self.directory), "save", why))
-            mon.note(
-                f"Checkpoint not saved at step {mon.global_step}: {why}. Training goes on; "
-                "the checkpoints saved before are kept"
-                + (
-                    " (automatic saves go on, reported again once one succeeds)."
-                    if automatic
-                    else "."
-                )
-            )
-            return
-        self._saves_failing = False
-        mon.channel.emit(record)
-        lost = self._store.index_error if self._store is not None else None
-        if lost is not None:
-            why = "the disk is full" if is_disk_full(lost) else f"{type(lost).__name__}: {lost}"
-            mon.note(
-                f"Saved checkpoint {record.path} at step {record.step}, but not its time and "
-                f"loss in tfstudio's index ({why}): they are written with the next save."
-            )
-        elif not automatic:
-            mon.note(f"Saved checkpoint {record.path} at step {record.step}.")
-
-    def _auto_save(self) -> None:
-        self._last_auto_step = self.monitor.global_step
-        self._last_auto_time = time.monotonic()
-        self.save(automatic=True)
-
-    def restore(self, path: str) -> bool:
-        """Load ``path`` into the live model and optimizer; refuse (model unchanged) on mismatch."""
-        from tfstudio.engine.checkpoints import CheckpointMismatch
-
-        mon = self.monitor
-        try:
-            restored = self.store().restore(path)
-        except (CheckpointMismatch, FileNotFoundError, RuntimeError) as exc:
-            mon.channel.emit(CheckpointRefused(path, "restore", str(exc)))
-            mon.note(f"Restore refused: {exc}")
-            return False
-        was_at = mon.global_step
-        mon.global_step = restored.step
-        self._last_auto_step = restored.step
-        self._nan_active = False
-        try:
-            self.model.reset_metrics()  # the epoch's running means restart after the jump
-        except Exception as exc:  # noqa: BLE001
-            mon.report_error("reset_metrics after restore", exc)
-        self._on_restored()
-        mon.channel.emit(
-            CheckpointRestored(
-                restored.path, restored.step, restored.optimizer_iterations, mon.now()
-            )
-        )
-        # The run's step goes back; the loop that trains cannot be rewound from a step
-        # boundary: every view counts on from here (core/progress.py, docs/controls.md).
-        said = f"restored step {restored.step} from {restored.path}"
-        if 0 < was_at != restored.step:  # (--restore, before the first step: nothing to say)
-            said += (
-                f" (the run was at step {was_at:,}): steps count on from {restored.step:,}; "
-                "the training loop itself (Keras's epochs and batches, or your own loop) "
-                "goes on where it was"
-            )
-        mon.note(said)
-        self._send_learning_rate(force=True)
-        return True
-
-    def _restore_at_start(self, path: str) -> None:
-        from tfstudio.engine.checkpoints import resolve
-
-        mon = self.monitor
-        try:
-            resolved = resolve(path)
-        except FileNotFoundError as exc:
-            mon.channel.emit(CheckpointRefused(path, "restore", str(exc)))
-            mon.note(f"--restore failed: {exc}")
-            mon.stop_exit_code = RESTORE_FAILED_EXIT_CODE
-            mon.stop_message = f"--restore {path}: {exc}"
-            mon.request_stop()
-            self._request_stop()
-            return
-        if not self.restore(resolved):
-            mon.stop_exit_code = RESTORE_FAILED_EXIT_CODE
-            mon.stop_message = f"--restore {path}: the checkpoint does not match the model"
-            mon.request_stop()
-            self._request_stop()
-
-    def delete(self, path: str) -> None:
-        """Delete one checkpoint from disk."""
-        mon = self.monitor
-        try:
-            self.store().delete(path)
-        except Exception as exc:  # noqa: BLE001
-            mon.channel.emit(CheckpointRefused(path, "delete", str(exc)))
-            return
-        mon.channel.emit(CheckpointDeleted(path))
-
-    def _emit_list(self) -> None:
-        try:
-            entries = tuple(self.store().entries())
-        except Exception as exc:  # noqa: BLE001
-            self.monitor.report_error("listing checkpoints", exc)
-            return
-        self.monitor.channel.emit(CheckpointList(str(self.directory), entries))
-
     # -- execution mode ------------------------------------------------
     def set_execution_mode(self, eager: bool) -> None:
         """Switch eager/graph from the next step (also for later fits of this run)."""
@@ -605,102 +345,6 @@ class TrainingController:
 
     def _on_retracing(self, text: str) -> None:
         self.monitor.channel.emit(Notice("retracing", text.strip()))
-
-    # -- learning rate -------------------------------------------------
-    def _learning_rate(self) -> tuple[float, bool, str] | None:
-        opt = self.optimizer
-        # (on the class: the property itself computes a schedule's rate, eagerly)
-        if opt is None or not (
-            hasattr(type(opt), "learning_rate") or "learning_rate" in getattr(opt, "__dict__", {})
-        ):
-            return None
-        raw = getattr(opt, "_learning_rate", None)
-        import keras
-
-        keras_schedule = isinstance(raw, keras.optimizers.schedules.LearningRateSchedule)
-        is_schedule = keras_schedule or (callable(raw) and not hasattr(raw, "assign"))
-        if keras_schedule:
-            value = self._schedule_value(opt, raw)
-        else:
-            from tfstudio.engine.probes.values import host_value
-
-            value = float(host_value(opt.learning_rate))
-        return value, is_schedule, type(raw).__name__ if is_schedule else ""
-
-    def _schedule_value(self, opt: Any, schedule: Any) -> float:
-        """A Keras schedule's rate now: ``schedule(opt.iterations)``, as the optimizer
-        computes it, through a ``tf.function`` made once per schedule. Evaluated eagerly
-        it took ~2.2 ms of the training thread (a dozen eager ops), up to 4 times a
-        second; the function's call takes ~0.4 ms. Schedules are pure
-        functions of the step, made to be traced (Keras traces them in its train step);
-        other callables are still called eagerly."""
-        cached = self._schedule_fn
-        if cached is None or cached[0] is not schedule or cached[1] is not opt:
-            import tensorflow as tf
-
-            iterations = opt.iterations
-            fn = tf.function(lambda: schedule(iterations), autograph=False)
-            try:  # its concrete function: a call skips tf.function's argument matching
-                concrete = fn.get_concrete_function()
-            except Exception:  # noqa: BLE001 - a schedule that cannot be traced: eagerly
-                concrete = None
-            cached = self._schedule_fn = (schedule, opt, concrete)
-        if cached[2] is None:
-            rate = opt.learning_rate
-            return float(rate.numpy() if hasattr(rate, "numpy") else rate)
-        return float(cached[2]())
-
-    def _send_learning_rate(self, force: bool = False) -> None:
-        try:
-            current = self._learning_rate()
-        except Exception as exc:  # noqa: BLE001
-            self.monitor.report_error("reading the learning rate", exc)
-            return
-        if current is None:
-            return
-        value, is_schedule, schedule = current
-        if force or self._lr_sent != (value, is_schedule):
-            self._lr_sent = (value, is_schedule)
-            mon = self.monitor
-            self._lr_step, self._lr_time = mon.global_step, time.monotonic()
-            mon.channel.emit(LearningRate(mon.global_step, value, is_schedule, schedule))
-
-    def _set_learning_rate(self, command: SetLearningRate) -> None:
-        import keras
-
-        mon = self.monitor
-        opt = self.optimizer
-        if opt is None:
-            mon.note("No optimizer to set a learning rate on.")
-            return
-        current = self._learning_rate()
-        if current is not None and current[1]:
-            if not command.replace_schedule:
-                mon.channel.emit(
-                    Notice(
-                        "control",
-                        f"The learning rate comes from a schedule ({current[2]}); it was not "
-                        "changed. Confirm replacing the schedule with a constant to set it.",
-                    )
-                )
-                self._send_learning_rate(force=True)
-                return
-            with keras.name_scope(opt.name, caller=opt):
-                variable = keras.Variable(
-                    float(command.value),
-                    name="learning_rate",
-                    trainable=False,
-                    dtype=getattr(opt, "_learning_rate_dtype", None) or "float32",
-                )
-            opt._track_variable(variable)  # noqa: SLF001
-            opt._learning_rate = variable  # noqa: SLF001
-            if self.model is not None and not self.model.run_eagerly:
-                self.model.make_train_function(force=True)  # the graph read the schedule
-            mon.note(f"Learning rate schedule replaced by a constant {command.value:g}.")
-        else:
-            opt.learning_rate = float(command.value)
-            mon.note(f"Learning rate set to {command.value:g} from step {mon.global_step + 1}.")
-        self._send_learning_rate(force=True)
 
     # -- NaN guard -----------------------------------------------------
     def _on_non_finite(self, loss: float) -> None:
