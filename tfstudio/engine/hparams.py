@@ -463,8 +463,11 @@ def record_session_start(rec: Recorder) -> None:
     if rec in _STARTED or not values:
         return
     _STARTED.add(rec)
-    start = float(rec.info.get("start_time") or rec._t0_wall)
-    rec._writer.write(session_start_event(values, start, rec._now_wall()))
+    try:
+        start = float(rec.info.get("start_time") or rec._t0_wall)
+        rec._writer.write(session_start_event(values, start, rec._now_wall()))
+    except Exception as exc:  # noqa: BLE001 - recording must never end a run
+        rec._error(f"hparams session start: {exc!r}")
 
 
 def record_session_end(rec: Recorder) -> None:
@@ -474,9 +477,11 @@ def record_session_end(rec: Recorder) -> None:
         return
     record_session_start(rec)
     end = rec.info.get("end_time")
-    rec._writer.write(
-        session_end_event(str(rec.info.get("status", "")), float(end) if end else time.time())
-    )
+    try:
+        status = str(rec.info.get("status", ""))
+        rec._writer.write(session_end_event(status, float(end) if end else time.time()))
+    except Exception as exc:  # noqa: BLE001
+        rec._error(f"hparams session end: {exc!r}")
 
 
 def record_fit_started(rec: Recorder, e: FitStarted) -> None:
@@ -484,3 +489,7 @@ def record_fit_started(rec: Recorder, e: FitStarted) -> None:
     its optimizer is told at its first step, after its start)."""
     if e.kind == "fit":
         record_session_start(rec)
+
+
+HPARAMS_WRITERS = {Hyperparameters: record_hparams}
+"""The recorder's writers for this module's events (``engine/record_writers.py``)."""

@@ -30,6 +30,7 @@ from tfstudio.core.events import (
     WeightStats,
 )
 from tfstudio.core.runs import EPOCH_PREFIX, RUNNING_PREFIX, STEP_PREFIX
+from tfstudio.engine.hparams import HPARAMS_WRITERS, record_fit_started
 from tfstudio.engine.summary_encoding import scalar_blocks
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ def _run_devices(rec: Recorder, e: RunDevices) -> None:
 
 
 def _fit_started(rec: Recorder, e: FitStarted) -> None:
+    record_fit_started(rec, e)  # the HParams session start, at the first fit
     rec.info["segments"].append(
         {
             "kind": "fit",
@@ -219,6 +221,7 @@ WRITERS: dict[type, Callable[[Recorder, Any], None]] = {
     GradientStats: _gradient_stats,
     LayerOutputs: _layer_outputs,
     RunEnded: _run_ended,
+    **HPARAMS_WRITERS,
 }
 """Event type -> function recording it. A new kind of event is one entry here."""
 

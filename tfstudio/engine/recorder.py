@@ -40,6 +40,7 @@ from tfstudio.core.events import RunEnded, RunRecording, RunStarted, StepColumns
 from tfstudio.core.locations import GFileFS, UrlPath, fs_for, location
 from tfstudio.core.pump import Pump
 from tfstudio.core.runs import new_run_dir, resolve_logdir, write_run_json
+from tfstudio.engine.hparams import record_session_end
 from tfstudio.engine.record_writers import _BESIDE_STEPS, WRITERS, _edges, _run_ended, _step_columns
 from tfstudio.engine.summary_encoding import (
     SMALL_BLOCK,
@@ -236,6 +237,7 @@ class Recorder:
             _run_ended(self, ended)
         elif self.info.get("status") == "running":
             self.info["status"] = "interrupted"
+        record_session_end(self)  # the HParams session's end and status (engine/hparams.py)
         self.flush()
         try:
             self._writer.close()
