@@ -11,7 +11,7 @@ Whatever processes a run starts end with it (its process group, and every proces
 carrying the run's token in its environment), and a worker killed by the kernel's
 OOM killer is named so (the kernel's OOM-kill counters).
 
-This module is one worker process (start, read, stop); ``core/launcher.py`` the
+This module is one worker process (start, read, stop); ``core/process_launcher.py`` the
 :class:`ProcessLauncher` that hands runs to workers; ``core/process_exit.py`` how a
 worker ended, in words.
 """
@@ -40,11 +40,14 @@ from tfstudio.core.events import (
     FitStarted,
     MonitorError,
     RunEnded,
+    RunRecording,
     RunStarted,
     StepColumns,
     StepEnded,
+    SystemSampled,
 )
 from tfstudio.core.options import RunOptions
+from tfstudio.core.output_log import OutputLog
 from tfstudio.core.process_exit import (
     RUN_TOKEN_ENV,
     describe_exit,
@@ -53,17 +56,8 @@ from tfstudio.core.process_exit import (
 )
 
 if TYPE_CHECKING:
-    from tfstudio.core.launcher import ProcessLauncher
+    from tfstudio.core.process_launcher import ProcessLauncher
 
-__all__ = [  # ProcessLauncher lives in core/launcher.py; imported from here as always
-    "RUN_TOKEN_ENV",
-    "ProcessLauncher",
-    "RunSpec",
-    "describe_exit",
-    "kill_run_processes",
-    "oom_kill_count",
-    "package_root",
-]
 
 GRACE_S = 5.0  # Stop waits this long for a batch boundary before interrupting
 STAGE_S = 2.0  # then SIGINT, SIGTERM, SIGKILL this far apart
@@ -75,10 +69,10 @@ SELECT_S = 0.05
 # A run between fits, in a long evaluation or paused then costs neither process a
 # message per redraw.
 QUIET_PULL_S = 0.5
-# What a worker sends on a clock of its own while its run is otherwise quiet (on a GPU,
-# TensorFlow's memory figures every second): a batch of only these does not end the
-# quiet, or a paused run on a GPU would be asked half the time.
-ROUTINE_EVENTS: frozenset[type] = frozenset({DeviceMemory})
+# What a worker sends on a clock of its own while its run is otherwise quiet (its system
+# samples, on a GPU TensorFlow's memory figures: every second): a batch of only these
+# does not end the quiet, or a paused run would be asked half the time.
+ROUTINE_EVENTS: frozenset[type] = frozenset({DeviceMemory, SystemSampled})
 
 # Stages of a stop, in order; each call of stop() (or each expired deadline) moves on.
 STAGES = ("batch boundary", "SIGINT", "SIGTERM", "SIGKILL")
@@ -131,6 +125,11 @@ class _Worker:
         self.token = uuid.uuid4().hex  # in the environment of every process of this run
         self.oom_kills_at_start: int | None = None
         self._held: list[object] = []  # output before the run: shown when it starts
+        # The run's console text as the viewer gets it, for output.log in its run folder
+        # (opened when RunRecording names the folder; core/output_log.py).
+        self.output = OutputLog(
+            on_error=lambda note: launcher.channel.emit(ConsoleOutput("tfstudio", note))
+        )
         self._lock = threading.Lock()
         self._stop_lock = threading.Lock()
         self._spawn()
@@ -230,6 +229,8 @@ class _Worker:
             # terminal; a spare that never runs takes its lines with it. Emitted under
             # the lock: the reader's later output comes after them.
             self.launcher.channel.emit_all(held)
+            for event in held:
+                self.output.write(event.text)  # type: ignore[attr-defined]
         self.t0 = time.monotonic()
         self.oom_kills_at_start = oom_kill_count()
         # A send that fails needs nothing here: the reader finds the process gone and
@@ -262,7 +263,7 @@ class _Worker:
             "SIGTERM": "the script is still running: terminating it (SIGTERM)",
             "SIGKILL": "the script is still running: killing it (SIGKILL)",
         }[stage]
-        emit(ConsoleOutput("tfstudio", f"Stop: {note}\n"))
+        self.console(ConsoleOutput("tfstudio", f"Stop: {note}\n"))
         emit(EngineStatus("stopping", note))
         if stage == "SIGINT":
             # The worker signals itself once it knows this SIGINT is an interrupt,
@@ -374,7 +375,16 @@ class _Worker:
                     self.fits += 1
             elif kind is RunStarted:
                 self.run_seen = True
+            elif kind is ConsoleOutput:
+                self.output.write(event.text)  # type: ignore[attr-defined]
+            elif kind is RunRecording:
+                self.output.open_run_folder(event.run_dir)  # type: ignore[attr-defined]
             emit(event)
+
+    def console(self, event: ConsoleOutput) -> None:
+        """Hand console text of this run to the viewer (and to its output.log)."""
+        self.output.write(event.text)
+        self.launcher.channel.emit(event)
 
     def _read_pipe(self, fd: int, decoder: codecs.IncrementalDecoder, drain: bool = False) -> bool:
         """Read what one pipe holds; False at its end (or, with ``drain``, when empty)."""
@@ -393,13 +403,14 @@ class _Worker:
                     self._held.append(event)  # a spare's import messages
                     event = None
             if event is not None:
-                self.launcher.channel.emit(event)
+                self.console(event)
         return bool(chunk)
 
     def _finish(self) -> None:
         ended = self.ended
         if ended is None and self.assigned:
             ended = self._ended_without_report()
+        self.output.close()  # complete before the run's end is seen
         if ended is not None and self.assigned:
             self.launcher.channel.emit(ended)
         self.done.set()
@@ -423,8 +434,7 @@ class _Worker:
             reason = f"the worker process could not start the run ({reason})"
             if self.import_error:
                 reason += f"; TensorFlow failed to import: {self.import_error}"
-        emit = self.launcher.channel.emit
-        emit(ConsoleOutput("tfstudio", f"{reason}\n"))
+        self.console(ConsoleOutput("tfstudio", f"{reason}\n"))
         return RunEnded(
             status,
             exit_code,
@@ -476,9 +486,9 @@ class _Worker:
 
 
 def __getattr__(name: str) -> Any:
-    """``ProcessLauncher`` (in ``core/launcher.py``, which imports this module)."""
+    """``ProcessLauncher`` (in ``core/process_launcher.py``, which imports this module)."""
     if name == "ProcessLauncher":
-        from tfstudio.core.launcher import ProcessLauncher
+        from tfstudio.core.process_launcher import ProcessLauncher
 
         return ProcessLauncher
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,6 +4,11 @@ The window (and the headless runner) sample the worker process from outside:
 nothing here runs in the worker and nothing touches TensorFlow or Qt. psutil is
 imported lazily; without it :class:`ProcessSampler` is simply unavailable.
 
+In the worker, :class:`SystemSampling` samples the run's own processes, the machine
+and its GPUs once a second on a thread of its own and emits them as
+:class:`~tfstudio.core.events.SystemSampled` events (recorded as ``system/...``
+scalars, shown live).
+
 For the headless runner, :class:`ResourceWatch` follows a run's events, samples
 its worker once a second in a thread, and words the device line printed at the
 start and the peak-memory line of the run summary.
@@ -15,11 +20,13 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from tfstudio.core.events import DeviceMemory, RunDevices, RunEnded, RunStarted
+import numpy as np
+
+from tfstudio.core.events import DeviceMemory, RunDevices, RunEnded, RunStarted, SystemSampled
 from tfstudio.core.gpu import GpuReader, GpuSample
 
 SAMPLE_INTERVAL_S = 1.0
@@ -359,3 +366,134 @@ class ResourceWatch:
         with self._lock:
             self.peaks.add_sample(sample)
             self.peaks.add_gpus(gpus)
+
+
+def _f32(value: float) -> float:
+    """``value`` as float32 holds it: the event file's scalars are float32, so a live
+    sample and the same sample read back from the run folder are equal."""
+    return float(np.float32(value))
+
+
+def system_values(sample: SystemSample | None, gpus: Iterable[GpuSample] = ()) -> dict[str, float]:
+    """One look's figures by name, as :class:`~tfstudio.core.events.SystemSampled` carries
+    them (recorded as ``system/<name>``); a figure not known is left out."""
+    out: dict[str, float] = {}
+    if sample is not None:
+        if sample.process_cpu is not None:
+            out["process/cpu_percent"] = sample.process_cpu
+        if sample.process_rss is not None:
+            out["process/rss_bytes"] = sample.process_rss
+        out["machine/cpu_percent"] = sample.machine_cpu
+        out["machine/memory_used_bytes"] = sample.machine_memory_used
+        out["machine/memory_total_bytes"] = sample.machine_memory_total
+    for gpu in gpus:
+        key = f"gpu{gpu.index}" + ("" if gpu.mig is None else f"_mig{gpu.mig}")
+        if gpu.utilization is not None:
+            out[f"{key}/utilization_percent"] = gpu.utilization
+        out[f"{key}/memory_used_bytes"] = gpu.memory_used
+        out[f"{key}/memory_total_bytes"] = gpu.memory_total
+        if gpu.process_memory is not None:
+            out[f"{key}/process_memory_bytes"] = gpu.process_memory
+    return {name: _f32(value) for name, value in out.items()}
+
+
+class SystemSampling:
+    """Samples this process (with its children), the machine and its GPUs once a second
+    on a thread of its own and emits :class:`~tfstudio.core.events.SystemSampled`.
+
+    The worker runs one for its run (the training thread does nothing for it): the
+    recorder writes the samples as ``system/...`` scalars and the viewer gets them as
+    events, so a live run and its reopened folder show the same figures. A context
+    manager: entering starts the thread, leaving stops it after one last sample.
+    Sampling errors end the sampling, reported once through ``on_error``; never raised.
+
+    Args:
+        emit: takes each event (the run's channel's ``emit``).
+        now: seconds since the run started.
+        step: the run's global step now.
+        interval: seconds between samples.
+        gpu_reader: NVML access; a default :class:`GpuReader` when None.
+        on_error: told of a failure (``where``, exception).
+    """
+
+    def __init__(
+        self,
+        emit: Callable[[SystemSampled], None],
+        now: Callable[[], float],
+        step: Callable[[], int],
+        *,
+        interval: float = SAMPLE_INTERVAL_S,
+        gpu_reader: GpuReader | None = None,
+        on_error: Callable[[str, BaseException], None] | None = None,
+    ) -> None:
+        self.emit = emit
+        self.now = now
+        self.step = step
+        self.interval = interval
+        self.on_error = on_error
+        self.samples = 0
+        self._gpu_reader = gpu_reader
+        self._sampler: ProcessSampler | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._failed = False
+
+    def __enter__(self) -> SystemSampling:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="tfstudio-system", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout=5)
+        self.sample()  # the run's last figures (and a run shorter than one interval)
+        if self._gpu_reader is not None:
+            self._gpu_reader.close()
+
+    def _loop(self) -> None:
+        with self._lock:  # psutil's CPU % counts from here: the first sample an interval on
+            if not self._start():
+                return
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def _start(self) -> bool:
+        try:
+            self._sampler = ProcessSampler(os.getpid())  # with its children
+            if self._gpu_reader is None:
+                self._gpu_reader = GpuReader()
+        except Exception as exc:  # noqa: BLE001
+            self._fail(exc)
+            return False
+        return True
+
+    def _fail(self, exc: BaseException) -> None:
+        self._failed = True
+        self._stop.set()
+        if self.on_error is not None:
+            self.on_error("system sampler", exc)
+
+    def sample(self) -> SystemSampled | None:
+        """Take and emit one sample now; None when nothing could be sampled."""
+        with self._lock:
+            if self._failed or (self._stop.is_set() and self._thread is not None):
+                return None  # (the thread's last turn while __exit__ takes the final one)
+            if self._sampler is None and not self._start():
+                return None
+            try:
+                sample = self._sampler.sample()
+                gpus = self._gpu_reader.read(self._sampler.pids())
+                values = system_values(sample, gpus)
+                if not values:
+                    return None
+                event = SystemSampled(self.now(), int(self.step()), values)
+                self.samples += 1
+                self.emit(event)
+                return event
+            except Exception as exc:  # noqa: BLE001 - monitoring never fails training
+                self._fail(exc)
+                return None

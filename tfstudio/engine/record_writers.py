@@ -27,8 +27,10 @@ from tfstudio.core.events import (
     RunStarted,
     StepColumns,
     StepEnded,
+    SystemSampled,
     WeightStats,
 )
+from tfstudio.core.run_record import LOGGED_EVENTS, SYSTEM_PREFIX
 from tfstudio.core.runs import EPOCH_PREFIX, RUNNING_PREFIX, STEP_PREFIX
 from tfstudio.engine.hparams import HPARAMS_WRITERS, record_fit_started
 from tfstudio.engine.summary_encoding import scalar_blocks
@@ -131,6 +133,22 @@ def _restored(rec: Recorder, e: CheckpointRestored) -> None:
     )
 
 
+def _system_sampled(rec: Recorder, e: SystemSampled) -> None:
+    values = {SYSTEM_PREFIX + k: v for k, v in e.values.items()}
+    if values:
+        rec.scalars(e.global_step, values, rec._wall(e.time))
+
+
+def _logged(rec: Recorder, e: object) -> None:
+    """A checkpoint event or a notice: a line of ``events.jsonl``."""
+    rec.log_event(e)
+
+
+def _restored_logged(rec: Recorder, e: CheckpointRestored) -> None:
+    _restored(rec, e)
+    rec.log_event(e)
+
+
 def _learning_rate(rec: Recorder, e: LearningRate) -> None:
     rec.scalars(e.global_step, {"learning_rate": e.value}, rec._now_wall())
 
@@ -216,7 +234,9 @@ WRITERS: dict[type, Callable[[Recorder, Any], None]] = {
     StepColumns: _step_columns,
     EpochEnded: _epoch_ended,
     LearningRate: _learning_rate,
-    CheckpointRestored: _restored,
+    CheckpointRestored: _restored_logged,
+    SystemSampled: _system_sampled,
+    **{kind: _logged for kind in LOGGED_EVENTS if kind is not CheckpointRestored},
     WeightStats: _weight_stats,
     GradientStats: _gradient_stats,
     LayerOutputs: _layer_outputs,
@@ -230,4 +250,6 @@ WRITERS: dict[type, Callable[[Recorder, Any], None]] = {
 # need not go first. An epoch's end, the learning rate's points and the inspector's
 # samples come every few beats; encoding the steps before each of them made blocks of a
 # few dozen rows, whose numpy set-up cost more than the rows.
-_BESIDE_STEPS = frozenset({EpochEnded, LearningRate, WeightStats, GradientStats, LayerOutputs})
+_BESIDE_STEPS = frozenset(
+    {EpochEnded, LearningRate, WeightStats, GradientStats, LayerOutputs, SystemSampled}
+)

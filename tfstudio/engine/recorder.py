@@ -31,14 +31,16 @@ import socket
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tfstudio.core.eventfile import RecordFileWriter
-from tfstudio.core.events import RunEnded, RunRecording, RunStarted, StepColumns, join_steps
+from tfstudio.core.events import Notice, RunEnded, RunRecording, RunStarted, StepColumns, join_steps
 from tfstudio.core.locations import GFileFS, UrlPath, fs_for, location
 from tfstudio.core.pump import Pump
+from tfstudio.core.run_record import EVENTS_LOG, event_line
 from tfstudio.core.runs import new_run_dir, resolve_logdir, write_run_json
 from tfstudio.engine.hparams import record_session_end
 from tfstudio.engine.record_writers import _BESIDE_STEPS, WRITERS, _edges, _run_ended, _step_columns
@@ -76,6 +78,7 @@ PENDING_ROWS = 4096
 # A periodic flush rewrites run.json when only these changed at most this often (readers
 # re-read a running run's run.json every RUN_JSON_EVERY_S = 2 s): a rewrite costs ~1 ms.
 INFO_EVERY_S = 2.0
+EVENTS_LOG_LINES = 10_000  # events.jsonl's bound (a run saves and notes far fewer)
 _COUNTS = ("steps", "epochs", "final_loss", "updated")
 _FILES = itertools.count()  # event files made by this process
 
@@ -151,6 +154,7 @@ class Recorder:
         self.info.update(info or {})
         self._t0_wall = now
         self._last_wall: float | None = None  # the newest step's wall time (see _now_wall)
+        self._events_log = EventsLog(self.run_dir / EVENTS_LOG, self._fs)  # checkpoints, notices
         write_run_json(self.run_dir, self.info, self._fs)
         self._info_at = time.monotonic()  # when run.json was last written
         self._info_shape: dict[str, Any] = {}  # what it said besides _COUNTS
@@ -216,6 +220,7 @@ class Recorder:
         if self._pending:
             self._write_pending()
         try:
+            self._events_log.flush()
             self._writer.flush()
             now = time.monotonic()
             shape = {k: v for k, v in self.info.items() if k not in _COUNTS}
@@ -243,6 +248,7 @@ class Recorder:
             self._writer.close()
         except Exception as exc:  # noqa: BLE001
             self._error(f"close: {exc!r}")
+        self._events_log.close()
         self._closed = True
 
     # -- building blocks for event writers --------------------------------
@@ -270,6 +276,10 @@ class Recorder:
         wall = time.time() if wall_time is None else wall_time
         self._writer.write(histogram_event(tag, step, edges, counts, wall))
 
+    def log_event(self, event: object) -> None:
+        """Append ``event`` to the run's ``events.jsonl`` (checkpoints and notices)."""
+        self._events_log.write(event_line(event, time.time()))
+
     def _write_event(self, event: Any) -> None:
         self._writer.write(event.SerializeToString())
 
@@ -294,6 +304,59 @@ class Recorder:
                 self.on_error(text)
             except Exception:  # noqa: BLE001 - telling must not break recording either
                 pass
+
+
+class EventsLog:
+    """``events.jsonl``: one JSON line per checkpoint event and notice, appended as each
+    comes, so a run killed at any moment leaves every line written before (a torn last
+    line is skipped by the reader). Bounded: after :data:`EVENTS_LOG_LINES` lines one
+    last line says the rest was not recorded. A URL folder's file is rewritten whole at
+    each flush that has new lines (object stores do not append).
+    """
+
+    def __init__(self, path: Path | UrlPath, fs: GFileFS | None) -> None:
+        self.path = path
+        self._fs = fs
+        self._file: Any = None
+        self._lines: list[str] = []  # (a URL's: all of them; kept to rewrite the file)
+        self._dirty = False
+        self.count = 0
+
+    def write(self, line: str) -> None:
+        """Append one line (raises OSError when the disk is full: the recorder notes it)."""
+        if self.count > EVENTS_LOG_LINES:
+            return
+        self.count += 1
+        if self.count > EVENTS_LOG_LINES:
+            note = Notice("tfstudio", f"more than {EVENTS_LOG_LINES} lines: the rest not recorded")
+            line = event_line(note, time.time())
+        if isinstance(self.path, UrlPath):
+            self._lines.append(line)
+            self._dirty = True
+            return
+        if self._file is None:
+            self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open
+        self._file.write(line)
+        self._file.flush()  # in the kernel now: a killed process loses nothing
+
+    def flush(self) -> None:
+        """A URL's file rewritten with every line so far, if there are new ones."""
+        if self._dirty:
+            self._dirty = False
+            fs_for(self.path, self._fs).write_bytes(self.path, "".join(self._lines).encode())  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        """Flush and close (never raises: what could not be written stays unwritten)."""
+        try:
+            self.flush()
+        except Exception:  # noqa: BLE001 - already noted when writing failed
+            pass
+        if self._file is not None:
+            try:
+                self._file.close()
+            except OSError:
+                pass
+            self._file = None
 
 
 class _TFRecords:

@@ -28,6 +28,7 @@ from tfstudio.core.locations import UrlPath
 from tfstudio.core.options import RunOptions
 from tfstudio.core.pump import ChannelSink, Pump
 from tfstudio.core.scripts import ScriptPathError, check_script
+from tfstudio.core.system import SystemSampling
 from tfstudio.engine.advisor_live import AdviceSink, LiveAdvisor
 from tfstudio.engine.capture import OutputCapture
 from tfstudio.engine.monitor import RunMonitor
@@ -202,6 +203,7 @@ class TrainingSession:
                 FitInterceptor(mon),
                 LoopInterceptor(mon),
                 TFMemorySampler(mon),
+                SystemSampling(emit, mon.now, lambda: mon.global_step, on_error=mon.report_error),
                 script_environment(path, self.args, self.cwd, self.stdin_eof) as module,
                 capture,
             ):
