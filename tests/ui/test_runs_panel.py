@@ -34,6 +34,22 @@ def panel(runs_panel):
     return runs_panel
 
 
+def rows_read(panel, qtbot):
+    """Once every listed run's row (metric figures, hparams, notes) has been read."""
+    qtbot.waitUntil(lambda: not panel.rows_pending(), timeout=30_000)
+
+
+def cell(panel, name: str, title: str) -> str:
+    """The text in run ``name``'s row under the column titled ``title``."""
+    tree = panel.tree
+    col = tree.index_of(title)
+    assert col >= 0, f"no column {title!r} in {tree.titles()}"
+    for i in range(tree.topLevelItemCount()):
+        if tree.topLevelItem(i).text(0) == name:
+            return tree.topLevelItem(i).text(col)
+    raise AssertionError(f"no run {name!r}")
+
+
 def loaded(panel, qtbot, timeout=30_000):
     """The picked runs' stores, once each has been read (on the panel's reading thread)."""
     qtbot.waitUntil(lambda: not panel.loading(), timeout=timeout)
@@ -47,13 +63,16 @@ def test_lists_runs_and_picks_them_into_stores_read_off_the_ui_thread(panel, qtb
     assert panel.tree.topLevelItemCount() == 2
     second = panel.tree.topLevelItem(1)  # the newest run first
     assert panel.tree.topLevelItem(0).text(0) == "cnn-20260102-000000"
-    assert [second.text(i) for i in (0, 1, 3, 4, 5)] == [
+    assert [second.text(i) for i in (0, 1, 3, 4)] == [
         "mlp-20260101-000000",
         "mlp.py",
         "finished",
         "4",
-        "0.4",
     ]
+    rows_read(panel, qtbot)
+    # no epochs recorded: the loss column is its last step's value, and says so
+    assert cell(panel, "mlp-20260101-000000", "loss") == "0.4*"
+    assert "no epoch values" in second.toolTip(panel.tree.index_of("loss"))
     picked = []
     panel.picked_changed.connect(lambda: picked.append(len(panel.selected_paths())))
     panel.select(["mlp-20260101-000000"])
@@ -105,7 +124,7 @@ def test_a_failed_runs_status_says_why_on_hover(panel, tmp_path):
     }
 
 
-def test_runs_sort_by_a_header_numbers_as_numbers(panel, tmp_path):
+def test_runs_sort_by_a_header_numbers_as_numbers(panel, qtbot, tmp_path):
     make_run(tmp_path, "long-20260101-000000", [1.0] * 12)
     make_run(tmp_path, "short-20260102-000000", [2.0] * 9)
     make_run(tmp_path, "mid-20260103-000000", [0.5] * 10)
@@ -118,7 +137,8 @@ def test_runs_sort_by_a_header_numbers_as_numbers(panel, tmp_path):
     assert names() == ["mid-20260103-000000", "short-20260102-000000", "long-20260101-000000"]
     panel.tree.sortByColumn(4, Qt.SortOrder.AscendingOrder)  # Steps: 9, 10, 12 (not "10" < "9")
     assert names() == ["short-20260102-000000", "mid-20260103-000000", "long-20260101-000000"]
-    panel.tree.sortByColumn(5, Qt.SortOrder.AscendingOrder)  # Final loss
+    rows_read(panel, qtbot)
+    panel.tree.sortByColumn(panel.tree.index_of("loss"), Qt.SortOrder.AscendingOrder)
     assert names()[0] == "mid-20260103-000000"
     panel.refresh_list()  # a re-list keeps the order the user chose
     assert names()[0] == "mid-20260103-000000"

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tfstudio.core.run_notes import RunNotes, read_notes
-from tfstudio.core.run_summary import MetricSummary, format_value, summarize_run
+from tfstudio.core.run_summary import MetricSummary, SummaryReader, format_value, summarize_run
 from tfstudio.core.runs import ENDING_CHARS, RunInfo, run_ending
 
 HParam = str | int | float | bool
@@ -122,6 +122,33 @@ def run_row(run: RunInfo, metrics: dict[str, MetricSummary] | None = None) -> Ru
     return RunRow(run, run_hparams(run), metrics, notes)
 
 
+class RowSource:
+    """Rows of listed runs, read where it may take a while (the runs panel's own thread):
+    hyperparameters, notes, and metric figures read on from where the last read of each
+    folder ended (a live run costs only what it appended). One thread at a time."""
+
+    def __init__(self) -> None:
+        self._readers: dict[str, SummaryReader] = {}
+
+    def row(self, run: RunInfo) -> RunRow:
+        """``run``'s row as its folder is now."""
+        key = str(run.path)
+        reader = self._readers.get(key)
+        if reader is None:
+            reader = self._readers[key] = SummaryReader(run.path)
+        try:
+            metrics = reader.update()
+        except OSError:
+            metrics = reader.summaries()
+        return run_row(run, metrics)
+
+    def keep(self, paths: Iterable[str]) -> None:
+        """Forget the folders not listed any more."""
+        wanted = set(paths)
+        for key in [k for k in self._readers if k not in wanted]:
+            del self._readers[key]
+
+
 # -- columns ------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class Column:
@@ -186,6 +213,8 @@ class Column:
             return f"{self.source}: {what.get(self.part, 'the step of the best epoch mean')}"
         if self.kind == "notes" and self.source == "note":
             return row.notes.note
+        if self.kind == "run" and self.source == "status":
+            return run_ending(row.run.info)
         return ""
 
 

@@ -8,28 +8,35 @@ tool it has for the live run. This panel draws no plots. Picked runs are re-read
 every ``POLL_MS`` while "Follow" is on, reading only what was appended: a run being
 recorded here or written elsewhere (a shared or synced folder) grows live.
 Reading never imports TensorFlow (:mod:`tfstudio.core.runs`).
+
+The list is a table that compares runs (:mod:`tfstudio.ui.panels.runs_table`): each
+metric's last epoch mean, best and step of best, tags and note, hyperparameters; a
+filter; a scatter of a metric against a hyperparameter (:mod:`.runs_scatter`). What a
+row shows beyond ``run.json`` (metric figures, hyperparameters, notes) is read on a
+thread of its own, read on from where it ended while a run grows.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, QObject, QPoint, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, QPoint, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QIcon, QPixmap
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QCheckBox,
+    QDialog,
     QFileDialog,
     QHBoxLayout,
     QInputDialog,
     QLabel,
     QLineEdit,
+    QMenu,
     QMessageBox,
     QPushButton,
     QSizePolicy,
-    QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
     QWidget,
@@ -39,7 +46,9 @@ from tfstudio.core.events import RunEnded, RunStarted, StepEnded
 from tfstudio.core.exact_points import ExactPoints, attach, detach
 from tfstudio.core.locations import fs_for, location
 from tfstudio.core.run_loading import CHUNK_BYTES, FolderFeed, FolderLoader
+from tfstudio.core.run_notes import read_notes, write_notes
 from tfstudio.core.run_store import RunStore
+from tfstudio.core.run_table import RowSource, RunRow
 from tfstudio.core.runs import (
     Location,
     RunInfo,
@@ -49,8 +58,8 @@ from tfstudio.core.runs import (
     export_scalars_csv,
     list_runs,
     rename_run,
-    run_ending,
 )
+from tfstudio.ui.panels.runs_table import PATH_ROLE, NotesDialog, RunItem, RunsTable
 
 POLL_MS = 750  # followed runs: a point shows within ~1 s, 100 of them cost < 5% of a core
 LOADING_POLL_MS = 50  # while a picked run is still being read: it appears piece by piece
@@ -68,39 +77,7 @@ COLOURS = (
     "#17becf",
     "#1f77b4",
 )
-COLUMNS = ("Name", "Script", "Date", "Status", "Steps", "Final loss")
-DATE_COLUMN = 2
-STATUS_COLUMN = 3
-PATH_ROLE = Qt.ItemDataRole.UserRole
-SORT_ROLE = Qt.ItemDataRole.UserRole + 1  # a column's value to sort by (numbers as numbers)
-
-
-class _RunItem(QTreeWidgetItem):
-    """A row of the runs list, sorted by its values: steps and losses as numbers (not
-    "960" after "1600"), dates by time; a row with no value there compares by its text."""
-
-    def __lt__(self, other: QTreeWidgetItem) -> bool:
-        column = self.treeWidget().sortColumn() if self.treeWidget() is not None else 0
-        mine, theirs = self.data(column, SORT_ROLE), other.data(column, SORT_ROLE)
-        if mine is None or theirs is None:
-            return self.text(column).lower() < other.text(column).lower()
-        return bool(mine < theirs)
-
-
-def _fill(item: QTreeWidgetItem, run: RunInfo) -> None:
-    """Set a row's texts and sort values from ``run`` (only what changed is set)."""
-    loss = "" if run.final_loss is None else f"{run.final_loss:.4g}"
-    steps = "" if run.steps is None else str(run.steps)
-    script = Path(run.script).name if run.script else ""
-    for col, text in enumerate((run.name, script, run.date(), run.status, steps, loss)):
-        if item.text(col) != text:
-            item.setText(col, text)
-    item.setToolTip(0, str(run.path))
-    item.setToolTip(STATUS_COLUMN, run_ending(run.info) or "")
-    # an unknown value sorts below every known one, whichever the order
-    item.setData(DATE_COLUMN, SORT_ROLE, run.started if run.started else 0.0)
-    item.setData(4, SORT_ROLE, None if run.steps is None else int(run.steps))
-    item.setData(5, SORT_ROLE, None if run.final_loss is None else float(run.final_loss))
+ROWS_POLL_MS = 100  # while rows' metric figures are read: they show as each is read
 
 
 class RunsPanel(QWidget):
@@ -108,19 +85,30 @@ class RunsPanel(QWidget):
 
     Args:
         logdir: runs directory listed at first (may be empty: nothing listed).
+        settings: where the table's shown columns are kept (default: the parent
+            window's ``settings``, if it has them).
     """
 
     logdir_changed = Signal(str)
     picked_changed = Signal()  # the picked runs (or their colours) changed
     data_changed = Signal()  # a picked run's store took new data
+    rows_changed = Signal()  # rows read, notes saved or the filter changed
 
     EVENTS = (
         RunStarted,
         RunEnded,
     )  # the kinds the bridge hands ingest_event / ingest_steps (and no others)
 
-    def __init__(self, logdir: str | Path | None = None, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        logdir: str | Path | None = None,
+        parent: QWidget | None = None,
+        settings: QSettings | None = None,
+    ) -> None:
         super().__init__(parent)
+        if settings is None:
+            settings = getattr(parent, "settings", None)
+            settings = settings if isinstance(settings, QSettings) else None
         self.feeds: dict[Location, FolderFeed] = {}  # picked runs: their folders' readers
         self.stores: dict[Location, RunStore] = {}  # ... and what was read of them
         self._pending: set[Location] = set()  # picked, not read to its end yet
@@ -148,17 +136,34 @@ class RunsPanel(QWidget):
         top.addWidget(browse)
         top.addWidget(open_btn)
 
-        self.tree = QTreeWidget()
-        self.tree.setColumnCount(len(COLUMNS))
-        self.tree.setHeaderLabels(COLUMNS)
-        self.tree.setRootIsDecorated(False)
-        self.tree.setSortingEnabled(True)  # click a header to sort by it
-        self.tree.sortByColumn(DATE_COLUMN, Qt.SortOrder.DescendingOrder)  # newest first
-        self.tree.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.tree = RunsTable(settings)
         self.tree.itemSelectionChanged.connect(self._on_selection_changed)
-        self.tree.setToolTip("Select several runs (Ctrl/Shift-click) to overlay them")
-        self.tree.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        self.tree.setToolTip(
+            "Select several runs (Ctrl/Shift-click) to overlay them; right-click a header to "
+            "show or hide columns, a run to tag it"
+        )
         self.tree.viewport().installEventFilter(self)
+        self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.tree.customContextMenuRequested.connect(self._row_menu)
+        self.tree.itemDoubleClicked.connect(self._on_double_clicked)
+        self.rows_source = RowSource()  # used on the rows thread only
+        self._rows_thread = ThreadPoolExecutor(1, thread_name_prefix="tfstudio-run-rows")
+        self._rows_pending: dict[str, Future[RunRow]] = {}
+        self.rows_timer = QTimer(self)
+        self.rows_timer.setInterval(ROWS_POLL_MS)
+        self.rows_timer.timeout.connect(self.take_rows)
+        self.filter_edit = QLineEdit()
+        self.filter_edit.setPlaceholderText(
+            "filter: text in a name, tag or note, or e.g. val_loss < 0.3 and optimizer == adam"
+        )
+        self.filter_edit.setClearButtonEnabled(True)
+        self.filter_edit.textChanged.connect(self.set_filter)
+        self.filter_message = QLabel()
+        self.filter_message.setWordWrap(True)
+        self.filter_message.setStyleSheet("color: #c92a2a;")
+        self.filter_message.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.filter_message.hide()
+        self.scatters: list[QWidget] = []  # open scatter windows
 
         self.rename_btn = QPushButton("Rename…")
         self.rename_btn.clicked.connect(self._on_rename_clicked)
@@ -172,6 +177,9 @@ class RunsPanel(QWidget):
         )
         self.inspect_btn.clicked.connect(self.open_inspector)
         self.inspectors: list[QWidget] = []  # open recorded-inspector windows
+        self.scatter_btn = QPushButton("Scatter…")
+        self.scatter_btn.setToolTip("A metric against a hyperparameter, one point per listed run")
+        self.scatter_btn.clicked.connect(self.open_scatter)
         self.follow_box = QCheckBox("Follow")
         self.follow_box.setToolTip("Re-read the selected runs twice a second (live or remote runs)")
         self.follow_box.setChecked(True)
@@ -182,6 +190,7 @@ class RunsPanel(QWidget):
             self.delete_btn,
             self.csv_btn,
             self.inspect_btn,
+            self.scatter_btn,
             self.follow_box,
         ):
             buttons.addWidget(w)
@@ -201,6 +210,8 @@ class RunsPanel(QWidget):
         lv = QVBoxLayout(left)
         lv.setContentsMargins(0, 0, 0, 0)
         lv.addLayout(top)
+        lv.addWidget(self.filter_edit)
+        lv.addWidget(self.filter_message)
         lv.addWidget(self.tree, 1)
         self.error_label = QLabel()
         self.error_label.setWordWrap(True)
@@ -292,12 +303,12 @@ class RunsPanel(QWidget):
                 if hold:
                     self._relist_held = True
                     continue
-                item = _RunItem([""] * len(COLUMNS))
+                item = RunItem([""] * tree.columnCount())
                 item.setData(0, PATH_ROLE, str(run.path))
                 tree.addTopLevelItem(item)
                 if run.path in selected:
                     item.setSelected(True)
-            _fill(item, run)
+            self._fill(item, run)
         for item in rows.values():  # gone from the folder (or not listed any more)
             if hold:
                 self._relist_held = True
@@ -307,11 +318,123 @@ class RunsPanel(QWidget):
         tree.blockSignals(False)
         if anchor is not None:
             self._keep_scroll(*anchor)
+        tree.update_columns()
+        self._read_rows(runs)
         self._mark_colours()
-        for col in range(len(COLUMNS)):
-            tree.resizeColumnToContents(col)
         if set(self.selected_paths()) != selected:
             self._on_selection_changed()
+
+    def _fill(self, item: QTreeWidgetItem, run: RunInfo) -> None:
+        """A row's run as listed now; what was read of it (metrics, hparams, notes) kept
+        until it is read again."""
+        old = self.tree.rows.get(str(run.path))
+        row = RunRow(run) if old is None else RunRow(run, old.hparams, old.metrics, old.notes)
+        self.tree.set_row(item, row)
+
+    def _read_rows(self, runs: Sequence[RunInfo]) -> None:
+        """Read the listed runs' metric figures, hyperparameters and notes on the rows
+        thread (each run once at a time; a run read before is read on from its end)."""
+        for run in runs:
+            key = str(run.path)
+            if key not in self._rows_pending:
+                self._rows_pending[key] = self._rows_thread.submit(self.rows_source.row, run)
+        self._rows_thread.submit(self.rows_source.keep, [str(r.path) for r in runs])
+        if self._rows_pending and not self.rows_timer.isActive():
+            self.rows_timer.start()
+
+    def rows_pending(self) -> bool:
+        """True while a listed run's row is being read."""
+        return bool(self._rows_pending)
+
+    def take_rows(self) -> int:
+        """Show the rows the rows thread has read; returns how many."""
+        done = [k for k, f in self._rows_pending.items() if f.done()]
+        items = {
+            self.tree.topLevelItem(i).data(0, PATH_ROLE): self.tree.topLevelItem(i)
+            for i in range(self.tree.topLevelItemCount())
+        }
+        taken = 0
+        for key in done:
+            future = self._rows_pending.pop(key)
+            item = items.get(key)
+            if item is None or future.exception() is not None:
+                continue
+            row = future.result()
+            listed = self.tree.rows.get(key)
+            if listed is not None:
+                row.run = listed.run  # the listing is newer than the read
+            self.tree.set_row(item, row)
+            taken += 1
+        if taken:
+            self.tree.update_columns()
+            self.tree.mark_differences([str(p) for p in self.selected_paths()])
+            self.rows_changed.emit()
+        if not self._rows_pending:
+            self.rows_timer.stop()
+        return taken
+
+    # -- filter, notes, scatter ---------------------------------------------------------
+    def set_filter(self, text: str) -> str:
+        """Show only the runs matching ``text`` (see :func:`tfstudio.core.run_table.
+        parse_filter`); a bad filter is said under the box (every run shows meanwhile).
+        Returns the message ("" when the filter is good)."""
+        if self.filter_edit.text() != text:
+            self.filter_edit.blockSignals(True)
+            self.filter_edit.setText(text)
+            self.filter_edit.blockSignals(False)
+        message = self.tree.set_filter(text)
+        self.filter_message.setText(message)
+        self.filter_message.setVisible(bool(message))
+        self.rows_changed.emit()
+        return message
+
+    def save_notes(self, path: Location, tags: str, note: str) -> None:
+        """Write a run's tags and note to its folder's notes.json and show them."""
+        notes = write_notes(path, tags, note)
+        self.tree.set_notes(str(path), notes)
+        self.tree.update_columns()
+        self.rows_changed.emit()
+
+    def edit_notes(self, path: Location) -> QDialog:
+        """Open the tags-and-note editor of a run (saved when the user saves)."""
+        row = self.tree.rows.get(str(path))
+        notes = row.notes if row is not None else read_notes(path)
+        dialog = NotesDialog(path.name, notes, self)
+
+        def save() -> None:
+            try:
+                self.save_notes(path, dialog.tags_edit.text(), dialog.note_edit.toPlainText())
+            except (OSError, ValueError) as exc:
+                QMessageBox.warning(self, "Tags and note", f"cannot save {path.name}: {exc}")
+
+        dialog.accepted.connect(save)
+        dialog.open()
+        return dialog
+
+    def _row_menu(self, pos: QPoint) -> QMenu | None:
+        item = self.tree.itemAt(pos)
+        if item is None:
+            return None
+        path = location(item.data(0, PATH_ROLE))
+        menu = QMenu(self)
+        menu.addAction("Tags and note…", lambda: self.edit_notes(path))
+        menu.addAction("Scatter…", self.open_scatter)
+        menu.popup(self.tree.viewport().mapToGlobal(pos))
+        return menu
+
+    def _on_double_clicked(self, item: QTreeWidgetItem, column: int) -> None:
+        if self.tree.columns[column].kind == "notes":
+            self.edit_notes(location(item.data(0, PATH_ROLE)))
+
+    def open_scatter(self) -> QWidget:
+        """A window plotting a metric against a hyperparameter across the listed runs."""
+        from tfstudio.ui.panels.runs_scatter import RunsScatter
+
+        window = RunsScatter(self.tree, self)
+        self.rows_changed.connect(window.redraw)
+        self.scatters = [w for w in self.scatters if w.isVisible()] + [window]
+        window.show()
+        return window
 
     def _scroll_anchor(self) -> tuple[QTreeWidgetItem, int] | None:
         """The row at the top of a list scrolled down, and where it is (None at the top:
@@ -656,6 +779,7 @@ class RunsPanel(QWidget):
     def _on_selection_changed(self) -> None:
         self._pick()
         self._mark_colours()
+        self.tree.mark_differences([str(p) for p in self.selected_paths()])
         self._update_buttons()
         self._on_follow_toggled(self.follow_box.isChecked())
 
@@ -676,6 +800,8 @@ class RunsPanel(QWidget):
     def closeEvent(self, event: object) -> None:  # noqa: N802 (Qt API)
         """Stop following (and reading) when the panel goes away."""
         self.timer.stop()
+        self.rows_timer.stop()
+        self._rows_thread.shutdown(wait=False, cancel_futures=True)
         self.loader.close()
         for store in [*self.stores.values(), *(store for _, store in self.pinned.values())]:
             detach(store)
