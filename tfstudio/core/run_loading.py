@@ -141,6 +141,7 @@ class FeedBatch:
     points: int = 0
     more: bool = False
     progress: tuple[int, int] = (0, 0)
+    start_wall: float | None = None  # run.json's start_time: the zero of the time axes
 
     def apply(self, store: RunStore) -> None:
         """Put the batch into ``store`` (segments first, so lines are cut where they start).
@@ -150,6 +151,8 @@ class FeedBatch:
         as it did live, then the rest.
         """
         store.add(self.fits)
+        if self.start_wall and store.clock.start_wall is None:
+            store.clock.set_start(self.start_wall)
         if self.overview:
             overview = overview_of(store, make=True)
             assert overview is not None
@@ -163,6 +166,7 @@ class FeedBatch:
                 end = int(np.searchsorted(wall, restore.time, side="left"))
                 if end > done[i]:
                     store.add_columns(key, xs[done[i] : end], ys[done[i] : end], kind)
+                    store.clock.add_wall(xs[done[i] : end], wall[done[i] : end])
                     done[i] = end
             if math.isinf(restore.time):  # seen late: its lines were cut as steps went back
                 store.marks.append(
@@ -170,9 +174,10 @@ class FeedBatch:
                 )
             else:
                 store.add_event(restore)
-        for i, (key, kind, xs, ys, _wall) in enumerate(columns):
+        for i, (key, kind, xs, ys, wall) in enumerate(columns):
             if done[i] < len(xs):
                 store.add_columns(key, xs[done[i] :], ys[done[i] :], kind)
+                store.clock.add_wall(xs[done[i] :], wall[done[i] :])
         if self.ended is not None:
             store.add_event(self.ended)
         for note in self.notes:
@@ -221,6 +226,9 @@ class FolderFeed:
         info = self._run_json()
         if info is not self._fits_of:  # run.json changed: its segments may have
             self._fits_of, self._all_fits = info, fits_from_run_json(info)
+        start = info.get("start_time")
+        if isinstance(start, (int, float)) and start > 0:
+            batch.start_wall = float(start)
         fits = self._all_fits
         if len(fits) > self._fits:
             batch.fits = fits[self._fits :]

@@ -39,6 +39,7 @@ from tfstudio.core.events import (
     StepEnded,
 )
 from tfstudio.core.inspector_store import InspectorStore
+from tfstudio.core.run_clock import RunClock
 from tfstudio.core.series import Series
 from tfstudio.core.smoothing import SmoothedSeries
 
@@ -255,6 +256,7 @@ class RunStore:
         self.global_step = 0
         self._sampled: list[Track] = []  # the SAMPLED lines (held to the newest step)
         self.revision = 0  # moves with every change
+        self.clock = RunClock()  # step -> seconds since the start (the time x axes)
         self.notes: list[str] = []  # what could not be read (a damaged file...)
 
     # -- the one entry point ---------------------------------------------------
@@ -324,6 +326,7 @@ class RunStore:
         for columns, absent in (
             (block.values, block.absent),
             (block.running, block.running_absent),
+        self.clock.add(block.global_step, block.time)
         ):
             if "loss" in columns:
                 mask = absent.get("loss")
@@ -456,6 +459,7 @@ class RunStore:
         self.revision += 1
 
     def nbytes(self) -> int:
+        self.clock.truncate(x)
         """Bytes held by the store's series (bounded by the capacity per line)."""
         return sum(t.nbytes() for d in (self.steps, self.running, self.epochs) for t in d.values())
 
@@ -565,6 +569,7 @@ def _run_started(store: RunStore, e: RunStarted) -> None:
 
 
 def _run_ended(store: RunStore, e: RunEnded) -> None:
+    store.clock.set_start(e.wall_time)
     store.ended = e
 
 
@@ -578,6 +583,7 @@ def _fit_started(store: RunStore, e: FitStarted) -> None:
 
 
 def _fit_ended(store: RunStore, e: FitEnded) -> None:
+    store.clock.anchor(e.global_step, e.time)
     store.fit_steps[e.fit_index] = max(store.fit_steps.get(e.fit_index, 0), e.global_step)
 
 

@@ -54,6 +54,7 @@ from tfstudio.core.run_store import (
     RunStore,
     family_of,
 )
+from tfstudio.core.x_axes import AXES, STEP_AXES, axis_of, x_map
 from tfstudio.ui.panels.metric_plot import (
     GLOBAL,
     PER_FIT,
@@ -108,7 +109,7 @@ class MetricsPanel(QWidget):
         super().__init__(parent)
         self.capacity = capacity
         self.settings = settings
-        self.x_mode = GLOBAL
+        self.x_mode = _axis_setting(settings)
         self.linked = bool(_setting(settings, "link_x", True))
         self.smoothing = _weight_setting(settings)
         self._prefs: dict[str, tuple[bool, bool]] = {}  # family -> (show all, log), this session
@@ -146,11 +147,14 @@ class MetricsPanel(QWidget):
         bar.setContentsMargins(6, 2, 6, 0)
         bar.addWidget(QLabel("x axis:"))
         self.x_mode_box = QComboBox()
-        for mode in (GLOBAL, PER_FIT):
+        for mode in AXES:
             self.x_mode_box.addItem(X_LABELS[mode], mode)
+        self.x_mode_box.setCurrentIndex(self.x_mode_box.findData(self.x_mode))
         self.x_mode_box.setToolTip(
             "global step: the run's fits one after another; "
-            "step within fit: every fit from 0, overlaid in its own colour"
+            "step within fit: every fit from 0, overlaid in its own colour; "
+            "relative time: seconds since each run started; "
+            "wall time: the clock time of each step; epoch: epochs done"
         )
         self.x_mode_box.currentIndexChanged.connect(
             lambda i: self.set_x_mode(self.x_mode_box.itemData(i))
@@ -341,6 +345,7 @@ class MetricsPanel(QWidget):
                 # its end in the empty area instead, not a plot of one rate
                 continue
             plot = self._plot_for(family)
+            plot.set_run(store)  # its clock and epochs place it on the time and epoch axes
             for track in store.tracks(family):
                 held = store.steps.get(track.key)
                 if track.kind == EPOCH and held is not None and held.kind == SAMPLED:
@@ -409,6 +414,8 @@ class MetricsPanel(QWidget):
             if end <= span.start:
                 return
             x0, x1 = (span.start, end) if self.x_mode == GLOBAL else (0.0, end - span.start)
+            if self.x_mode not in STEP_AXES:  # time or epochs: where its steps land there
+                x0, x1 = (float(v) for v in x_map(self.store, self.x_mode).to_x([span.start, end]))
             for group in self._groups():
                 group.show_range(x0, x1)
 
@@ -424,10 +431,13 @@ class MetricsPanel(QWidget):
 
     # -- x axis --------------------------------------------------------------
     def set_x_mode(self, mode: str) -> None:
-        """``"global"`` (the run's global step) or ``"fit"`` (step within fit, overlaid)."""
-        if mode not in X_LABELS:
-            raise ValueError(f"x mode must be one of {sorted(X_LABELS)}, got {mode!r}")
+        """The plots' x axis: ``"global"`` (the run's global step), ``"fit"`` (step within
+        fit, overlaid), ``"relative"``, ``"wall"`` or ``"epoch"`` (or a ``--x-axis`` name);
+        remembered in the settings."""
+        mode = mode if mode in X_LABELS else axis_of(mode)
         self.x_mode = mode
+        if self.settings is not None:
+            self.settings.setValue(f"{SETTINGS_GROUP}/x_axis", mode)
         i = self.x_mode_box.findData(mode)
         if self.x_mode_box.currentIndex() != i:
             self.x_mode_box.setCurrentIndex(i)
@@ -475,7 +485,7 @@ class MetricsPanel(QWidget):
         of it; 0 when not known (a dataset of unknown length, a custom loop) or the run
         is over."""
         store = self.store
-        if not store.fits or store.ended is not None:
+        if not store.fits or store.ended is not None or self.x_mode not in STEP_AXES:
             return 0.0
         fit = store.fits[-1]
         if fit.kind != "fit" or not fit.steps_per_epoch or fit.epochs <= fit.initial_epoch:
@@ -694,6 +704,12 @@ def _setting(settings: QSettings | None, name: str, default: object) -> object:
     if isinstance(value, str):
         return value.lower() in ("true", "1", "yes")
     return value
+
+
+def _axis_setting(settings: QSettings | None) -> str:
+    """The x axis kept in ``settings`` (the global step when absent or unknown)."""
+    value = settings.value(f"{SETTINGS_GROUP}/x_axis", GLOBAL) if settings is not None else GLOBAL
+    return value if value in AXES else GLOBAL
 
 
 def _weight_setting(settings: QSettings | None) -> float:
