@@ -78,9 +78,11 @@ def gui_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--x-axis",
-        choices=("global", "fit"),
-        help="x axis of the metric plots: the run's global step (default), or the step "
-        "within each fit with the fits overlaid",
+        choices=("step", "fit-step", "relative", "wall", "epoch", "global", "fit"),
+        metavar="{step,fit-step,relative,wall,epoch}",
+        help="x axis of the metric plots: the run's global step (default: the last used), the "
+        "step within each fit with the fits overlaid, seconds since each run started, the "
+        "clock time, or epochs",
     )
     p.add_argument(
         "--view",

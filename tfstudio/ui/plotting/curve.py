@@ -53,6 +53,7 @@ class Curve:
         "y",
         "envelope",
         "smooth",
+        "xmap",
     )
 
     def __init__(self, label: str, colour: str, source: LineSource | None = None) -> None:
@@ -66,6 +67,9 @@ class Curve:
         self.y = np.empty(0)
         self.envelope = True  # a decimated series draws each bucket's min and max
         self.smooth: Curve | None = None  # the drawn smoothed twin, when the source has one
+        # where its steps land on the plot's x axis (an ``XMap``: time, epochs); None: x is
+        # the step. The curve's own points (``x``, ``nearest``) stay in steps.
+        self.xmap: XMapLike | None = None
 
     @property
     def series(self) -> Series | None:
@@ -152,8 +156,23 @@ class Curve:
         assert self.item is not None
         if len(self.x) > MAX_SYMBOLS and self.item.opts["symbol"] is not None:
             self.item.setSymbol(None)  # markers on thousands of points are a smear, and slow
-        x, y = self.drawn()
+        self.draw()
+
+    def draw(self, x: np.ndarray | None = None, y: np.ndarray | None = None) -> None:
+        """Give the item the points (``drawn()`` unless given), placed on the plot's x axis."""
+        if x is None or y is None:
+            x, y = self.drawn()
+        if self.xmap is not None:
+            x = self.xmap.to_x(x)
+            keep = np.isfinite(x)
+            if not keep.all():
+                x, y = x[keep], y[keep]
+        assert self.item is not None
         self.item.setData(x, y, connect="finite")
+
+    def at(self, x: float) -> float:
+        """The step at plot x ``x`` (x itself when the axis is the step)."""
+        return float(x) if self.xmap is None else self.xmap.to_step(x)
 
     def smoothed(self) -> Curve | None:
         """The smoothed twin when smoothing is on, else None."""
@@ -219,6 +238,14 @@ class Curve:
         if a == b:
             return xs[a:b], self.y[a:b]
         return held_steps(xs[a:b], self.y[a:b], min(hi, held_to))
+
+
+class XMapLike(Protocol):
+    """Where a run's steps land on an x axis (``tfstudio.core.x_axes.XMap``)."""
+
+    def to_x(self, steps: np.ndarray) -> np.ndarray: ...  # noqa: D102
+
+    def to_step(self, x: float) -> float: ...  # noqa: D102
 
 
 class LineSource(Protocol):
