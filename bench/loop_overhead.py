@@ -8,15 +8,13 @@ eager step, in this one process, on the same model, data and thread.
 before monitoring starts) and several monitored traces (made under
 :class:`tfstudio.engine.loops.LoopInterceptor`, so their graphs record the loss and
 gradient norm) are called in a fresh random order every round, one step each, and
-every call is timed. What the training thread schedules by time (the norm twins' cap
-of calls a second, the inspector's budget) runs on the monitored side's own clock
-(``OwnClock``: it advances only during monitored calls), as in a run of its own. A
-bare call goes through the unpatched ``Function.__call__`` (what
-an unmonitored script runs); a monitored call goes the monitored way (the wrapper, or
-TensorFlow's own call in a quiet stretch that runs without it; the
-recording ops: each step's loss, and in rounds of norm twins, one call of each trace's
-twin, which measures the gradient norm too: the monitored traces are the step functions
-of one loop, so their twins' calls share the cap of 10 a second, as a GAN's two do). A
+every call is timed. The sampling cadence (the budget, which measures the loop's time)
+runs on the monitored side's own clock (``OwnClock``: it advances only during monitored
+calls), as in a run of its own. A bare call goes through the unpatched
+``Function.__call__`` (what an unmonitored script runs); a monitored call goes through
+the wrapper and runs the recording ops: each step's loss, and at sampled steps one call
+of each trace's twin, which also writes the gradient norm (the monitored traces are the
+step functions of one loop, as a GAN's two are). A
 shared VM's speed jumps between regimes for seconds at a time; steps
 a millisecond apart see the same regime, so the comparison resolves a few percent where
 rounds of hundreds of steps could not. The monitored side is also charged, on top of
@@ -33,8 +31,8 @@ global while a loop is monitored, so a bare eager step runs with the run's ``in_
 flag set and the wrappers pass straight through (as inside a ``fit``; ~1 us a step).
 
 Every monitored step must reach the viewer process (``steps lost 0``).
-The first round of norm twins traces each monitored trace's twin (once per run,
-~0.3 s each for this MLP): it runs untimed before the timing starts.
+The first sample traces each monitored trace's twin (once per run, ~0.3 s each for this
+MLP): the two first samples run untimed before the timing starts.
 
     python bench/overhead.py --loop [--steps 2500] [--traces 4] [--eager-steps 300] [--inspector]
                                     [--no-corpus]
@@ -48,9 +46,7 @@ the overhead line is the lower of the two ratios.
 
 The inspector is off by default (this is the per-step path, as ``overhead.py``
 measures ``fit``); ``--inspector`` turns it on at its default 3% budget, so the
-monitored side also runs the sampled steps (recording twin, weight/gradient stats);
-13 untimed steps first run past the two first samples that trace the twin and the
-weight probe (paid once per run).
+monitored side's sampled steps also record for the inspector (weight/gradient stats).
 
 Ends with one line: ``overhead: monitored/bare = R`` (the ``@tf.function`` loops: the
 lower ratio of steps/s, i.e. of mean step times, reader and pump CPU charged).
@@ -169,8 +165,6 @@ def graph_interleaved(args: argparse.Namespace, corpus: bool = False) -> tuple[f
     from tfstudio.core.options import RunOptions
     from tfstudio.engine.loop_inspect import LoopInspector
     from tfstudio.engine.loops import LoopInterceptor
-    from tfstudio.engine.loops.ring import NORM_EVERY
-    from tfstudio.engine.loops.sampling import TwinSampler
 
     x, y, step = mlp_step(metric=corpus)
     eager_first = EAGER_FIRST if corpus else 0
@@ -178,17 +172,15 @@ def graph_interleaved(args: argparse.Namespace, corpus: bool = False) -> tuple[f
     bare = traces(step, x, y, args.traces)
     side = WorkerSide(RunOptions(inspector=args.inspector))  # pump, recorder, viewer
     monitor = side.monitor
-    # The first round of norm twins (and the inspector's two first samples) trace a twin
-    # of every monitored trace (they are step functions of one loop, as a GAN's two
-    # are): paid once per run, run untimed.
-    warm = (13 if args.inspector else NORM_EVERY + 1) * args.traces
-    # What is scheduled by time on the training thread (the norm twins' cap of calls a
-    # second, the inspector's budget) runs on the monitored side's own clock: with bare
-    # steps interleaved, the wall clock would also run through theirs, and twins and
+    # The two first samples (steps 2 and 12) trace a twin of every monitored trace (they
+    # are step functions of one loop, as a GAN's two are): paid once per run, untimed.
+    warm = 13 * args.traces
+    # The sampling budget measures the loop's time on the monitored side's own clock:
+    # with bare steps interleaved, the wall clock would also run through theirs, and
     # samples would come twice as often per monitored step as in a run of its own.
     own = OwnClock()
-    saved = TwinSampler.clock, LoopInspector.clock
-    TwinSampler.clock = LoopInspector.clock = own
+    saved = LoopInspector.clock
+    LoopInspector.clock = own
     with LoopInterceptor(monitor) as interceptor:
         own.enter()
         for _ in range(eager_first):  # the corpus's eager loop before (loop 1)
@@ -197,15 +189,6 @@ def graph_interleaved(args: argparse.Namespace, corpus: bool = False) -> tuple[f
         for k in range(warm):
             mons[k % len(mons)](x, y)
         own.leave()
-        sampler, twin_calls = interceptor.sampler, [0]
-        norm_twin_call = sampler._norm_twin_call  # noqa: SLF001
-
-        def counted(*a: Any, **k: Any) -> Any:
-            twin_calls[0] += 1
-            return norm_twin_call(*a, **k)
-
-        sampler._norm_twin_call = counted  # noqa: SLF001 - counted, for the summary line
-        timed_from = own()
         calls = [(i, True, fn) for i, fn in enumerate(mons)]
         calls += [(i, False, fn) for i, fn in enumerate(bare)]
         times: dict[tuple[int, bool], list[float]] = {(i, m): [] for i, m, _ in calls}
@@ -229,7 +212,6 @@ def graph_interleaved(args: argparse.Namespace, corpus: bool = False) -> tuple[f
                     times[i, False].append(clock() - t)
                 # the training's own CPU (TensorFlow's pools included, the helpers not)
                 cpus[i, monitored].append(process() - p - (helpers() - h))
-        twins, own_time = twin_calls[0], own() - timed_from
         # What the reader and the pump cost per step of a run that is all monitored: a
         # stretch of monitored steps alone, their threads' CPU time over its steps.
         reader, alone = interceptor.reader.thread, args.steps
@@ -243,7 +225,7 @@ def graph_interleaved(args: argparse.Namespace, corpus: bool = False) -> tuple[f
         pump_cost = (side.pump_cpu() - pump0) / (alone + 1)
         charge = read_cost + pump_cost
     seen = side.close()
-    TwinSampler.clock, LoopInspector.clock = saved
+    LoopInspector.clock = saved
     made = eager_first + args.traces * (args.steps + 1) + warm + alone + 1
     loops = len(interceptor.book.loops)
     assert loops == (2 if corpus else 1), f"{loops} loops"
@@ -269,8 +251,7 @@ def graph_interleaved(args: argparse.Namespace, corpus: bool = False) -> tuple[f
         f"{pump_cost * 1e6:.1f} us/step), control bare/bare {control:.3f}; CPU per step "
         f"{cpu_b / cpu_m:.3f} (control {cpu_control:.3f}), "
         f"steps lost {made - seen}, {args.traces}+{args.traces} traces x {args.steps} "
-        f"steps interleaved; norm twins {twins / own_time:.1f} calls a second of "
-        "monitored time"
+        "steps interleaved"
     )
     return ratio, line
 

@@ -39,3 +39,12 @@ def test_metrics_read_while_the_newest_step_is_held_back_do_not_go_with_an_earli
     rest = _steps(channel)
     assert [s.global_step for s in rest] == [3, 4]
     assert not rest[0].running and rest[1].running == {"seen": 256.0}
+
+
+def test_a_graph_loops_norm_says_it_is_sampled() -> None:
+    series = Series(frozenset({1}), "generator", [], [])
+    series.graph_ring()  # its steps are traced: twins on the sampling cadence write the norm
+    assert series.norm_name("gradient norm (generator)") == "gradient norm (generator, sampled)"
+    assert series.norm_name("gradient norm") == "gradient norm (sampled)"
+    series.norm_sampled = False  # a graph that writes it at every step (a stateful random op)
+    assert series.norm_name("gradient norm") == "gradient norm"

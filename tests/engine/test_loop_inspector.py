@@ -51,7 +51,7 @@ def _close(a: list[float], b: list[float]) -> None:
         assert math.isclose(x, y, rel_tol=1e-5, abs_tol=1e-6), (x, y)
 
 
-NORM = "gradient norm (sampled)"  # a graph loop's norm: the norm twin's steps
+NORM = "gradient norm (sampled)"  # a graph loop's norm: at the twin's (sampled) steps
 
 
 def _norm_steps(steps: list[StepEnded], key: str, norms: list[float]) -> list[int]:
@@ -94,8 +94,8 @@ def test_graph_loop_reports_gradient_norms_and_the_inspector_views(tmp_path: Pat
     steps = of(events, StepEnded)
     assert len(steps) == 12
     _close([s.values["loss"] for s in steps], own["losses"])
-    # the norm: every 10th step (the norm twin) and every sampled step (the recording twin)
-    assert _norm_steps(steps, NORM, own["norms"]) == [2, 5, 8, 10, 11]
+    # the norm: at every sampled step (the twin's), each the loop's own
+    assert _norm_steps(steps, NORM, own["norms"]) == [2, 5, 8, 11]
     # the model tree of the Keras model the loop trains (the Model dock shows it)
     (tree,) = of(events, ModelTree)
     assert tree.root.name == "regressor"
@@ -132,12 +132,8 @@ def test_gan_loop_reports_both_gradient_norms_and_one_sample_per_step(tmp_path, 
     g_steps = _norm_steps(steps, g_key, own["g"])
     if mode == "eager":
         assert d_steps == g_steps == list(range(1, 16))
-    elif mode == "graph":  # one tf.function, both updates: its twins measure both
-        assert d_steps == g_steps == [2, 7, 10, 12]
-    else:  # two tf.functions: a round of norm twins runs each once, every 10 loop steps
-        for found in (d_steps, g_steps):
-            assert {2, 7, 12} <= set(found)  # the inspector's samples
-            assert set(found) - {2, 7, 12}, found  # and a norm twin's
+    else:  # one tf.function for both updates, or two: a sample runs each one's twin
+        assert d_steps == g_steps == [2, 7, 12]
     (tree,) = of(events, ModelTree)
     assert [c.name for c in tree.root.children] == ["discriminator", "generator"]
     grads = of(events, GradientStats)
@@ -216,27 +212,31 @@ def test_a_loops_weights_are_summarised_on_the_host_until_a_trace_pays(
     assert {v.path for v in weights[-1].variables} == set(own["final"])
 
 
-def test_inspector_off_means_no_inspector_events(tmp_path: Path) -> None:
+def test_inspector_off_means_no_inspector_events_and_norms_on_the_cadence(tmp_path) -> None:
     _, events, own = _run("graph_norms.py", tmp_path, "25", inspector=False)
     assert not of(events, GradientStats) and not of(events, WeightStats)
     steps = of(events, StepEnded)
     _close([s.values["loss"] for s in steps], own["losses"])  # every step's loss
-    assert _norm_steps(steps, NORM, own["norms"]) == [10, 20]
+    # the norm on the budget's cadence: steps 2 and 12 (the first gap is 10 steps), then
+    # at most one a second
+    assert _norm_steps(steps, NORM, own["norms"]) == [2, 12]
+    _, events, own = _run("graph_norms.py", tmp_path, "25", inspector=False, sample_every=4)
+    assert _norm_steps(of(events, StepEnded), NORM, own["norms"]) == [2, 6, 10, 14, 18, 22]
 
 
 def test_an_xla_compiled_step_reports_every_loss_and_its_sampled_norms(tmp_path: Path) -> None:
     # jit_compile=True: the ring's writes (the norm row with its step number) are compiled
-    # with the step, in its own graph and in its norm twin's
+    # with the step, in its own graph and in its twin's
     _, events, own = _run("graph_norms.py", tmp_path, "20", "jit", inspector=False)
     steps = of(events, StepEnded)
     _close([s.values["loss"] for s in steps], own["losses"])
-    assert _norm_steps(steps, NORM, own["norms"]) == [10, 20]
+    assert _norm_steps(steps, NORM, own["norms"]) == [2, 12]
 
 
 def test_a_step_with_a_stateful_random_op_keeps_its_draws_and_measures_every_norm(
     tmp_path: Path,
 ) -> None:
-    # A norm twin would have its own copy of tf.random.normal, starting its draws over:
+    # A twin would have its own copy of tf.random.normal, starting its draws over:
     # the function's own graph measures the norm instead, at every step.
     plain = _plain_python("random_step.py", tmp_path)
     _, events, own = _run("random_step.py", tmp_path, inspector=False)
@@ -421,14 +421,15 @@ def test_ring_buffer_wraps_and_names_overwritten_steps(tmp_path: Path, monkeypat
     # a ring of 8 keeps the last 8, so steps 2-12 were overwritten before they were read.
     monkeypatch.setattr(ring, "RING", 8)
     monkeypatch.setattr(ring, "READ_EVERY", 1000.0)
-    _, events, own = _run("graph_norms.py", tmp_path, "20", inspector=False)
+    _, events, own = _run("graph_norms.py", tmp_path, "20", inspector=False, sample_every=5)
     steps = of(events, StepEnded)
     assert [s.global_step for s in steps] == list(range(1, 21))  # no step is lost from the count
     assert math.isclose(steps[0].values["loss"], own["losses"][0], rel_tol=1e-5)
     assert all(math.isnan(s.values["loss"]) for s in steps[1:12])
     _close([s.values["loss"] for s in steps[12:]], own["losses"][12:])
-    # step 10's norm row is still in the norm ring, but its step was overwritten: only 20's
-    assert _norm_steps(steps, NORM, own["norms"]) == [20]
+    # the norm rows of steps 2, 7 and 12 are still in the norm ring, but their steps were
+    # overwritten: only 17's
+    assert _norm_steps(steps, NORM, own["norms"]) == [17]
 
 
 def test_norm_ring_rows_overwritten_by_a_later_twin_are_not_reported(
@@ -436,15 +437,15 @@ def test_norm_ring_rows_overwritten_by_a_later_twin_are_not_reported(
 ) -> None:
     import tfstudio.engine.loops.ring as ring
 
-    # The norm twins run at steps 10 and 20 (0-based 9 and 19); a norm ring of 10 rows puts
-    # both in row 9, and with one read after the first call and one at the end, step 20's
-    # row has taken step 10's: step 10 reports its loss but no norm (not 20's norm, either).
+    # The twins run at steps 2 and 12 (0-based 1 and 11); a norm ring of 10 rows puts both
+    # in row 1, and with one read after the first call and one at the end, step 12's row
+    # has taken step 2's: step 2 reports its loss but no norm (not 12's norm, either).
     monkeypatch.setattr(ring, "NORM_RING", 10)
     monkeypatch.setattr(ring, "READ_EVERY", 1000.0)
-    _, events, own = _run("graph_norms.py", tmp_path, "20", inspector=False)
+    _, events, own = _run("graph_norms.py", tmp_path, "20", inspector=False, sample_every=10)
     steps = of(events, StepEnded)
     _close([s.values["loss"] for s in steps], own["losses"])  # every loss (RING is 16,384)
-    assert _norm_steps(steps, NORM, own["norms"]) == [20]
+    assert _norm_steps(steps, NORM, own["norms"]) == [12]
 
 
 def test_norm_rows_name_their_step_exactly_far_past_float32s_integers() -> None:

@@ -13,10 +13,10 @@ sampled step summarises them (and the variables after the update) right there.
 Unsampled steps cost one integer comparison.
 
 ``tf.function`` loops: the gradients exist only inside the graph. Like the fit
-inspector (``probes/gradients.py``), the step function gets a *recording twin*
-(``Function._clone``: the same Python function, traced again while recording is
-on), whose trace adds ops that write each gradient's norm, min, max and
-histogram into device-side ``tf.Variable`` buffers. A sampled step calls the
+inspector's copies path (``probes/gradients.py``), the step function's *twin*
+(``engine/loops/sampling.py``: the same Python function, traced again while recording
+is on) adds ops that write each gradient's norm, min, max and histogram into
+device-side ``tf.Variable`` buffers. A sampled step calls the
 twin instead of the user's function (once); unsampled steps run the user's own
 graph, with nothing added. Costs: one extra trace at the first sample, and the
 summaries on sampled steps. (A ``tf.cond`` on a flag inside the one function was
@@ -245,17 +245,7 @@ class LoopInspector:
         now = self.clock()
         cost += now - started
         cadence = loop.cadence
-        # The step time is measured from the end of the first sample on: before it, the
-        # loop's time holds its own trace (and the first sample traces the twin and the
-        # weight probe), which would make steps look slow and samples too frequent. The
-        # first sample's cost still counts in the overhead.
-        if loop.step0 is None:
-            gap = cadence.next_gap(cost, 1, cost + 1.0)  # the first sample: FIRST_GAP
-            loop.t0, loop.step0, loop.first_cost = now, step, cost
-        else:
-            elapsed = now - loop.t0 + loop.first_cost
-            gap = cadence.next_gap(cost, max(step - loop.step0, 1), elapsed)
-        loop.sample_at = step + gap
+        gap = schedule(loop, step, cost, now)
         self._plan_weight_trace(loop, now)
         self._emit(
             InspectorStatus(
@@ -334,6 +324,26 @@ def new_cadence(monitor: RunMonitor) -> Cadence:
     """A loop's sampling cadence, from the run's options."""
     opts = monitor.options
     return Cadence(opts.inspector_budget, opts.sample_every)
+
+
+def schedule(loop: Any, step: int, cost: float, now: float) -> int:
+    """After a sample of ``loop`` at its ``step`` that cost ``cost`` s: the gap to the next
+    (``loop.sample_at``), on its cadence.
+
+    The step time is measured from the end of the first sample on: before it, the loop's
+    time holds its own trace (and the first sample traces the twin and the weight probe),
+    which would make steps look slow and samples too frequent. The first sample's cost
+    still counts in the overhead.
+    """
+    cadence = loop.cadence
+    if loop.step0 is None:
+        gap = cadence.next_gap(cost, 1, cost + 1.0)  # the first sample: FIRST_GAP
+        loop.t0, loop.step0, loop.first_cost = now, step, cost
+    else:
+        elapsed = now - loop.t0 + loop.first_cost
+        gap = cadence.next_gap(cost, max(step - loop.step0, 1), elapsed)
+    loop.sample_at = step + gap
+    return gap
 
 
 def _eager_gradients(pairs: list[tuple[Any, Any]]) -> list[GradientVariable]:

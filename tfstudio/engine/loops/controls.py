@@ -7,6 +7,7 @@ discovery found) as their "model", and run at each step boundary.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from tfstudio.engine.loops.series import LoopBook
@@ -20,16 +21,19 @@ class LoopControls:
     Args:
         monitor: the run (its controller is made here when no fit made one).
         book: the run's loops (the current one's optimizer is the one the controls set).
+        on_due: called (from any thread) when the controller has work for the next step
+            boundary (see ``TrainingController.due``).
     """
 
-    def __init__(self, monitor: RunMonitor, book: LoopBook) -> None:
+    def __init__(
+        self, monitor: RunMonitor, book: LoopBook, on_due: Callable[[], None] = lambda: None
+    ) -> None:
         self.monitor = monitor
         self.book = book
+        self.on_due = on_due
         self.started = False
         self.optimizer: Any = None  # the last Keras optimizer seen applying gradients
         self.control: Any = None  # the run's TrainingController, once the controls began
-        # the controller has work for the next step boundary (see TrainingController.due)
-        self.on_due: Any = lambda: None
         self._state: Any = None  # what checkpoints hold (engine/loop_state.py)
         opts = monitor.options
         # whether every graph call must sync and run the controls (else only when asked)

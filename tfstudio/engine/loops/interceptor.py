@@ -1,12 +1,10 @@
 """``LoopInterceptor``: one run's custom-loop monitoring, put together.
 
-Patching (``patching.py``) routes the script's tape gradients, updates and
-``tf.function`` calls here; step detection (``steps.py``) pairs a gradient with
-its update; a step goes into its series and loop (``series.py``, named by
-``owners.py``); eager steps are reported at once, graph steps through the device
-ring buffer and its reader (``ring.py``); events come from ``emission.py``;
-the controls from ``controls.py``; the inspector's samples from ``sampling.py``
-and ``engine/loop_inspect.py``; ``tfstudio.monitor`` reaches ``explicit.py``.
+Patching (``patching.py``) routes the script's tape gradients and updates here, and
+``tf.function`` calls to the sampler (``sampling.py``); step detection (``steps.py``)
+pairs a gradient with its update; a step goes into its series and loop (``series.py``,
+named by ``owners.py``); eager steps are reported at once, graph steps through the
+device ring buffer and its reader (``ring.py``); events come from ``emission.py``.
 """
 
 from __future__ import annotations
@@ -24,7 +22,7 @@ from tfstudio.engine.loops.metrics import LoopMetrics
 from tfstudio.engine.loops.owners import discover, user_site, variable_label
 from tfstudio.engine.loops.patching import Patches, patch_tensorflow
 from tfstudio.engine.loops.ring import RingReader
-from tfstudio.engine.loops.sampling import TwinSampler
+from tfstudio.engine.loops.sampling import Sampler
 from tfstudio.engine.loops.series import Loop, LoopBook, Series
 from tfstudio.engine.loops.steps import PendingStep, StepDetector, scalar
 from tfstudio.engine.monitor import RunMonitor
@@ -41,7 +39,6 @@ class LoopInterceptor:
     def __init__(self, monitor: RunMonitor) -> None:
         self.monitor = monitor
         self.tf: Any = None  # the tensorflow module, once the script imported it
-        self.graph_active = False  # a traced step exists: tf.function calls are step boundaries
         self._lock = threading.RLock()  # the reader thread drains loops too
         self._hook: Any = None
         self._patches = Patches()
@@ -54,17 +51,25 @@ class LoopInterceptor:
             else None
         )
         self.emitter = LoopEmitter(monitor, self.inspector)
-        self.sampler = TwinSampler(monitor, self.inspector, self.book, self.emitter, self._lock)
-        self.controls = LoopControls(monitor, self.book)
-        self.controls.on_due = self.sampler.wake
-        self.sampler.before_call = self._due_boundary
+        self.controls = LoopControls(monitor, self.book, lambda: self.sampler.wake())
+        self.metrics = LoopMetrics(monitor.report_error)  # the Keras metrics steps update
+        self.sampler = Sampler(
+            monitor,
+            self.inspector,
+            self.book,
+            self.emitter,
+            self.controls,
+            self._lock,
+            self.sync,
+            self._function_called,
+            lambda: self.metrics.discover(self.tf),
+        )
         self.explicit = ExplicitApi(monitor, self.book, self.emitter, self._lock)
         self.reader = RingReader(
             self._read, lambda exc: monitor.report_error("custom loop (reader)", exc)
         )
-        self.metrics = LoopMetrics(monitor.report_error)  # the Keras metrics steps update
         # step function id -> the (first) series its traces write: a call of one whose loop
-        # ended begins that loop again (see function_called)
+        # ended begins that loop again (see _function_called)
         self.fn_series: dict[int, Series] = {}
 
     # -- install / restore ---------------------------------------------
@@ -85,6 +90,7 @@ class LoopInterceptor:
         self.tf = tf
         self.detector.tf = tf
         patch_tensorflow(tf, self._patches, self)
+        self.monitor.on_stop = self.sampler.stop_due
 
     def __exit__(self, *exc: object) -> None:
         self.explicit.uninstall()
@@ -125,7 +131,7 @@ class LoopInterceptor:
         """Variables were updated: a step when a gradient of them came first."""
         try:
             if optimizer is not None:
-                self.controls.optimizer = optimizer
+                self.controls.optimizer = optimizer  # the last one seen applying gradients
             found = self.detector.update(variables)
             if found is not None:
                 self._step(found, optimizer)
@@ -147,23 +153,14 @@ class LoopInterceptor:
                     running = self.metrics.sample(loop, settle=True) if metrics else None
                     self.emitter.drain(loop, running=running)
 
-    def _due_boundary(self) -> None:
-        """Before a graph step's call: the step boundary, when the controls have work (a
-        rate the script assigned since the last call is sent at the step it follows)."""
-        control = self.controls.control
-        if control is not None and control.due:
-            self.sync()
-            self.controls.after_step(None)
-
     def _read(self) -> None:
         """The reader thread's beat: report the graph steps (with the loops' metrics),
-        ask for a schedule's rate. (The metrics of a traced step function are found on
-        the training thread once its trace is over: ``patching.py``'s wrapper; a graph
-        read here while its trace goes on changed size under the reader.)"""
+        ask for a schedule's rate. (A traced step function's metrics are found on the
+        training thread once its trace is over: a graph read here could still grow.)"""
         self.sync(metrics=True)
         self.controls.beat()
 
-    def function_called(self, fid: int) -> None:
+    def _function_called(self, fid: int) -> None:
         """Before a call of a step function of no open loop (the wrapper's full path, on the
         training thread): its loop ended when another began; it goes on in a new one."""
         try:
@@ -218,16 +215,16 @@ class LoopInterceptor:
                 self.controls.after_step(loss)
         else:  # tracing a tf.function: record the loss on the device at run time
             tf = self.tf
+            graph = tf.compat.v1.get_default_graph()
             ring = series.graph_ring()
-            norm = self.sampler.measures_norm(tf.compat.v1.get_default_graph())
-            if norm and not (self.sampler.recording or self.sampler.norming):
-                series.norm_every = 1  # its own graph writes the norm: every step has it
-            if self.sampler.recording and self.inspector is not None:
+            recording = self.sampler.recording
+            norm = self.sampler.traced_step(graph)
+            if norm and not recording:
+                series.norm_sampled = False  # its own graph writes every step's norm
+            if recording and self.inspector is not None:
                 self.inspector.record_graph(series, found.pairs)
             ring.write(tf, found.target, found.pairs, norm)
-            self.metrics.traced(tf.compat.v1.get_default_graph(), loop)
-            self.sampler.traced_step()
-            self.graph_active = True
+            self.metrics.traced(graph, loop)
             self.reader.start()
 
     def _new_series(
@@ -252,8 +249,7 @@ class LoopInterceptor:
         else:
             self._end_current()
             mon = self.monitor
-            cadence = new_cadence(mon) if self.inspector is not None else None
-            loop = book.new_loop(mon.fits + len(book.loops), cadence)
+            loop = book.new_loop(mon.fits + len(book.loops), new_cadence(mon))
             loop.output = mon.output_mark()  # its first step: before the script prints it
             mon.loops = len(book.loops)
         assert loop is not None
@@ -265,8 +261,7 @@ class LoopInterceptor:
         """An ended loop's steps come again: the current loop ends, a new one holds its series."""
         self._end_current()
         mon = self.monitor
-        cadence = new_cadence(mon) if self.inspector is not None else None
-        loop = self.book.reopen(ended, mon.fits + len(self.book.loops), cadence)
+        loop = self.book.reopen(ended, mon.fits + len(self.book.loops), new_cadence(mon))
         loop.output = mon.output_mark()
         mon.loops = len(self.book.loops)
         self.metrics.carry(ended, loop)
@@ -288,12 +283,11 @@ class LoopInterceptor:
 
     def _loop_changed(self) -> None:
         """The current loop or its step functions changed: the wrapper's quiet path is for
-        the current loop's functions only, and the next call of any takes the full path."""
+        the current loop's functions only."""
         current = self.book.current()
-        self.sampler.current_fns = {
-            fid for fid, s in self.fn_series.items() if current is not None and s.loop is current
-        }
-        self.sampler.quiet_until = 0
+        self.sampler.current_loop(
+            {fid for fid, s in self.fn_series.items() if current is not None and s.loop is current}
+        )
 
 
 def _function_code(function: Any) -> Any:

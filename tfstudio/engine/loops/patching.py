@@ -3,27 +3,44 @@
 ``tf.GradientTape.gradient`` (a gradient may begin a step), the Keras
 optimizer's ``apply`` (``apply_gradients`` calls it), ``assign_sub`` /
 ``assign_add`` of TensorFlow's resource variables and of Keras variables (an
-update completes a step), and ``tf.function``'s ``__call__`` (a call of a
-function whose graph holds a step is a step boundary; some calls run a twin
-of it, which measures the gradient norm or records for the inspector). Every
+update completes a step), and ``tf.function``'s ``__call__`` (the sampler's
+wrapper, ``sampling.py``: a call of a step function is a step boundary). Every
 replaced attribute is put back on exit.
 
-The wrappers only route: the interceptor's hooks report their own failures, so a
-wrapper never adds a ``try`` of its own to the script's call.
+The wrappers only route to :class:`LoopHooks` (the interceptor), whose methods
+report their own failures: a wrapper adds no ``try`` of its own to the script's call.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from tfstudio.engine.loops.sampling import Sampler
+from tfstudio.engine.loops.steps import StepDetector
+from tfstudio.engine.monitor import RunMonitor
 from tfstudio.engine.script import RunStopped
 
-if TYPE_CHECKING:
-    from tfstudio.engine.loops.interceptor import LoopInterceptor
-
 _MISSING = object()
+
+
+class LoopHooks(Protocol):
+    """What the wrappers call (the run's :class:`LoopInterceptor`)."""
+
+    tf: Any
+    monitor: RunMonitor
+    detector: StepDetector
+    sampler: Sampler
+
+    def eager(self) -> bool:
+        """Whether the script's code runs eagerly now."""
+
+    def gradient_taken(self, target: Any, sources: Any, grads: Any) -> None:
+        """A tape gradient was taken outside a fit."""
+
+    def updated(self, variables: list[Any], optimizer: Any, where: str) -> None:
+        """Variables were updated outside a fit and outside an optimizer's apply."""
 
 
 class Patches:
@@ -62,7 +79,7 @@ def _put_back(cls: type, name: str, saved: Any) -> None:
         setattr(cls, name, saved)
 
 
-def patch_tensorflow(tf: Any, patches: Patches, it: LoopInterceptor) -> None:
+def patch_tensorflow(tf: Any, patches: Patches, it: LoopHooks) -> None:
     """Wrap TensorFlow's tape, resource variables and ``tf.function`` calls (and Keras's)."""
     from tensorflow.python.eager.polymorphic_function import polymorphic_function
     from tensorflow.python.ops import resource_variable_ops
@@ -76,8 +93,7 @@ def patch_tensorflow(tf: Any, patches: Patches, it: LoopInterceptor) -> None:
         for name in ("assign_sub", "assign_add"):
             if name in var_cls.__dict__:
                 patches.replace(var_cls, name, lambda f: _assign(f, it))
-    function = polymorphic_function.Function
-    patches.replace(function, "__call__", lambda f: _function_call(f, it))
+    patches.replace(polymorphic_function.Function, "__call__", it.sampler.wrap)
     keras = sys.modules.get("keras")
     if keras is not None and hasattr(keras, "optimizers"):
         patch_keras(patches, it)
@@ -85,7 +101,7 @@ def patch_tensorflow(tf: Any, patches: Patches, it: LoopInterceptor) -> None:
         it.monitor.on_keras_imported.append(lambda: patch_keras(patches, it))
 
 
-def patch_keras(patches: Patches, it: LoopInterceptor) -> None:
+def patch_keras(patches: Patches, it: LoopHooks) -> None:
     """Wrap the Keras optimizer's ``apply`` and Keras variables' ``assign_sub``/``assign_add``."""
     if it.tf is None:
         return  # the run is over
@@ -98,12 +114,12 @@ def patch_keras(patches: Patches, it: LoopInterceptor) -> None:
         patches.replace(Variable, name, lambda f: _assign(f, it))
 
 
-def _gradient(original: Callable[..., Any], it: LoopInterceptor) -> Callable[..., Any]:
-    monitor = it.monitor
+def _gradient(original: Callable[..., Any], it: LoopHooks) -> Callable[..., Any]:
+    monitor, detector = it.monitor, it.detector
 
     def gradient(tape: Any, target: Any, sources: Any, *args: Any, **kwargs: Any) -> Any:
         grads = original(tape, target, sources, *args, **kwargs)
-        if monitor.in_fit or it.detector.updating:
+        if monitor.in_fit or detector.updating:
             return grads
         if monitor.stop_requested.is_set() and it.eager():
             raise RunStopped()
@@ -113,9 +129,8 @@ def _gradient(original: Callable[..., Any], it: LoopInterceptor) -> Callable[...
     return gradient
 
 
-def _apply(original: Callable[..., Any], it: LoopInterceptor) -> Callable[..., Any]:
-    monitor = it.monitor
-    detector = it.detector
+def _apply(original: Callable[..., Any], it: LoopHooks) -> Callable[..., Any]:
+    monitor, detector = it.monitor, it.detector
 
     def apply(optimizer: Any, grads: Any, trainable_variables: Any = None) -> Any:
         if monitor.in_fit or detector.updating:
@@ -123,20 +138,16 @@ def _apply(original: Callable[..., Any], it: LoopInterceptor) -> Callable[..., A
         variables = list(trainable_variables) if trainable_variables is not None else []
         if not variables:
             variables = list(getattr(optimizer, "_trainable_variables", []) or [])
-        detector.updating += 1
-        try:
+        with detector.applying():  # its own assigns are no steps
             result = original(optimizer, grads, trainable_variables)
-        finally:
-            detector.updating -= 1
         it.updated(variables, optimizer, "custom loop (optimizer)")
         return result
 
     return apply
 
 
-def _assign(original: Callable[..., Any], it: LoopInterceptor) -> Callable[..., Any]:
-    monitor = it.monitor
-    detector = it.detector
+def _assign(original: Callable[..., Any], it: LoopHooks) -> Callable[..., Any]:
+    monitor, detector = it.monitor, it.detector
 
     def assign(variable: Any, *args: Any, **kwargs: Any) -> Any:
         result = original(variable, *args, **kwargs)
@@ -145,76 +156,3 @@ def _assign(original: Callable[..., Any], it: LoopInterceptor) -> Callable[..., 
         return result
 
     return assign
-
-
-def _function_call(original: Callable[..., Any], it: LoopInterceptor) -> Callable[..., Any]:
-    from tensorflow.python.eager.context import executing_eagerly  # tf.executing_eagerly
-
-    monitor = it.monitor
-    sampler = it.sampler
-    controls = it.controls
-    metrics = it.metrics
-    commands = monitor.channel.command_queue
-    resume = monitor.resume
-    stop = monitor.stop_requested
-
-    def waiting() -> bool:
-        """Whether a stop, a pause or a command waits for the next step boundary."""
-        return bool(commands) or stop.is_set() or not resume.is_set()
-
-    def __call__(function: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N807
-        # The quiet path, for a step function's call: until call `quiet_until` nothing
-        # is due (no twin, no sample, no control's work) and no command waits: count it,
-        # call. The full path below cost 10-15 us a call, as much
-        # as the graph's write of the loss: Python right after a TensorFlow call is slow.
-        if (
-            sampler.calls + 1 < sampler.quiet_until
-            and not commands
-            and id(function) in sampler.current_fns
-        ):
-            sampler.calls += 1
-            return original(function, *args, **kwargs)
-        if sampler.probing or monitor.in_fit or not executing_eagerly():
-            return original(function, *args, **kwargs)  # probes, fit, nested calls
-        fid = id(function)
-        if fid in sampler.step_fns and fid not in sampler.current_fns:
-            it.function_called(fid)  # a step function of an earlier loop: it goes on anew
-        if it.graph_active and controls.started and waiting():
-            # It came while the previous call ran its quiet path: the boundary after it.
-            if stop.is_set():
-                raise RunStopped()
-            it.sync()
-            controls.after_step(None)
-        if sampler.calls + 1 >= sampler.special_call and fid in sampler.step_fns:
-            result = sampler.special(function, original, args, kwargs)  # a twin's call
-        else:
-            result = original(function, *args, **kwargs)
-        if metrics.traced_graphs:  # traced during this call: their traces are over
-            metrics.discover(it.tf)
-        if it.graph_active:
-            # A graph step ran: the step boundary for stop, pause and commands.
-            if stop.is_set():
-                raise RunStopped()
-            if fid in sampler.step_fns:
-                sampler.calls += 1
-            # The full step boundary only when it has work: a per-call control step
-            # (learning-rate reads sync the device) cost ~5% of a small graph loop.
-            if controls.per_step or not controls.started or waiting():
-                it.sync()
-                controls.after_step(None)
-            # The calls before the next special one may take the quiet path, unless
-            # work waits (looked at after the store: a thread that makes work wait, or
-            # wakes the sampler, then sets quiet_until to 0 is never overwritten).
-            sampler.quiet_until = sampler.special_call
-            if (
-                sampler.special_call < sampler.quiet_until
-                or controls.per_step
-                or not controls.started
-                or waiting()
-            ):
-                sampler.quiet_until = 0
-        return result
-
-    sampler.call_code = __call__.__code__
-    monitor.on_stop = sampler.stop_due
-    return __call__

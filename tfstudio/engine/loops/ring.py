@@ -4,8 +4,8 @@ Inside a ``tf.function`` a step's values exist only when the graph runs. At trac
 time the step gets a write of its loss into a device-side ring buffer (a
 ``tf.Variable[RING]`` per series, made with ``tf.init_scope`` so a retrace reuses
 it) at a step counter, and the counter's increment. Steps that measure the
-gradient norm (the norm twin's, every :data:`NORM_EVERY` calls at most 10 times a
-second; see ``sampling.py``) also write a row into a second, smaller ring
+gradient norm (a twin's, on the sampling cadence; see ``sampling.py``) also write a
+row into a second, smaller ring
 (:data:`NORM_RING` rows, at ``step % NORM_RING``): one ``l2_loss`` per gradient and
 the step's number, in the row's last two float32 columns (``step // 2**24`` and
 ``step % 2**24``: integers a float32 holds exactly), so a reader tells a norm of
@@ -24,11 +24,9 @@ from typing import Any
 import numpy as np
 
 RING = 16384  # steps a graph series' buffer holds between two reads (80,000 steps/s)
-# Rows of the norm ring. Norm twins write it (a row every 10th step at the most; a step
-# function with a stateful random op, every step), so it is a quarter of RING: a row
-# lasts until a later step's row lands on its slot, at least 4,096 steps, one read
-# interval at 20,000 steps/s. It was a RING-row buffer and a third one for the step
-# numbers: each read copied both whole (~0.5 MB for a six-variable MLP).
+# Rows of the norm ring. Twins write it (on the sampling cadence; a step function with a
+# stateful random op, every step), so it is a quarter of RING: a row lasts until a later
+# step's row lands on its slot, at least 4,096 steps.
 NORM_RING = 4096
 STEP_COLUMNS = 2  # a norm row's last columns: its step number, high and low part
 STEP_SPLIT = 1 << 24  # ... split here: each part is exact in float32 (steps < 2**48)
@@ -37,19 +35,6 @@ STEP_SPLIT = 1 << 24  # ... split here: each part is exact in float32 (steps < 2
 # that was ~1% of a 1 ms step's time.
 READ_EVERY = 0.2
 MAX_PARTS = 16  # columns of gradient norms per row (more gradients are added in groups)
-# A graph loop measures its gradient norm every NORM_EVERY calls of its step function:
-# one l2_loss per gradient cost ~1.5% of a ~1 ms step when written every step.
-NORM_EVERY = 10
-# ... and at most every NORM_MIN_GAP_S seconds: a call of the norm twin, a graph of its
-# own, costs TensorFlow ~0.12-0.15 ms more than a call of the graph it follows (switching
-# graphs; the twin alone runs as fast), ~12 us a step at every 10th
-# call of a 0.7 ms step; with what it leaves behind for the next call, ~0.23 ms in all
-# (/tmp probe of 2026-12-01: calls sorted by kind). At most 10 such calls a second take
-# ~0.2% of any loop's time (a loop of two step functions, a GAN's, runs a round of two
-# twins' calls every 0.2 s). At 20 a second (0.05 s, before 2026-12-01) a monitored
-# call of the small MLP cost 4.6-8.4 us more than at 10, alternated in one process
-# (docs/benchmarks.md's history); 10 norm points a second are still far more than a plot needs.
-NORM_MIN_GAP_S = 0.1
 
 
 class GraphRing:
@@ -152,6 +137,14 @@ class GraphRing:
                 for step, norm in zip(steps[new].tolist(), norms.tolist(), strict=True):
                     out_norms[step - known] = norm
         return count, out_losses, out_norms
+
+    def written(self) -> int:
+        """Steps written so far, read now (eagerly; the counter alone)."""
+        if self._tf is None:
+            return 0
+        from tfstudio.engine.probes.values import read_handle
+
+        return int(read_handle(self.counter.handle, self._tf.int64))
 
     def _make(self, tf: Any, parts: int) -> None:
         """Create the buffers and counter (outside any traced function), once.

@@ -1,25 +1,23 @@
-"""Which ``tf.function`` calls are steps, and the calls that run a twin of the step function.
+"""Sampling: which ``tf.function`` calls are steps, and which run the step function's twin.
 
-A ``tf.function`` whose trace found a step is a *step function*; each call of
-one is a step boundary. A step function's own graph writes only each step's loss.
-Every :data:`~tfstudio.engine.loops.ring.NORM_EVERY` calls (and no more often than
-every :data:`~tfstudio.engine.loops.ring.NORM_MIN_GAP_S`) a call runs its *norm
-twin* instead: the same Python function traced again, whose graph also writes the
-gradient norm. On the inspector's cadence a call runs the function's *recording
-twin* (``engine/loop_inspect.py``), which writes the norm and the gradients'
-summaries. A step function whose graph draws from a stateful random op (whose
-state lives in the op, so a twin would replay its draws) gets no norm twin: its own
-graph writes the norm at every step.
+A ``tf.function`` whose trace found a step is a *step function*; each call of one is a
+step boundary. Its own graph writes each step's loss (``ring.py``). On the loop's
+sampling cadence (``Cadence``: the inspector's budget, or ``--sample-every``; also when
+the inspector is off) a call runs the function's *twin* instead: the same Python
+function traced again (``Function._clone``), whose graph also writes the gradient norm
+and, with the inspector on, the gradients' summaries (``engine/loop_inspect.py``). A
+step function whose graph draws from a stateful random op (its state lives in the op,
+so a twin would replay the draws) gets no twin: its own graph writes the norm at every
+step.
 
-Between those calls the ``Function.__call__`` wrapper (``patching.py``) takes a
-quiet path (a count and a comparison) until call :attr:`TwinSampler.quiet_until`:
-the wrapper's full path sets it after each call, and anything the training thread
-must see at the next call (a stop, a control's rate, a new step function) sets it to 0.
+:meth:`Sampler.wrap` makes the ``Function.__call__`` wrapper. Between special calls it
+takes a quiet path, a count and a comparison, until call :attr:`Sampler.quiet_until`;
+anything the training thread must see at the next call (a stop, a command, a control's
+work, a new step function) sets that to 0, and the next call takes the full path.
 """
 
 from __future__ import annotations
 
-import math
 import sys
 import threading
 import time
@@ -27,11 +25,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tfstudio.engine.loop_inspect import FIRST_SAMPLE, LoopInspector
+from tfstudio.engine.loop_inspect import FIRST_SAMPLE, LoopInspector, schedule
+from tfstudio.engine.loops.controls import LoopControls
 from tfstudio.engine.loops.emission import LoopEmitter
-from tfstudio.engine.loops.ring import NORM_EVERY, NORM_MIN_GAP_S
 from tfstudio.engine.loops.series import LoopBook
 from tfstudio.engine.monitor import RunMonitor
+from tfstudio.engine.script import RunStopped
 
 NEVER = 1 << 62
 # Ops that keep their random state in the kernel, one state per graph: a twin's copy of
@@ -55,24 +54,28 @@ STATEFUL_RANDOM = frozenset(
         "NonDeterministicInts",
     }
 )
+RANDOM_NOTE = (
+    "this loop's gradients and weights are not sampled: its step function draws from a "
+    "stateful random op (e.g. tf.random.normal), and a recording twin would replay those "
+    "draws, so your script would compute something else (a tf.random.Generator or "
+    "stateless random ops keep the samples)."
+)
 
 
-class TwinSampler:
-    """The step functions of a run and their sampled calls.
+class Sampler:
+    """The run's step functions, their calls, and the sampled calls that run a twin.
 
     Args:
-        monitor: the run (error reporting).
+        monitor: the run.
         inspector: the inspector's sampler, or None when the run turned it off.
         book: the run's loops.
-        emitter: announces and drains a loop before its sample is emitted.
+        emitter: announces a loop before its sample is emitted.
+        controls: the controls run at step boundaries.
         lock: the interceptor's lock (the reader thread drains loops too).
+        sync: reports every graph step that ran (under ``lock``).
+        resumed: told the id of a step function of an ended loop before its call.
+        traced: called after a full-path call (a trace may have ended in it).
     """
-
-    # Seconds, for the norm twins' cap of calls a second. A benchmark that interleaves
-    # a monitored loop's steps with bare ones gives it a clock of the loop's own time,
-    # as it would have in a run of its own (as ``Inspector.clock``; a callable object,
-    # not a function, which would bind as a method).
-    clock: Callable[[], float] = time.monotonic
 
     def __init__(
         self,
@@ -80,46 +83,35 @@ class TwinSampler:
         inspector: LoopInspector | None,
         book: LoopBook,
         emitter: LoopEmitter,
+        controls: LoopControls,
         lock: threading.RLock,
+        sync: Callable[[], None],
+        resumed: Callable[[int], None],
+        traced: Callable[[], None],
     ) -> None:
         self.monitor = monitor
         self.inspector = inspector
         self.book = book
         self.emitter = emitter
+        self.controls = controls
         self.lock = lock
+        self._sync = sync
+        self._resumed = resumed
+        self._traced = traced
         self.probing = 0  # >0 while the inspector's own tf.functions run: no steps
-        # the code of the Function.__call__ wrapper: its outermost frame on the stack
-        # holds the tf.function being called (see calling)
-        self.call_code: Any = None
+        self.call_code: Any = None  # the wrapper's code: its frame holds the function called
         self.step_fns: set[int] = set()  # ids of tf.functions whose graph holds a step
-        # ... those of the current loop (the wrapper's quiet path is for them only: a call
-        # of another loop's step function takes its full path, which begins that loop again)
-        self.current_fns: set[int] = set()
-        self.recording = False  # the twin is being traced: add the gradient summaries
-        self.norming = False  # a norm twin is being traced: write the gradient norm
+        self.current_fns: set[int] = set()  # ... those of the current loop (the quiet path's)
+        self.graph_active = False  # a step was traced: tf.function calls are step boundaries
+        self.recording = False  # a twin is being traced: write the norm (and summaries)
         self.calls = 0  # calls of step functions
         self.sample_call = FIRST_SAMPLE  # the call that runs the twin
-        self.norm_call = NORM_EVERY  # the call that opens the next round of norm twins
-        # the first call that is not a plain call of a step function's own graph (the
-        # wrapper's one comparison per call)
-        self.special_call = min(FIRST_SAMPLE, NORM_EVERY)
-        # calls of step functions before this one take the wrapper's quiet path (0: none)
-        self.quiet_until = 0
-        self.every_step: set[int] = set()  # step functions whose graph writes every norm
-        self._twins: dict[int, Any] = {}  # the step functions' recording twins
-        self._norm_twins: dict[int, Any] = {}  # their norm twins (None: cannot have one)
-        self._norm_due: set[int] = set()  # step functions yet to run their norm twin
-        self._norm_done: set[int] = set()  # those that ran it (kept until the next round opens)
-        self._norm_opened: int | None = None  # the call that opened the round (None: no round)
-        self._norm_time = -math.inf  # time.monotonic() when the last round opened
-        self._norm_time_call = 0  # the call that opened it
-        self._pace = 0.0  # seconds a call between the last two rounds' openings (0: unknown)
+        self.special_call = FIRST_SAMPLE  # the first call not a plain one (or 0: woken)
+        self.quiet_until = 0  # calls before this one take the quiet path (0: none)
+        self._twins: dict[int, Any] = {}  # step function id -> its twin (None: none can be)
         self._round: set[int] = set()  # step functions whose twin ran for this sample
         self._round_cost = 0.0
-        self._twin_failed = False
-        self._woken = False  # wake() was called since special() began
-        # the step boundary that runs before a call when the controls have work (see wake)
-        self.before_call: Callable[[], None] = lambda: None
+        self._woken = False
 
     @contextmanager
     def probing_context(self) -> Iterator[None]:
@@ -130,20 +122,10 @@ class TwinSampler:
         finally:
             self.probing -= 1
 
-    def calling(self) -> int | None:
-        """The id of the ``tf.function`` the script is calling (and tracing), or None
-        (see :meth:`calling_function`)."""
-        found = self.calling_function()
-        return None if found is None else id(found)
-
     def calling_function(self) -> Any:
-        """The ``tf.function`` the script is calling (and tracing), or None.
-
-        Its call is the outermost frame of the ``Function.__call__`` wrapper on this
-        thread's stack (a twin's call runs in the frame of the function it twins; a
-        nested function's call, made while the outer one traces, is inside it). Walked
-        at trace time only: the wrapper's quiet path keeps no record of its calls.
-        """
+        """The ``tf.function`` the script is calling (and tracing), or None: the outermost
+        frame of the wrapper on this thread's stack (a twin's call runs in the frame of the
+        function it twins; a nested function's call is inside it). At trace time only."""
         found = None
         frame = sys._getframe(1)
         while frame is not None:
@@ -152,177 +134,127 @@ class TwinSampler:
             frame = frame.f_back
         return found
 
-    def traced_step(self) -> None:
-        """A trace found a step: the function being called is a step function (its next
-        call takes the wrapper's full path, which counts it)."""
-        fid = self.calling()
-        if fid is not None:
-            self.step_fns.add(fid)
+    def traced_step(self, graph: Any) -> bool:
+        """A trace found a step: the function called is a step function. Returns whether
+        this trace writes the gradient norm (a twin's, or a graph with a stateful random op,
+        which gets no twin)."""
+        found = self.calling_function()
+        if found is not None:
+            self.step_fns.add(id(found))
+        self.graph_active = True
+        self.quiet_until = 0
+        return self.recording or draws_stateful_random(graph)
+
+    def current_loop(self, fids: set[int]) -> None:
+        """The current loop's step functions changed: the next call takes the full path."""
+        self.current_fns.clear()
+        self.current_fns.update(fids)
         self.quiet_until = 0
 
-    def measures_norm(self, graph: Any) -> bool:
-        """At trace time of a step: whether this trace writes the step's gradient norm.
-
-        Twins do; a step function's own graph does only when it draws from a stateful
-        random op (then it gets no norm twin: see the module's docstring).
-        """
-        if self.recording or self.norming:
-            return True
-        if draws_stateful_random(graph):
-            fid = self.calling()
-            if fid is not None:
-                self.every_step.add(fid)
-            return True
-        return False
-
     def wake(self) -> None:
-        """The controls have work: the next call of a step function takes :meth:`special`
-        (which runs :attr:`before_call`). From another thread too: a wake while
-        :meth:`special` runs is kept (it looks at :attr:`_woken` after setting
-        :attr:`special_call`; the controller's ``due`` flag is set before this is called,
-        so a wake before it is seen by its :attr:`before_call`)."""
+        """The controls have work (any thread): the next step function's call is special.
+        A wake while :meth:`_special` runs is kept (it looks at ``_woken`` after)."""
         self._woken = True
         self.special_call = 0
         self.quiet_until = 0
 
     def stop_due(self) -> None:
-        """A stop was asked (any thread): the next call takes the wrapper's full path."""
+        """A stop was asked (any thread): the next call takes the full path."""
         self.quiet_until = 0
 
-    def special(self, function: Any, original: Callable[..., Any], args: Any, kwargs: Any) -> Any:
-        """A call of a step function at or after :attr:`special_call`: a twin may run it.
+    def clear(self) -> None:
+        """Drop the twins (the run is over)."""
+        self._twins.clear()
 
-        From :attr:`norm_call` on, a round of norm twins: every step function runs its
-        norm twin once (a GAN may train its two models in two ``tf.function``s); the
-        round also ends when a function of the round is called again. The next round
-        comes :data:`NORM_EVERY` loop steps after this one began, once
-        :data:`NORM_MIN_GAP_S` has passed for each twin's call of the last round (the
-        twins' calls, not the rounds, are capped at 10 a second); else it is looked at
-        again about when that gap will have passed, at the calls' pace so far, and
-        NORM_EVERY calls on at the soonest; when a round ends, the next is planned for
-        about when its gap will have passed, at the pace between the last two rounds
-        (one long quiet stretch between rounds, not a short one and a long one). The
-        inspector's sample comes first (its recording twin writes the norm too).
-        """
+    def wrap(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """The ``Function.__call__`` wrapper around TensorFlow's ``original``."""
+        from tensorflow.python.eager.context import executing_eagerly
+
+        monitor, controls = self.monitor, self.controls
+        commands = monitor.channel.command_queue
+        resume, stop = monitor.resume, monitor.stop_requested
+        step_fns, current = self.step_fns, self.current_fns
+
+        def waiting() -> bool:
+            """Whether a stop, a pause or a command waits for the next step boundary."""
+            return bool(commands) or stop.is_set() or not resume.is_set()
+
+        def __call__(function: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N807
+            # The quiet path: nothing is due before call `quiet_until` and no command
+            # waits. The full path below costs 10-15 us a call.
+            if self.calls + 1 < self.quiet_until and not commands and id(function) in current:
+                self.calls += 1
+                return original(function, *args, **kwargs)
+            if self.probing or monitor.in_fit or not executing_eagerly():
+                return original(function, *args, **kwargs)  # probes, fit, nested calls
+            fid = id(function)
+            if fid in step_fns and fid not in current:
+                self._resumed(fid)  # a step function of an ended loop: it goes on anew
+            if self.graph_active and controls.started and waiting():
+                # it came while the previous call ran its quiet path: the boundary after it
+                if stop.is_set():
+                    raise RunStopped()
+                self._sync()
+                controls.after_step(None)
+            if self.calls + 1 >= self.special_call and fid in step_fns:
+                result = self._special(function, original, args, kwargs)
+            else:
+                result = original(function, *args, **kwargs)
+            self._traced()
+            if self.graph_active:  # a step boundary for stop, pause and commands
+                if stop.is_set():
+                    raise RunStopped()
+                if fid in step_fns:
+                    self.calls += 1
+                # the full boundary only when it has work (a learning-rate read syncs the
+                # device: ~5% of a small graph loop at every call)
+                if controls.per_step or not controls.started or waiting():
+                    self._sync()
+                    controls.after_step(None)
+                # quiet until the next special call, unless work waits (looked at after
+                # the store: a thread that wakes the sampler meanwhile is never overwritten)
+                self.quiet_until = self.special_call
+                if (
+                    self.special_call < self.quiet_until
+                    or controls.per_step
+                    or not controls.started
+                    or waiting()
+                ):
+                    self.quiet_until = 0
+            return result
+
+        self.call_code = __call__.__code__
+        return __call__
+
+    def _special(self, function: Any, original: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+        """A step function's call at or after :attr:`special_call`: the controls' work, and
+        the twin's call when a sample is due."""
         self._woken = False
-        self.before_call()
-        fid = id(function)
-        call = self.calls + 1
-        if call >= self.norm_call and self._norm_opened is None:
-            now = self.clock()
-            elapsed = now - self._norm_time
-            # per twin call of the last round (its set is kept until the next opens):
-            # a GAN's round is two twins' calls
-            gap = NORM_MIN_GAP_S * max(1, len(self._norm_done))
-            if elapsed >= gap:
-                if elapsed < math.inf:  # the calls' pace between the last two rounds
-                    self._pace = elapsed / max(1, call - self._norm_time_call)
-                self._norm_time = now
-                self._norm_time_call = call
-                self._norm_due = self.step_fns - self.every_step
-                self._norm_done = set()
-                self._norm_opened = call
-            else:  # fast steps: not yet (the twin's calls stay within ~0.3% of the time)
-                # looked at again about when the gap has passed, at the calls' pace so far
-                per_call = elapsed / max(1, call - self._norm_time_call)
-                wait = gap - elapsed
-                later = math.ceil(wait / per_call) if per_call > 0 else NORM_EVERY
-                self.norm_call = call + min(max(NORM_EVERY, later), 100 * NORM_EVERY)
-        measured = True
-        if call >= self.sample_call:
-            result = self.sampled_call(function, original, args, kwargs)
-        elif fid in self._norm_due:
-            result = self._norm_twin_call(function, original, args, kwargs)
+        control = self.controls.control
+        if control is not None and control.due:  # a rate the script set: sent at this step
+            self._sync()
+            self.controls.after_step(None)
+        if self.calls + 1 >= self.sample_call:
+            result = self._sampled_call(function, original, args, kwargs)
         else:
-            measured = False
-            if fid in self._norm_done:
-                self._norm_due = set()  # called again: the round is over
             result = original(function, *args, **kwargs)
-        if self._norm_opened is not None:
-            if measured:
-                self._norm_due.discard(fid)
-                self._norm_done.add(fid)
-            if not self._norm_due:
-                calls_per_step = max(1, len(self._norm_done))
-                self.norm_call = self._norm_opened + NORM_EVERY * calls_per_step
-                self._norm_opened = None
-                if self._pace > 0:  # fast steps: about when the next gap will have passed
-                    wait = NORM_MIN_GAP_S * calls_per_step - (self.clock() - self._norm_time)
-                    later = min(math.ceil(wait / self._pace), 100 * NORM_EVERY)
-                    self.norm_call = max(self.norm_call, call + later)
-        later = call + 1 if self._norm_opened is not None else self.norm_call
-        self.special_call = min(self.sample_call, later)
-        if self._woken:  # woken by another thread meanwhile: the next call is special too
-            self.special_call = 0
+        self.special_call = 0 if self._woken else self.sample_call
         return result
 
-    def _norm_twin_call(
+    def _sampled_call(
         self, function: Any, original: Callable[..., Any], args: Any, kwargs: Any
     ) -> Any:
-        """Run this step with the function's norm twin (made at its first use)."""
+        """Run this step with the twin; the sample ends once every step function ran its
+        twin (a GAN may train its two models in two ``tf.function``s), or when a function
+        of the round is called again."""
         fid = id(function)
-        if fid not in self._norm_twins:
-            twin = None
-            try:
-                # A stateful random op found once the whole graph exists (after the step,
-                # or in an enclosing function): no twin, no norm, the same draws.
-                if not any(
-                    draws_stateful_random(c.graph) for c in function._list_all_concrete_functions()
-                ):
-                    twin = function._clone(None)  # same Python function, traced again
-            except Exception as exc:  # noqa: BLE001
-                self.monitor.report_error("gradient norm (tf.function twin)", exc)
-            self._norm_twins[fid] = twin
-        twin = self._norm_twins[fid]
-        if twin is None:
-            return original(function, *args, **kwargs)
-        self.norming = True
-        try:
-            return original(twin, *args, **kwargs)
-        finally:
-            self.norming = False
-
-    def sampled_call(
-        self, function: Any, original: Callable[..., Any], args: Any, kwargs: Any
-    ) -> Any:
-        """Run this step with the recording twin; emit the sample once every step function ran.
-
-        A sample is a round: each step function (a GAN may train its two models in two
-        ``tf.function``s) runs its twin once, then the sample is read and emitted. The
-        round also ends when a function of the round is called again (a function of an
-        earlier loop may never be called again).
-        """
-        fid = id(function)
-        if self.inspector is None or self._twin_failed:
-            self.sample_call = NEVER
-            return original(function, *args, **kwargs)
         if fid in self._round:
             self._finish_sample()
             return original(function, *args, **kwargs)
-        twin = self._twins.get(fid)
+        twin = self._twin(function)
         if twin is None:
-            try:
-                if any(
-                    draws_stateful_random(c.graph) for c in function._list_all_concrete_functions()
-                ):
-                    # A twin has its own copy of the op, whose draws restart: the script
-                    # would compute something else. No graph-loop samples in this run.
-                    self._twin_failed = True
-                    self.sample_call = NEVER
-                    self.monitor.note(
-                        "Inspector: this loop's gradients and weights are not sampled: its "
-                        "step function draws from a stateful random op (e.g. tf.random.normal), "
-                        "and a recording twin would replay those draws, so your script would "
-                        "compute something else (a tf.random.Generator or stateless random ops "
-                        "keep the samples)."
-                    )
-                    return original(function, *args, **kwargs)
-                twin = function._clone(None)  # same Python function, traced again
-            except Exception as exc:  # noqa: BLE001
-                self._twin_failed = True
-                self.monitor.report_error("inspector: gradients (tf.function twin)", exc)
-                return original(function, *args, **kwargs)
-            self._twins[fid] = twin
+            self.sample_call = NEVER
+            return original(function, *args, **kwargs)
         started = time.perf_counter()
         self.recording = True
         try:
@@ -335,33 +267,52 @@ class TwinSampler:
             self._finish_sample()
         return result
 
-    def clear(self) -> None:
-        """Drop the twins (the run is over)."""
-        self._twins.clear()
-        self._norm_twins.clear()
+    def _twin(self, function: Any) -> Any:
+        """The function's twin, made at its first use (None: it can have none)."""
+        fid = id(function)
+        if fid not in self._twins:
+            twin = None
+            try:
+                # a stateful random op, found once the whole graph exists: no twin
+                if any(
+                    draws_stateful_random(c.graph) for c in function._list_all_concrete_functions()
+                ):
+                    if self.inspector is not None:
+                        self.monitor.note("Inspector: " + RANDOM_NOTE)
+                else:
+                    twin = function._clone(None)  # same Python function, traced again
+            except Exception as exc:  # noqa: BLE001
+                self.monitor.report_error("custom loop (tf.function twin)", exc)
+            self._twins[fid] = twin
+        return self._twins[fid]
 
     def _finish_sample(self) -> None:
-        """Read what the round's twins recorded, emit it, schedule the next sample."""
+        """Emit what the round's twins recorded and schedule the next sample."""
         cost, self._round_cost = self._round_cost, 0.0
         calls_per_step = max(1, len(self._round))  # e.g. a GAN's two step functions
         self._round = set()
-        assert self.inspector is not None
+        inspector = self.inspector
         try:
-            started = time.perf_counter()
             with self.lock:
                 loops = self.book.open_graph_loops()
-                for loop in loops:
-                    if not loop.announced:
-                        self.emitter.drain(loop)
+                if inspector is not None:
+                    for loop in loops:
                         if not loop.announced:
-                            self.emitter.announce(loop)
-                self.inspector.graph_sample(loops, cost + time.perf_counter() - started)
-                gaps = [lp.sample_at - lp.series[0].snapshot() for lp in loops if lp.series]
+                            self.emitter.drain(loop)
+                            if not loop.announced:
+                                self.emitter.announce(loop)
+                    inspector.graph_sample(loops, cost)
+                else:
+                    now = LoopInspector.clock()
+                    for loop in loops:
+                        if loop.series:
+                            schedule(loop, loop.series[0].written(), cost, now)
+                gaps = [lp.sample_at - lp.series[0].written() for lp in loops if lp.series]
             gap = max(1, min(gaps) if gaps else 1)
             self.sample_call = self.calls + 1 + (gap - 1) * calls_per_step + 1
         except Exception as exc:  # noqa: BLE001
             self.sample_call = NEVER
-            self.monitor.report_error("inspector: custom loop sample", exc)
+            self.monitor.report_error("custom loop sample", exc)
 
 
 def draws_stateful_random(graph: Any) -> bool:
@@ -393,8 +344,7 @@ def _calls_random(graph: Any, node: Any, seen: set[str]) -> bool:
             found = graph._get_function(name)
             if found is None:
                 return True
-            definition = found.definition
-            for inner in definition.node_def:
+            for inner in found.definition.node_def:
                 if inner.op in STATEFUL_RANDOM or _calls_random(graph, inner, seen):
                     return True
     return False

@@ -18,7 +18,7 @@ import math
 from typing import Any
 
 from tfstudio.engine.loop_inspect import FIRST_SAMPLE
-from tfstudio.engine.loops.ring import NORM_EVERY, GraphRing
+from tfstudio.engine.loops.ring import GraphRing
 
 
 class Series:
@@ -53,8 +53,9 @@ class Series:
         self.norm_key = "gradient norm"
         self.ring: GraphRing | None = None  # graph: the device buffer of its steps
         self.graph = False
-        # steps measure the gradient norm every norm_every steps (graph: the norm twin's)
-        self.norm_every = 1
+        # graph: the norm is written at sampled steps only (the twin's; not when the step
+        # function's own graph writes it at every step)
+        self.norm_sampled = False
         self.grads: Any = None  # graph: the inspector's device buffers (loop_inspect)
         self.tree: Any = None  # the inspector's (ModelNode, summary text) of the owner
         # Step numbers below are the series' own (graph: its ring's counter); its loop's
@@ -77,16 +78,12 @@ class Series:
         if self.ring is None:
             self.ring = GraphRing()
             self.graph = True
-            self.norm_every = NORM_EVERY
+            self.norm_sampled = True
         return self.ring
 
     def norm_name(self, name: str) -> str:
-        """The metric name of its gradient norm: ``name``, saying so when steps sample it.
-
-        A graph loop's norm twin runs every 10th call, less often for fast steps (at most
-        10 times a second): "sampled", not a fixed stride.
-        """
-        if self.norm_every == 1:
+        """The metric name of its gradient norm: ``name``, saying so when steps sample it."""
+        if not self.norm_sampled:
             return name
         # "gradient norm (generator)" -> "gradient norm (generator, sampled)"
         return f"{name[:-1]}, sampled)" if name.endswith(")") else f"{name} (sampled)"
@@ -113,6 +110,11 @@ class Series:
                 self._norms.extend(norms)
                 self._count = count
         return self._count - self._origin
+
+    def written(self) -> int:
+        """How many steps of its loop exist now (graph: its ring's counter alone, read now)."""
+        count = self.ring.written() if self.ring is not None else self._count
+        return count - self._origin
 
     def trim(self, emitted: int) -> None:
         """Forget the values of steps already reported (its loop's first ``emitted``)."""

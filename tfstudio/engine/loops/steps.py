@@ -9,6 +9,8 @@ step, and code that only evaluates updates nothing.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from tfstudio.engine.loops.owners import is_variable, size
@@ -87,6 +89,15 @@ class StepDetector:
         keep.append(_new_pending(PendingStep, (key, match, target, variables, small, norm, pairs)))
         self.pending = keep
         return True
+
+    @contextmanager
+    def applying(self) -> Iterator[None]:
+        """While entered, an optimizer's apply runs: its own assigns are no steps."""
+        self.updating += 1
+        try:
+            yield
+        finally:
+            self.updating -= 1
 
     def update(self, variables: list[Any]) -> PendingStep | None:
         """The step that an update of ``variables`` completes (None: no gradient came first)."""
