@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tfstudio.core.events import GradientStats, GradientVariable, VariableStats, WeightStats
+from tfstudio.core.keras_folders import epoch_ends
 from tfstudio.core.runs import Histogram, TagPoints
 
 WEIGHTS = "weights/"
@@ -59,7 +60,12 @@ def _weight_path(tag: str) -> str | None:
         return tag[len(WEIGHTS) :]
     if tag.startswith((GRADIENTS, OUTPUTS)):
         return None
-    return tag.removesuffix("/histogram")  # a foreign log: the tag names the variable
+    # a foreign log: the tag names the variable (Keras's TensorBoard callback writes
+    # train/<model>/<layer>/<variable>/histogram)
+    folder, _, rest = tag.partition("/")
+    if folder in ("train", "validation") and rest:
+        tag = rest
+    return tag.removesuffix("/histogram")
 
 
 def inspector_events(
@@ -75,6 +81,14 @@ def inspector_events(
         info: its ``run.json`` (for the variables' shapes), if any.
     """
     shapes = {p: tuple(s) for p, s in dict((info or {}).get("variables") or {}).items()}
+    # Keras's TensorBoard callback writes histograms at epoch numbers: at their epochs' ends
+    ends = epoch_ends(scalars)
+    histograms = {
+        tag: [_at_step(h, ends.get(h.step, h.step)) for h in hists]
+        if ends and tag.startswith("train/")
+        else hists
+        for tag, hists in histograms.items()
+    }
     weights: dict[int, list[VariableStats]] = {}
     gradients: dict[int, list[GradientVariable]] = {}
     for tag, hists in histograms.items():
@@ -88,8 +102,10 @@ def inspector_events(
                     continue
                 lo, hi = h.edges[0], h.edges[-1]
                 mean = stats["mean"].get(h.step)
+                norm = stats["norm"].get(h.step, float("nan"))
                 if mean is None:  # a foreign histogram: its statistics from its buckets
                     mean, std = _moments(h)
+                    norm = _norm(h)
                 else:
                     std = stats["std"].get(h.step, 0.0)
                 weights.setdefault(h.step, []).append(
@@ -100,7 +116,7 @@ def inspector_events(
                         std,
                         lo,
                         hi,
-                        stats["norm"].get(h.step, float("nan")),
+                        norm,
                         zeros.get(h.step, float("nan")),
                         _counts(h),
                         values.get(h.step, ()),
@@ -141,3 +157,16 @@ def _moments(h: Histogram) -> tuple[float, float]:
     mean = sum(c * n for c, n in zip(centres, h.counts, strict=True)) / total
     var = sum(n * (c - mean) ** 2 for c, n in zip(centres, h.counts, strict=True)) / total
     return mean, var**0.5
+
+
+def _norm(h: Histogram) -> float:
+    """L2 norm of the values a histogram counts, from its bucket centres (as its mean and
+    standard deviation are): ``sqrt(sum(count * centre**2))``."""
+    if sum(h.counts) <= 0:
+        return float("nan")
+    centres = [(a + b) / 2 for a, b in zip(h.edges[:-1], h.edges[1:], strict=True)]
+    return sum(n * c * c for c, n in zip(centres, h.counts, strict=True)) ** 0.5
+
+
+def _at_step(h: Histogram, step: int) -> Histogram:
+    return h if h.step == step else Histogram(step, h.wall, h.edges, h.counts)

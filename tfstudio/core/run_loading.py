@@ -26,6 +26,7 @@ import numpy as np
 from tfstudio.core.eventfile import TagColumns
 from tfstudio.core.events import CheckpointRestored, FitStarted, ModelSummary, RunEnded
 from tfstudio.core.exact_points import overview_of
+from tfstudio.core.keras_folders import RAW, KerasSteps, is_mean, keras_tag
 from tfstudio.core.locations import Location, location
 from tfstudio.core.run_store import (
     EPOCH,
@@ -199,6 +200,7 @@ class FolderFeed:
     def __init__(self, run_dir: str | Location, chunk_bytes: int = CHUNK_BYTES) -> None:
         self.path = location(run_dir)
         self.reader = RunFolderReader(self.path)
+        self.keras = KerasSteps()  # places a Keras TensorBoard folder's points
         self.chunk_bytes = chunk_bytes
         self._fits = 0
         self._restores = 0
@@ -256,13 +258,18 @@ class FolderFeed:
                 CheckpointRestored(str(r.get("path", "")), int(r["step"]), 0, when)
             )
         self._restores = len(restores)
-        for tag, cols in self.reader.read(budget).items():
+        read = self.reader.read(budget)
+        for tag, cols in read.items():
             mapped = tag_kind(tag)
             if mapped is None or not len(cols):
                 continue
-            batch.columns.append((mapped[0], mapped[1], cols.steps, cols.values, cols.wall))
-            batch.points += len(cols)
             self._wall_read = max(self._wall_read, float(cols.wall[-1]))
+            if keras_tag(tag) is None:
+                batch.columns.append((mapped[0], mapped[1], cols.steps, cols.values, cols.wall))
+                batch.points += len(cols)
+        for column in self.keras.columns(read):  # a Keras TensorBoard folder's, the live way
+            batch.columns.append(column)
+            batch.points += len(column[2])
         done, total = self.reader.progress()
         batch.progress = (done, total)
         batch.more = done < total and not self.cancelled.is_set()
@@ -310,10 +317,17 @@ class FolderFeed:
         """Each per-step line's points with ``first <= step <= last``, by store key, read
         again from the folder (any thread): the exact points of a zoomed-in range."""
         out: dict[str, TagColumns] = {}
-        for tag, cols in self.reader.read_steps(first, last, cancelled).items():
+        for tag, cols in self.reader.read_steps(max(first - 1, 0), last, cancelled).items():
             mapped = tag_kind(tag)
-            if mapped is not None and mapped[1] == STEP and len(cols):
-                out[mapped[0]] = cols
+            if mapped is None or mapped[1] != STEP or not len(cols):
+                continue
+            kt = keras_tag(tag)
+            if kt is not None and kt[1].startswith("batch_") and is_mean(mapped[0]):
+                # running means: each batch's own value, from the one before it
+                own = self.keras.own_values(cols.steps, cols.values, cols.wall)
+                cols = TagColumns(cols.steps, own, cols.wall)
+            keep = cols.steps >= first
+            out[mapped[0]] = TagColumns(cols.steps[keep], cols.values[keep], cols.wall[keep])
         return out
 
 

@@ -44,6 +44,7 @@ from PySide6.QtWidgets import (
 
 from tfstudio.core.events import RunEnded, RunStarted, StepEnded
 from tfstudio.core.exact_points import ExactPoints, attach, detach
+from tfstudio.core.keras_folders import run_of
 from tfstudio.core.locations import fs_for, location
 from tfstudio.core.run_loading import CHUNK_BYTES, FolderFeed, FolderLoader
 from tfstudio.core.run_notes import read_notes, write_notes
@@ -483,7 +484,7 @@ class RunsPanel(QWidget):
 
     def pick_folders(self, paths: Sequence[str | Location]) -> None:
         """Open these run (or TensorBoard log) folders and pick them all."""
-        opened = [location(p, resolve=True) for p in paths]
+        opened = [run_of(location(p, resolve=True)) for p in paths]  # train/ -> its run
         for p in opened:
             if p not in self.extra:
                 self.extra.append(p)
@@ -493,7 +494,7 @@ class RunsPanel(QWidget):
     def open_folder(self, path: str | Location) -> None:
         """Open (and select) any run or TensorBoard log folder, e.g. one written elsewhere
         (a local path, or a URL TensorBoard's file layer reads)."""
-        p = location(path, resolve=True)
+        p = run_of(location(path, resolve=True))  # a Keras run's train/ -> the run
         if p not in self.extra:
             self.extra.append(p)
         self.refresh_list()
