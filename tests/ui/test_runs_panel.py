@@ -198,8 +198,10 @@ def test_opens_a_keras_tensorboard_log_dir(panel, qtbot, tmp_path):
     assert panel.selected_paths() == [logs.resolve()]
     assert panel.tree.topLevelItem(0).text(3) == "tensorboard"
     [store] = loaded(panel, qtbot)
-    # Keras's train/epoch_loss and validation/epoch_loss: the live run's loss and val_loss
-    assert store.epochs["loss"].xs == [0, 1, 2] and all(v > 0 for v in store.epochs["loss"].ys)
+    # Keras's train/epoch_loss and validation/epoch_loss: the live run's loss and val_loss,
+    # at the steps where their epochs ended (3 batches an epoch: validation's iterations)
+    assert store.epochs["loss"].xs == [3, 6, 9] and all(v > 0 for v in store.epochs["loss"].ys)
+    assert store.epochs["val_loss"].xs == [3, 6, 9]
     assert len(store.epochs["val_loss"].ys) == 3
     assert store.families()[0] == "loss"
     # its histograms are the recorded inspector's (Inspector…)

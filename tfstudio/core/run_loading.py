@@ -58,7 +58,8 @@ def tag_kind(tag: str) -> tuple[str, str] | None:
     tfstudio's tags (``step/loss``, ``epoch/val_loss``, ``running/auc``,
     ``learning_rate``) and
     Keras ``TensorBoard`` callback tags (``train/epoch_loss``,
-    ``validation/epoch_loss``, ``train/batch_loss``) map to the live run's keys;
+    ``validation/epoch_loss``, ``train/batch_loss``) map to the live run's keys
+    (:class:`~tfstudio.core.keras_folders.KerasSteps` places their points);
     any other scalar (``tf.summary.scalar``) is a per-step line named by its tag.
     The inspector's statistics (``weights/...``) are not metrics.
     """
@@ -79,8 +80,9 @@ def tag_kind(tag: str) -> tuple[str, str] | None:
             return LR_KEY, SAMPLED
         if base.startswith("epoch_"):
             return val + base[len("epoch_") :], EPOCH
-        if base.startswith("batch_"):
-            return val + base[len("batch_") :], STEP
+        if base.startswith("batch_"):  # Keras's running means (keras_folders.KerasSteps)
+            metric = base[len("batch_") :]
+            return val + metric, STEP if is_mean(metric) or metric in RAW else RUNNING
         if folder == "validation":
             return None  # evaluation_*_vs_iterations: the same values again, by iteration
     return tag, STEP

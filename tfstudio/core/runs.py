@@ -207,7 +207,10 @@ def list_runs(logdir: PathLike) -> list[RunInfo]:
     root = location(logdir)
     if not fs_for(root).isdir(root):  # type: ignore[arg-type]
         return []
-    runs = [describe_run(p) for p in _subdirs(root) if is_run_dir(p)]
+    folders = [p for p in _subdirs(root) if is_run_dir(p)]
+    if folders and all(p.name in ("train", "validation") for p in folders):
+        folders = [root]  # a Keras TensorBoard log_dir: one run, train/ and validation/ its halves
+    runs = [describe_run(p) for p in folders]
     runs.sort(key=lambda r: (r.started or 0.0, r.name))
     return runs
 

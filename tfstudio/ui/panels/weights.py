@@ -14,8 +14,15 @@ from tfstudio.core.inspector_store import InspectorStore
 from tfstudio.ui.panels.variable_rows import VariableRow, VariableRowsView, one_value
 
 
-def _shape_text(shape: tuple[int, ...]) -> str:
+def _shape_text(shape: tuple[int, ...], values: list | None = None) -> str:
+    if not shape and values is not None and not values:  # a foreign histogram's variable
+        return "(shape not recorded)"
     return "(" + ", ".join(str(d) for d in shape) + ")"
+
+
+def _figure(value: float, spec: str) -> str:
+    """A statistic as text; "not recorded" where the record has none (never "nan")."""
+    return "not recorded" if value != value else format(value, spec)
 
 
 def _single(shape: tuple[int, ...], values: list) -> bool:
@@ -60,10 +67,11 @@ class WeightsView(VariableRowsView):
             row.set_header(f"<b>{path}</b> {_shape_text(shape)} — value {values[-1][0]:.4g}")
         else:
             row.set_header(
-                f"<b>{path}</b> {_shape_text(shape)} — mean {last.get('mean', 0):.4g}, "
-                f"std {last.get('std', 0):.4g}, min {last.get('min', 0):.4g}, "
-                f"max {last.get('max', 0):.4g}, L2 norm {last.get('norm', 0):.4g}, "
-                f"zeros {last.get('zero_fraction', 0):.1%}"
+                f"<b>{path}</b> {_shape_text(shape, values)} — mean "
+                f"{_figure(last.get('mean', 0), '.4g')}, "
+                f"std {_figure(last.get('std', 0), '.4g')}, min {last.get('min', 0):.4g}, "
+                f"max {last.get('max', 0):.4g}, L2 norm {_figure(last.get('norm', 0), '.4g')}, "
+                f"zeros {_figure(last.get('zero_fraction', 0), '.1%')}"
             )
             row.heatmap.set_history(history)
             row.heatmap.set_line("mean", *history.series("mean"))
