@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -57,9 +58,17 @@ def test_headless_run_records_and_the_cli_lists_and_exports(write_script, tmp_pa
 
     listing = tfstudio("runs", cwd=work)
     assert listing.returncode == 0, listing.stderr
-    [line] = listing.stdout.splitlines()
-    assert line.split()[:3] == [run.name, "finished", "8"]
-    assert f"{run.final_loss:.4g}" in line
+    [header, line] = listing.stdout.splitlines()
+    assert header.split()[:6] == ["Name", "Script", "Date", "Status", "Steps", "loss"]
+    # the loss column is the last epoch's mean (what Keras prints), not the last batch's
+    epoch_loss = read_scalars(run.path)["epoch/loss"].values[-1]
+    assert f"{epoch_loss:.4g}" != f"{run.final_loss:.4g}"
+    cells = line.split()  # the date holds a space
+    assert [cells[0], *cells[4:7]] == [run.name, "finished", "8", f"{epoch_loss:.4g}"]
+    listed = json.loads(tfstudio("runs", "--json", cwd=work).stdout)
+    assert [r["name"] for r in listed] == [run.name]
+    assert listed[0]["metrics"]["loss"]["last_epoch_mean"] == pytest.approx(epoch_loss)
+    assert listed[0]["metrics"]["loss"]["per_step"] is False
 
     out_csv = tmp_path / "scalars.csv"
     exported = tfstudio("export", str(run.path), "--csv", str(out_csv), cwd=work)

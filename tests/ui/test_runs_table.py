@@ -110,7 +110,7 @@ def test_the_loss_column_is_the_last_epochs_mean_not_the_last_batch(panel):
     shown = panel.tree.shown_titles()
     assert shown[:6] == ["Name", "Script", "Date", "Status", "Steps", "loss"]
     assert {"optimizer", "optimizer.learning_rate", "batch_size", "val_loss"} <= set(shown)
-    assert "epochs" not in shown and "hp.loss" not in shown  # the same in every run
+    assert "hp.loss" not in shown  # the same in every run
 
 
 def test_filtering_by_value_keeps_exactly_the_right_runs(panel):
@@ -190,16 +190,16 @@ def test_tags_and_notes_are_edited_saved_in_the_folder_shown_and_filterable(pane
 def test_columns_shown_or_hidden_from_the_header_menu_are_remembered(panel, qtbot, settings):
     menu = panel.tree._header_menu(None)
     actions = {a.text(): a for a in menu.actions() if a.text()}
-    assert actions["batch_size"].isChecked() and not actions["epochs"].isChecked()
+    assert actions["batch_size"].isChecked() and not actions["hp.loss"].isChecked()
     actions["batch_size"].setChecked(False)
-    actions["epochs"].setChecked(True)
+    actions["hp.loss"].setChecked(True)
     shown = panel.tree.shown_titles()
-    assert "batch_size" not in shown and "epochs" in shown
+    assert "batch_size" not in shown and "hp.loss" in shown
     again = new_panel(qtbot, settings)  # the next window: the same columns
     again.set_logdir(panel.logdir)
     qtbot.waitUntil(lambda: not again.rows_pending(), timeout=30_000)
     shown = again.tree.shown_titles()
-    assert "batch_size" not in shown and "epochs" in shown and "optimizer" in shown
+    assert "batch_size" not in shown and "hp.loss" in shown and "optimizer" in shown
     again.close()
 
 

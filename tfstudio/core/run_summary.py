@@ -11,7 +11,8 @@ Tags read (a tfstudio run folder and a Keras ``TensorBoard`` folder alike):
   (Keras: ``val_NAME``): epoch means.
 - ``step/NAME``, ``running/NAME`` (tfstudio), ``train/batch_NAME`` (Keras), any other
   scalar tag: per-step values.
-- ``system/...`` samples and learning rates are no metrics here.
+- ``system/...`` samples, learning rates and the inspector's ``weights/``,
+  ``gradients/`` and ``outputs/`` figures are no metrics here.
 
 :class:`SummaryReader` reads a folder incrementally (only what was appended since its
 last :meth:`~SummaryReader.update`), so a live run is followed cheaply.
@@ -31,7 +32,12 @@ from tfstudio.core.locations import UrlPath
 from tfstudio.core.run_reading import EPOCH_PREFIX, STEP_PREFIX, RunFolderReader
 
 RUNNING_PREFIX = "running/"
-SKIPPED = re.compile(r"^(system/|.*learning_rate$|.*/?lr$)")
+# Not metrics: system samples, learning rates, the inspector's weight, gradient and layer
+# output figures (``weights/...``; Keras's TensorBoard ``train/kernel/...`` histograms'
+# scalars alike), HParams plugin records.
+SKIPPED = re.compile(
+    r"^(system/|(\w+/)?(weights|gradients|outputs)/|_hparams_/)|learning_rate$|(^|/)lr$"
+)
 # Names whose best value is the highest; every other metric's best is its lowest.
 HIGHER_IS_BETTER = re.compile(
     r"(acc|accuracy|auc|precision|recall|f1|fbeta|iou|r2|top_k|hit|ndcg|map|psnr|ssim)",
@@ -73,7 +79,7 @@ def higher_is_better(name: str) -> bool:
 
 def metric_of(tag: str) -> tuple[str, bool] | None:
     """(metric name, is an epoch value) of a scalar tag; None for a tag that is no metric."""
-    if SKIPPED.match(tag):
+    if SKIPPED.search(tag):
         return None
     if tag.startswith(EPOCH_PREFIX):
         return tag[len(EPOCH_PREFIX) :], True

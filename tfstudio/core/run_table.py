@@ -32,6 +32,8 @@ Value = str | int | float | bool | None
 PER_STEP_MARK = "*"
 PER_STEP_NOTE = "* the run recorded no epochs: its last (and best) per-step value"
 VERSION_KEYS = ("tensorflow", "keras")  # hidden unless asked for: rarely what differs
+# shown even where every run has the same value: what a reader looks for first
+KEY_HPARAMS = ("optimizer", "optimizer.learning_rate", "batch_size", "epochs")
 MAX_CELL_CHARS = 40
 
 
@@ -269,8 +271,8 @@ def differing(rows: Sequence[RunRow], key: str) -> bool:
 
 def default_visible(column: Column, rows: Sequence[RunRow]) -> bool:
     """Whether a column shows unless the user chose: the run's, metrics' last values, the
-    best of the main validation metric, notes, and the hyperparameters that differ
-    between the runs (all but the versions while there is one run)."""
+    best of the main validation metric, notes, the optimizer, learning rate, batch size
+    and epochs, and the hyperparameters that differ between the runs."""
     if column.kind in ("run", "notes"):
         return True
     if column.kind == "metric":
@@ -281,7 +283,7 @@ def default_visible(column: Column, rows: Sequence[RunRow]) -> bool:
         return column.source == main
     if column.source in VERSION_KEYS:
         return False
-    return len(rows) <= 1 or differing(rows, column.source)
+    return column.source in KEY_HPARAMS or differing(rows, column.source)
 
 
 # -- filters ------------------------------------------------------------------------------
