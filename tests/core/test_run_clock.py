@@ -22,6 +22,15 @@ def test_every_step_at_its_time_and_back() -> None:
     assert clock.seconds([3]).tolist() == [7.0]
 
 
+def test_lines_in_any_order_fill_one_clock() -> None:
+    """A folder's lines come one after another: a sparse line (system samples, each at
+    the step training had reached) first, then the per-step loss: every step is placed."""
+    clock = RunClock()
+    clock.add([0, 0, 3, 7], [0.0, 0.0, 3.05, 7.05])
+    clock.add(np.arange(1, 9), np.arange(1, 9) * 1.0)
+    assert clock.seconds(np.arange(1, 9)).tolist() == [1.0, 2.0, 3.05, 4.0, 5.0, 6.0, 7.05, 8.0]
+
+
 def test_bounded_and_the_newest_step_exact() -> None:
     clock = RunClock(capacity=8)
     steps = np.arange(1, 1001, dtype=float)

@@ -206,10 +206,20 @@ def write_folder(path, store_start: float, times: np.ndarray, loss: np.ndarray) 
                 ).SerializeToString()
             )
         )
-        for g, (t, v) in enumerate(zip(times, loss, strict=True), start=1):
-            ev = event_pb2.Event(wall_time=store_start + float(t), step=g)
-            ev.summary.value.add(tag="step/loss", simple_value=float(v))
+
+        def scalar(tag: str, step: int, wall: float, value: float) -> None:
+            ev = event_pb2.Event(wall_time=wall, step=step)
+            ev.summary.value.add(tag=tag, simple_value=value)
             f.write(frame(ev.SerializeToString()))
+
+        # system samples (at the step training had reached, taken while the next ran) and
+        # epoch values (written after validation, later than their step) come first:
+        # neither says when a step ended
+        scalar("system/process/cpu_percent", 0, store_start + 0.1, 50.0)
+        scalar("system/process/cpu_percent", 3, store_start + float(times[2]) + 0.05, 60.0)
+        scalar("epoch/val_loss", 5, store_start + float(times[4]) + 0.9, 1.5)
+        for g, (t, v) in enumerate(zip(times, loss, strict=True), start=1):
+            scalar("step/loss", g, store_start + float(t), float(v))
     info = {
         "status": "finished",
         "start_time": store_start,

@@ -6,7 +6,8 @@ a recorded run's event files carry each point's wall time and ``run.json`` the
 start. Both fill one :class:`RunClock`, which the plots read to put a run's points
 on a time axis (relative time, wall time). Memory is bounded: past ``capacity``
 steps every other kept step is dropped (a uniform stride, like the series), and
-the newest step is always kept exactly.
+the newest step is always kept exactly. Points may come in any order (a folder's
+lines one after another): a step keeps the first time it was given.
 """
 
 from __future__ import annotations
@@ -21,34 +22,38 @@ CLOCK_CAPACITY = 20_000  # steps kept exactly (320 KB); past it, one in every 2^
 class RunClock:
     """Steps and the seconds (since the run started) at which they ended.
 
+    Points may come in any order (a folder's lines one after another, each with its
+    own points): a step already known keeps its first time. Past ``capacity`` steps
+    only steps on a stride are kept (every 2nd, 4th, ... step), and the newest step
+    always.
+
     Args:
-        capacity: most steps kept (even); beyond it the kept steps thin to a stride.
+        capacity: most steps kept; beyond it the kept steps thin to a stride.
     """
 
     def __init__(self, capacity: int = CLOCK_CAPACITY) -> None:
-        if capacity < 4 or capacity % 2:
-            raise ValueError(f"capacity must be an even number >= 4, got {capacity}")
+        if capacity < 4:
+            raise ValueError(f"capacity must be at least 4, got {capacity}")
         self.capacity = capacity
         self.start_wall: float | None = None  # time.time() when the run started
-        self._steps = np.empty(capacity, dtype=np.float64)
-        self._secs = np.empty(capacity, dtype=np.float64)
-        self._n = 0
-        self._stride = 1  # one kept step per this many added
-        self._count = 0  # steps added (since the last truncate, counted for the stride)
-        self._tail: tuple[float, float] | None = None  # the newest step, when not kept
+        self._steps = np.empty(0, dtype=np.float64)
+        self._secs = np.empty(0, dtype=np.float64)
+        self._stride = 1  # the steps kept are multiples of this
+        self._tail: tuple[float, float] | None = None  # the newest step, when off the stride
         self._anchors: dict[float, float] = {}  # segment starts: step -> seconds
         self._table: tuple[np.ndarray, np.ndarray] | None = None
         self.revision = 0
 
     def __len__(self) -> int:
-        return self._n + (self._tail is not None)
+        return len(self._steps) + (self._tail is not None)
 
     @property
     def last_step(self) -> float | None:
         """The newest step known (None before any)."""
-        if self._tail is not None:
+        last = float(self._steps[-1]) if len(self._steps) else None
+        if self._tail is not None and (last is None or self._tail[0] > last):
             return self._tail[0]
-        return float(self._steps[self._n - 1]) if self._n else None
+        return last
 
     def set_start(self, wall: float) -> None:
         """The clock time (``time.time()``) at which the run started."""
@@ -59,36 +64,38 @@ class RunClock:
     def add(
         self, steps: Sequence[float] | np.ndarray, seconds: Sequence[float] | np.ndarray
     ) -> None:
-        """Steps (ascending) and the seconds since the run started at which they ended.
-
-        Steps at or before the newest known are ignored (another metric of the same
-        steps); a run that went back is :meth:`truncate` d first.
-        """
+        """Steps and the seconds since the run started at which they ended (each block in
+        ascending steps). A step already known keeps its time; a run that went back is
+        :meth:`truncate` d first."""
         s = np.asarray(steps, dtype=np.float64)
         t = np.asarray(seconds, dtype=np.float64)
-        if not len(s):
-            return
-        last = self.last_step
-        if last is not None:
-            keep = s > last
-            if not keep.all():
-                s, t = s[keep], t[keep]
-                if not len(s):
-                    return
-        ok = np.isfinite(t)
+        ok = np.isfinite(t) & np.isfinite(s)
         if not ok.all():
             s, t = s[ok], t[ok]
-            if not len(s):
-                return
-        index = self._count + np.arange(len(s))
-        self._count += len(s)
-        kept = index % self._stride == 0
-        self._append(s[kept], t[kept], index[kept])
-        newest = float(s[-1])
-        if self._n and self._steps[self._n - 1] == newest:
-            self._tail = None
-        else:
-            self._tail = (newest, float(t[-1]))
+        if not len(s):
+            return
+        if len(s) > 1:  # the first of each step (a line's repeated step keeps its first time)
+            first = np.empty(len(s), dtype=bool)
+            first[0] = True
+            first[1:] = s[1:] > np.maximum.accumulate(s)[:-1]
+            s, t = s[first], t[first]
+        last = self.last_step
+        if last is None or s[-1] > last:
+            self._tail = (float(s[-1]), float(t[-1]))
+        on = np.mod(s, self._stride) == 0
+        s, t = s[on], t[on]
+        if len(s):
+            idx = np.searchsorted(self._steps, s)
+            n = len(self._steps)
+            known = (idx < n) & (self._steps[np.minimum(idx, max(n - 1, 0))] == s) if n else idx < 0
+            s, t, idx = s[~known], t[~known], idx[~known]
+            if len(s):
+                self._steps = np.insert(self._steps, idx, s)
+                self._secs = np.insert(self._secs, idx, t)
+                while len(self._steps) > self.capacity:
+                    self._stride *= 2
+                    keep = np.mod(self._steps, self._stride) == 0
+                    self._steps, self._secs = self._steps[keep], self._secs[keep]
         self._changed()
 
     def add_wall(
@@ -115,26 +122,23 @@ class RunClock:
         """Forget the steps at or after ``step`` (the run was restored to an earlier one)."""
         if self._tail is not None and self._tail[0] >= step:
             self._tail = None
-        n = int(np.searchsorted(self._steps[: self._n], step, side="left"))
-        if n < self._n:
-            self._n = n
-            self._count = n * self._stride  # the next step added is kept: the stride goes on
+        n = int(np.searchsorted(self._steps, step, side="left"))
+        self._steps, self._secs = self._steps[:n], self._secs[:n]
         self._anchors = {s: t for s, t in self._anchors.items() if s < step}
         self._changed()
 
     def points(self) -> tuple[np.ndarray, np.ndarray]:
         """Every step kept and its seconds (ascending steps, seconds never decreasing)."""
         if self._table is None:
-            s = self._steps[: self._n]
-            t = self._secs[: self._n]
+            s, t = self._steps, self._secs
+            extra = dict(self._anchors)
             if self._tail is not None:
-                s = np.append(s, self._tail[0])
-                t = np.append(t, self._tail[1])
-            if self._anchors:
-                a = np.fromiter(self._anchors, dtype=np.float64)
+                extra.setdefault(*self._tail)
+            if extra:
+                a = np.fromiter(extra, dtype=np.float64)
                 a = a[~np.isin(a, s)]
                 if len(a):
-                    at = np.array([self._anchors[v] for v in a.tolist()])
+                    at = np.array([extra[v] for v in a.tolist()])
                     s = np.concatenate([s, a])
                     t = np.concatenate([t, at])
                     order = np.argsort(s, kind="stable")
@@ -158,28 +162,6 @@ class RunClock:
         if not len(s):
             return np.full(x.shape, np.nan)
         return np.interp(x, t, s)
-
-    def _append(self, s: np.ndarray, t: np.ndarray, index: np.ndarray) -> None:
-        while len(s):
-            room = self.capacity - self._n
-            if not room:
-                self._thin()
-                keep = index % self._stride == 0
-                s, t, index = s[keep], t[keep], index[keep]
-                continue
-            take = min(room, len(s))
-            self._steps[self._n : self._n + take] = s[:take]
-            self._secs[self._n : self._n + take] = t[:take]
-            self._n += take
-            s, t, index = s[take:], t[take:], index[take:]
-
-    def _thin(self) -> None:
-        """Full: keep every other step, twice the stride."""
-        half = (self._n + 1) // 2
-        self._steps[:half] = self._steps[: self._n : 2]
-        self._secs[:half] = self._secs[: self._n : 2]
-        self._n = half
-        self._stride *= 2
 
     def _changed(self) -> None:
         self._table = None

@@ -164,12 +164,14 @@ class FeedBatch:
         # Per-step lines before epoch points: a step's value comes before its epoch's mean.
         columns = sorted(self.columns, key=lambda c: c[1] != STEP)
         done = [0] * len(columns)
+        timed = _timed(columns, has_steps=bool(store.steps))
         for restore in self.restores:
             for i, (key, kind, xs, ys, wall) in enumerate(columns):
                 end = int(np.searchsorted(wall, restore.time, side="left"))
                 if end > done[i]:
+                    if timed[i]:
+                        store.clock.add_wall(xs[done[i] : end], wall[done[i] : end])
                     store.add_columns(key, xs[done[i] : end], ys[done[i] : end], kind)
-                    store.clock.add_wall(xs[done[i] : end], wall[done[i] : end])
                     done[i] = end
             if math.isinf(restore.time):  # seen late: its lines were cut as steps went back
                 store.marks.append(
@@ -179,13 +181,24 @@ class FeedBatch:
                 store.add_event(restore)
         for i, (key, kind, xs, ys, wall) in enumerate(columns):
             if done[i] < len(xs):
+                if timed[i]:
+                    store.clock.add_wall(xs[done[i] :], wall[done[i] :])
                 store.add_columns(key, xs[done[i] :], ys[done[i] :], kind)
-                store.clock.add_wall(xs[done[i] :], wall[done[i] :])
         if self.ended is not None:
             store.add_event(self.ended)
         for note in self.notes:
             if note not in store.notes:
                 store.notes.append(note)
+
+
+def _timed(columns: list[tuple[str, str, Any, Any, Any]], has_steps: bool) -> list[bool]:
+    """Which columns tell the run's clock when each step ended: the per-step metrics (not
+    the system samples, the sampled learning rate, nor epoch values written after
+    validation); the epoch values only in a folder with no per-step line."""
+    steps = [kind == STEP and not key.startswith("system/") for key, kind, *_ in columns]
+    if any(steps) or has_steps:
+        return steps
+    return [kind == EPOCH for _, kind, *_ in columns]
 
 
 class FolderFeed:
