@@ -104,6 +104,39 @@ def test_a_fit_records_its_hyperparameters_where_tensorboard_finds_them(write_sc
     assert "fit2.epochs" not in tb  # written at the first fit (TensorBoard keeps the first)
     assert status == api_pb2.STATUS_SUCCESS
 
+    # TensorBoard's HParams dashboard (its plugin's backend) lists the run with its metrics
+    experiment, groups = _dashboard(logdir)
+    assert "optimizer.learning_rate" in {h.name for h in experiment.hparam_infos}
+    assert "epoch/val_loss" in {m.name.tag for m in experiment.metric_infos}
+    [group] = groups.session_groups
+    assert group.hparams["optimizer"].string_value == "Adam"
+    assert group.hparams["batch_size"].number_value == 16.0
+    assert [s.status for s in group.sessions] == [api_pb2.STATUS_SUCCESS]
+
+
+def _dashboard(logdir):
+    """What TensorBoard's HParams dashboard asks its backend: the experiment and sessions."""
+    from tensorboard import context
+    from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
+    from tensorboard.plugins import base_plugin
+    from tensorboard.plugins.hparams import get_experiment, hparams_plugin, list_session_groups
+
+    multiplexer = plugin_event_multiplexer.EventMultiplexer()
+    multiplexer.AddRunsFromDirectory(str(logdir))
+    multiplexer.Reload()
+    provider = data_provider.MultiplexerDataProvider(multiplexer, str(logdir))
+    tb = base_plugin.TBContext(logdir=str(logdir), multiplexer=multiplexer, data_provider=provider)
+    backend = hparams_plugin.HParamsPlugin(tb)._context
+    ctx = context.RequestContext()
+    request = api_pb2.GetExperimentRequest(include_metrics=True)
+    experiment = get_experiment.Handler(ctx, backend, "", request).run()
+    statuses = [api_pb2.STATUS_UNKNOWN, api_pb2.STATUS_SUCCESS, api_pb2.STATUS_FAILURE]
+    listing = api_pb2.ListSessionGroupsRequest(
+        start_index=0, slice_size=10, allowed_statuses=statuses
+    )
+    groups = list_session_groups.Handler(ctx, backend, "", listing).run()
+    return experiment, groups
+
 
 DATASET = """
 import numpy as np, tensorflow as tf, keras
