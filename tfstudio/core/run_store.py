@@ -323,10 +323,10 @@ class RunStore:
                 self.spe[fit] = s
         last = int(block.global_step[-1])
         self.fit_steps[fit] = last
+        self.clock.add(block.global_step, block.time)
         for columns, absent in (
             (block.values, block.absent),
             (block.running, block.running_absent),
-        self.clock.add(block.global_step, block.time)
         ):
             if "loss" in columns:
                 mask = absent.get("loss")
@@ -456,10 +456,10 @@ class RunStore:
         for fit, step in self.fit_steps.items():
             self.fit_steps[fit] = min(step, int(math.floor(x)))
         self.inspector.truncate(x)
+        self.clock.truncate(x)
         self.revision += 1
 
     def nbytes(self) -> int:
-        self.clock.truncate(x)
         """Bytes held by the store's series (bounded by the capacity per line)."""
         return sum(t.nbytes() for d in (self.steps, self.running, self.epochs) for t in d.values())
 
@@ -566,10 +566,10 @@ class RunStore:
 def _run_started(store: RunStore, e: RunStarted) -> None:
     store.started = e
     store.script = e.script
+    store.clock.set_start(e.wall_time)
 
 
 def _run_ended(store: RunStore, e: RunEnded) -> None:
-    store.clock.set_start(e.wall_time)
     store.ended = e
 
 
@@ -580,10 +580,10 @@ def _fit_started(store: RunStore, e: FitStarted) -> None:
         store._add_break(e.global_step + 0.5)
     store.fits.append(e)
     store.fit_steps[e.fit_index] = e.global_step
+    store.clock.anchor(e.global_step, e.time)
 
 
 def _fit_ended(store: RunStore, e: FitEnded) -> None:
-    store.clock.anchor(e.global_step, e.time)
     store.fit_steps[e.fit_index] = max(store.fit_steps.get(e.fit_index, 0), e.global_step)
 
 
