@@ -143,3 +143,21 @@ def test_running_status_turns_interrupted_when_the_writer_is_gone():
     stale = {"status": "running", "hostname": "elsewhere", "pid": 1, "updated": 0.0}
     assert run_status(stale, now=1000.0) == "interrupted"
     assert run_status({**stale, "updated": 990.0}, now=1000.0) == "running"
+
+
+def test_a_reopened_runs_system_samples_are_not_metric_lines(tmp_path):
+    from tfstudio.core.run_loading import load_folder, tag_kind
+
+    run = tmp_path / "run"
+    write_events(
+        run,
+        {
+            "step/loss": [(1, 0.5), (2, 0.25)],
+            "system/process/cpu_percent": [(1, 90.0), (2, 95.0)],
+            "system/machine/memory_used_bytes": [(2, 1e9)],
+        },
+    )
+    assert tag_kind("system/process/cpu_percent") is None
+    store = load_folder(run)
+    assert store.families() == ["loss"]  # the System view shows them, not the Metrics view
+    assert store.steps["loss"].points()[1].tolist() == [0.5, 0.25]

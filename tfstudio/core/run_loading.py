@@ -50,6 +50,7 @@ from tfstudio.core.runs import (
 )
 
 INSPECTOR_PREFIXES = ("weights/", "gradients/", "outputs/")
+SYSTEM_PREFIX = "system/"  # the System view's samples (core/run_record.py), not metrics
 
 
 def tag_kind(tag: str) -> tuple[str, str] | None:
@@ -61,7 +62,8 @@ def tag_kind(tag: str) -> tuple[str, str] | None:
     ``validation/epoch_loss``, ``train/batch_loss``) map to the live run's keys
     (:class:`~tfstudio.core.keras_folders.KerasSteps` places their points);
     any other scalar (``tf.summary.scalar``) is a per-step line named by its tag.
-    The inspector's statistics (``weights/...``) are not metrics.
+    The inspector's statistics (``weights/...``) and the system samples
+    (``system/...``) are not metrics.
     """
     if tag.startswith(STEP_PREFIX):
         return tag[len(STEP_PREFIX) :], STEP
@@ -71,7 +73,7 @@ def tag_kind(tag: str) -> tuple[str, str] | None:
         return tag[len(RUNNING_PREFIX) :], RUNNING
     if tag == LR_KEY:
         return LR_KEY, SAMPLED
-    if tag.startswith(INSPECTOR_PREFIXES):
+    if tag.startswith(INSPECTOR_PREFIXES) or tag.startswith(SYSTEM_PREFIX):
         return None
     folder, _, base = tag.rpartition("/")
     if folder in ("train", "validation"):
