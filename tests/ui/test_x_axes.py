@@ -257,3 +257,51 @@ def test_recorded_run_lands_where_it_did_live(panel, qtbot, tmp_path, axis) -> N
     b = drawn(other.plots["loss"].steps["loss"].item)
     assert a[0] == pytest.approx(b[0], abs=1e-4)  # float32-free: wall times are doubles
     assert a[1] == pytest.approx(b[1], rel=1e-6)
+
+
+def test_a_pause_is_a_gap_on_time_axes_not_a_line(panel) -> None:
+    """A validation between epochs (9 s without steps): no line across it in time; every
+    point still drawn; on the step axis the steps stay joined."""
+    store = RunStore("paused")
+    model = ModelSummary("m", "Sequential", (), 10, 10)
+    store.add([RunStarted("/tmp/p.py", ("p",), "/tmp", START_A)])
+    store.add([FitStarted(0, model, 2, 0, 5, 1, 0, 0.0)])
+    steps = np.arange(1, N + 1, dtype=np.int64)
+    times = 0.1 * steps + np.where(steps > 5, 9.0, 0.0)
+    block = StepColumns(
+        0,
+        steps,
+        np.zeros(N, np.int64),
+        steps,
+        np.ones(N, np.int64),
+        times,
+        {"loss": np.linspace(1.0, 0.5, N)},
+        {},
+    )
+    store.add([block])
+    panel.show_store(store)
+    panel.set_x_mode("relative")
+    panel.refresh()
+    item = panel.plots["loss"].steps["loss"].item
+    x, y = item.xData, item.yData
+    assert len(drawn(item)[0]) == N
+    gap = np.nonzero(np.isnan(y))[0]
+    assert (
+        len(gap) == 1
+        and x[gap[0] - 1] == pytest.approx(0.5)
+        and x[gap[0] + 1] == pytest.approx(9.6)
+    )
+    panel.set_x_mode("step")
+    panel.refresh()
+    assert not np.isnan(panel.plots["loss"].steps["loss"].item.yData).any()
+
+
+def test_an_earlier_run_coming_in_widens_the_wall_time_range(panel) -> None:
+    late = live_run(START_B, 0.5, 2.0, "slow")
+    panel.show_store(late)
+    panel.set_x_mode("wall")
+    panel.refresh()
+    panel.set_compared([RunLayer(live_run(START_A, 0.1, 1.0, "fast"), "fast", "#2ca02c")])
+    panel.refresh()
+    (x0, x1), _ = panel.plots["loss"].vb.viewRange()
+    assert x0 <= START_A + 0.6 and x1 >= START_B + 5.5

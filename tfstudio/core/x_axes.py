@@ -65,11 +65,12 @@ class XMap:
         axis: one of :data:`AXES`; the step axes map a step to itself.
     """
 
-    __slots__ = ("store", "axis")
+    __slots__ = ("store", "axis", "pauses")
 
     def __init__(self, store: Any, axis: str) -> None:
         self.store = store
         self.axis = axis
+        self.pauses = axis in TIME_AXES  # time without steps (a validation) is a gap there
 
     def to_x(self, steps: np.ndarray | Sequence[float]) -> np.ndarray:
         """The x of each step (NaN where the run cannot place it on this axis)."""

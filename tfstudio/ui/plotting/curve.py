@@ -167,6 +167,8 @@ class Curve:
             keep = np.isfinite(x)
             if not keep.all():
                 x, y = x[keep], y[keep]
+            if getattr(self.xmap, "pauses", False):
+                x, y = cut_pauses(x, y)
         assert self.item is not None
         self.item.setData(x, y, connect="finite")
 
@@ -281,6 +283,26 @@ class _Points:
         if not self.breaks or x > self.breaks[-1]:
             self.breaks.append(float(x))
             self.revision += 1
+
+
+PAUSE_FACTOR = 10.0  # a time gap this many times a line's usual one is a pause
+PAUSE_MIN_S = 2.0  # ... and at least this long
+
+
+def cut_pauses(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """On a time axis: cut the line where time went on without points (a validation, a
+    checkpoint, a pause), so a pause shows as a gap, not as a flat or sloped line."""
+    if len(x) < 3:
+        return x, y
+    d = np.diff(x)
+    steps = d[np.isfinite(d) & (d > 0) & np.isfinite(y[1:]) & np.isfinite(y[:-1])]
+    if not len(steps):
+        return x, y
+    cut = np.nonzero(d > max(PAUSE_FACTOR * float(np.median(steps)), PAUSE_MIN_S))[0]
+    if not len(cut):
+        return x, y
+    at = cut + 1
+    return np.insert(x, at, (x[cut] + x[at]) / 2), np.insert(y, at, np.nan)
 
 
 def with_breaks(

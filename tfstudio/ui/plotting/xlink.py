@@ -27,6 +27,7 @@ class XLinkGroup:
         self.finished = False
         self.planned = 0.0  # x where the running fit's last step will be (0: not known)
         self._right = 0.0
+        self._left = 0.0  # where the range begins (the origin it was fitted from)
         self.range: tuple[float, float] | None = None
 
     def add(self, plot: PlotView) -> None:
@@ -59,6 +60,9 @@ class XLinkGroup:
             return
         last = self.x_max()
         origin = self.x_origin()
+        if origin != self._left:  # a run that began earlier came in (the clock-time axis)
+            self._left = origin
+            self._right = 0.0
         if self.finished:
             if last > origin and last != self._right:
                 self._right = last
