@@ -228,3 +228,47 @@ def test_a_model_built_by_its_first_step_gets_its_size_after_the_fit(write_scrip
     assert sent[-1].values["batch_size"] == 32  # Keras's default
     assert sent[-1].values["steps_per_epoch"] == 1
     assert np.all([isinstance(e.values, dict) for e in sent])
+
+
+GAN = """
+import numpy as np, tensorflow as tf, keras
+
+class Pair(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.g = keras.layers.Dense(1)
+        self.d = keras.layers.Dense(1)
+
+    def compile(self, d_optimizer, g_optimizer):
+        super().compile(loss="mse")
+        self.d_optimizer = d_optimizer
+        self.g_optimizer = g_optimizer
+
+    def call(self, x):
+        return self.d(self.g(x))
+
+    def train_step(self, data):
+        x, y = data
+        for opt, layer in ((self.d_optimizer, self.d), (self.g_optimizer, self.g)):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean((self(x) - y) ** 2)
+            grads = tape.gradient(loss, layer.trainable_variables)
+            opt.apply_gradients(zip(grads, layer.trainable_variables))
+        return {"loss": loss}
+
+model = Pair()
+model(np.zeros((1, 2), "float32"))
+model.compile(keras.optimizers.Adam(0.002), keras.optimizers.SGD(0.05))
+model.fit(np.zeros((8, 2), "float32"), np.zeros((8, 1), "float32"), batch_size=4, verbose=0)
+"""
+
+
+def test_a_model_with_its_own_compile_records_its_own_optimizers(write_script, tmp_path):
+    ended, events = run_script(write_script(GAN), options=RunOptions(record=False))
+    assert ended.status == "finished", ended.message
+    hp = of(events, Hyperparameters)[-1].values
+    assert hp["d_optimizer"] == "Adam" and hp["g_optimizer"] == "SGD"
+    assert hp["d_optimizer.learning_rate"] == pytest.approx(0.002)
+    assert hp["g_optimizer.learning_rate"] == pytest.approx(0.05)
+    assert "optimizer" not in hp  # Keras's default RMSprop, which this train_step never uses
+    assert hp["model.class"] == "Pair" and hp["batch_size"] == 4 and hp["loss"] == "mse"

@@ -155,9 +155,35 @@ def describe_loss(loss: Any) -> dict[str, Any]:
     return out
 
 
-def describe_compile(model: Any, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """What a ``compile`` call set: optimizer (the model's, once compiled), loss, metrics."""
-    out = describe_optimizer(getattr(model, "optimizer", None))
+def own_optimizers(model: Any) -> dict[str, Any]:
+    """Optimizers a model keeps besides ``model.optimizer`` (a GAN's ``d_optimizer`` and
+    ``g_optimizer``, set by its own ``compile``), each under its attribute's name."""
+    out: dict[str, Any] = {}
+    main = getattr(model, "optimizer", None)
+    for name, value in list(vars(model).items()):
+        if name.startswith("_") or value is main or value is None:
+            continue
+        if hasattr(value, "apply_gradients") and hasattr(value, "get_config"):
+            for key, item in describe_optimizer(value).items():
+                out[name + key[len("optimizer") :]] = item
+    return out
+
+
+def describe_compile(
+    model: Any, arguments: Mapping[str, Any], own_compile: bool = False
+) -> dict[str, Any]:
+    """What a ``compile`` call set: optimizer (the model's, once compiled), loss, metrics.
+
+    Args:
+        own_compile: the model's class has a ``compile`` of its own that called Keras's:
+            when it keeps optimizers of its own and passed none on, ``model.optimizer`` is
+            Keras's default, which its ``train_step`` does not use: left out.
+    """
+    out: dict[str, Any] = {}
+    others = own_optimizers(model)
+    if "optimizer" in arguments or not (own_compile and others):
+        out.update(describe_optimizer(getattr(model, "optimizer", None)))
+    out.update(others)
     out.update(describe_loss(arguments.get("loss")))
     metrics = _names(arguments.get("metrics"), _metric_name)
     if metrics:
@@ -275,7 +301,9 @@ class HParamsCapture:
     def __init__(self, monitor: RunMonitor) -> None:
         self.monitor = monitor
         self._base: dict[str, Any] = {}  # versions, args, seed
-        self._compiled: dict[int, dict[str, Any]] = {}  # id(model) -> its last compile
+        # id(model) -> its last compile's arguments, and whether its class's own compile
+        # called Keras's
+        self._compiled: dict[int, tuple[dict[str, Any], bool]] = {}
         self._fits: list[dict[str, Any]] = []  # each fit's settings, in order
         self._pending: dict[str, Any] | None = None  # a compile before the first fit
         self._loops: list[dict[str, Any]] = []
@@ -325,7 +353,8 @@ class HParamsCapture:
             result = original(model, *args, **kwargs)
             try:
                 bound = signature.bind(model, *args, **kwargs)
-                capture.compiled(model, dict(bound.arguments))
+                own = getattr(type(model), "compile", compile) is not compile
+                capture.compiled(model, dict(bound.arguments), own)
             except Exception as exc:  # noqa: BLE001 - never break the script's compile
                 capture.monitor.report_error("recording compile's hyperparameters", exc)
             return result
@@ -349,11 +378,12 @@ class HParamsCapture:
         return set_seed
 
     # -- what the script did --------------------------------------------
-    def compiled(self, model: Any, arguments: Mapping[str, Any]) -> None:
-        """A ``compile`` returned: its settings are the model's until it is compiled again."""
+    def compiled(self, model: Any, arguments: Mapping[str, Any], own: bool = False) -> None:
+        """A ``compile`` returned: its settings are the model's until it is compiled again
+        (``own``: called from the model class's own ``compile``)."""
         settings = describe_model(model)
-        settings.update(describe_compile(model, arguments))
-        self._compiled[id(model)] = settings
+        settings.update(describe_compile(model, arguments, own))
+        self._compiled[id(model)] = (dict(arguments), own)
         if not self._fits:
             self._pending = settings
         self._emit()
@@ -368,8 +398,10 @@ class HParamsCapture:
 
     def _fit_called(self, model: Any, arguments: Mapping[str, Any]) -> None:
         settings = describe_model(model)
-        compiled = self._compiled.get(id(model))
-        if compiled is None:  # compiled before the capture began (or never): read the model
+        how = self._compiled.get(id(model))
+        if how is not None:  # described again: a compile of its own sets its optimizers after
+            compiled = describe_compile(model, *how)
+        else:  # compiled before the capture began (or never): read the model
             compiled = describe_optimizer(getattr(model, "optimizer", None))
             compiled.update(describe_loss(getattr(model, "loss", None)))
         settings.update({k: v for k, v in compiled.items() if k not in settings})
