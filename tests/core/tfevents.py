@@ -21,9 +21,10 @@ def frame(data: bytes) -> bytes:
     )
 
 
-def scalar_event(tag: str, step: int, value: float) -> bytes:
-    """A serialized Event holding one legacy ``simple_value`` scalar."""
-    ev = event_pb2.Event(wall_time=time.time(), step=step)
+def scalar_event(tag: str, step: int, value: float, wall: float | None = None) -> bytes:
+    """A serialized Event holding one legacy ``simple_value`` scalar (written now, or at
+    ``wall``)."""
+    ev = event_pb2.Event(wall_time=time.time() if wall is None else wall, step=step)
     ev.summary.value.add(tag=tag, simple_value=value)
     return ev.SerializeToString()
 
@@ -39,9 +40,9 @@ class EventWriter:
         self.file.write(frame(event_pb2.Event(file_version="brain.Event:2").SerializeToString()))
         self.file.flush()
 
-    def add(self, tag: str, step: int, value: float) -> None:
-        """Append one scalar record and flush."""
-        self.file.write(frame(scalar_event(tag, step, value)))
+    def add(self, tag: str, step: int, value: float, wall: float | None = None) -> None:
+        """Append one scalar record (written now, or at ``wall``) and flush."""
+        self.file.write(frame(scalar_event(tag, step, value, wall)))
         self.file.flush()
 
     def add_partial(self, tag: str, step: int, value: float) -> None:

@@ -86,10 +86,16 @@ class KerasSteps:
         self._folders = {name: _Folder() for name in FOLDERS}
         self._epoch_step: dict[int, int] = {}  # epoch number -> where it ended (latest fit)
         self._previous: dict[str, tuple[int, float]] = {}  # batch tag -> its last (step, mean)
+        # (folder, metric) -> epoch points whose step is not known yet: (epoch, value, wall)
+        self._held: dict[tuple[str, str], list[tuple[int, float, float]]] = {}
 
-    def columns(self, read: dict[str, TagColumns]) -> list[Column]:
+    def columns(self, read: dict[str, TagColumns], final: bool = True) -> list[Column]:
         """The Keras tags among ``read`` (tag -> new points) as store columns, in the
-        order epoch values, per-step values (each tag's points in file order)."""
+        order epoch values, per-step values (each tag's points in file order).
+
+        ``final``: the folder was read to its end (an epoch value whose step no read has
+        told is given then, at an estimated step).
+        """
         tags: dict[str, dict[str, TagColumns]] = {name: {} for name in FOLDERS}
         for tag, cols in read.items():
             kt = keras_tag(tag)
@@ -102,7 +108,10 @@ class KerasSteps:
         for name in sorted(FOLDERS, key=lambda f: not len(anchors[f][0])):
             for base, cols in tags[name].items():
                 if base.startswith("epoch_"):
-                    out.append(self._epoch(name, base[len("epoch_") :], cols, anchors[name]))
+                    column = self._epoch(name, base[len("epoch_") :], cols, anchors[name])
+                    if column is not None:
+                        out.append(column)
+        out += self._release(final)
         for base, cols in tags["train"].items():
             if base.startswith("batch_"):
                 out.append(self._batch(base[len("batch_") :], cols))
@@ -134,14 +143,15 @@ class KerasSteps:
 
     def _epoch(
         self, name: str, metric: str, cols: TagColumns, anchors: tuple[np.ndarray, np.ndarray]
-    ) -> Column:
-        """One ``epoch_<m>`` tag's points at the steps where their epochs ended."""
+    ) -> Column | None:
+        """One ``epoch_<m>`` tag's points at the steps where their epochs ended; a point
+        whose step is not known yet is held (see :meth:`_release`)."""
         walls, steps = anchors
-        epochs = cols.steps
         at = np.searchsorted(walls, cols.wall, side="right") - 1
-        placed = np.empty(len(epochs), np.int64)
         folder = self._folders[name]
-        for i, (e, a) in enumerate(zip(epochs.tolist(), at.tolist(), strict=True)):
+        keep: list[int] = []
+        placed: list[int] = []
+        for i, (e, a) in enumerate(zip(cols.steps.tolist(), at.tolist(), strict=True)):
             if a >= 0:
                 step = int(steps[a])
                 self._epoch_step[e] = step
@@ -149,13 +159,60 @@ class KerasSteps:
                     if not folder.ends_step or folder.ends_step[-1] != step:
                         folder.ends_wall.append(float(cols.wall[i]))
                         folder.ends_step.append(step)
-            else:  # no step written before it: where the other folder put that epoch
-                step = self._epoch_step.get(e, e)
-            placed[i] = step
-        val = "val_" if name == "validation" else ""
+            elif e in self._epoch_step:  # where the other folder put that epoch
+                step = self._epoch_step[e]
+            else:  # no step written before it (yet): the other folder may tell
+                held = self._held.setdefault((name, metric), [])
+                held.append((e, float(cols.values[i]), float(cols.wall[i])))
+                continue
+            keep.append(i)
+            placed.append(step)
+        if not keep:
+            return None
+        return self._column(
+            name, metric, np.asarray(placed, np.int64), cols.values[keep], cols.wall[keep]
+        )
+
+    @staticmethod
+    def _column(
+        name: str, metric: str, steps: np.ndarray, values: np.ndarray, wall: np.ndarray
+    ) -> Column:
         if metric == "learning_rate":
-            return LR_KEY, SAMPLED, placed, cols.values, cols.wall
-        return val + metric, EPOCH, placed, cols.values, cols.wall
+            return LR_KEY, SAMPLED, steps, values, wall
+        val = "val_" if name == "validation" else ""
+        return val + metric, EPOCH, steps, values, wall
+
+    def _release(self, final: bool) -> list[Column]:
+        """Held epoch points whose epoch's step is now known; with ``final`` (the folder
+        is read to its end) the rest too, at a step estimated from the epochs placed (or,
+        with none, at their epoch number)."""
+        out = []
+        for (name, metric), held in list(self._held.items()):
+            ready = [(e, v, w) for e, v, w in held if e in self._epoch_step or final]
+            if not ready:
+                continue
+            rest = [h for h in held if h not in ready]
+            if rest:
+                self._held[(name, metric)] = rest
+            else:
+                del self._held[(name, metric)]
+            steps = np.asarray([self._step_of(e) for e, _, _ in ready], np.int64)
+            values = np.asarray([v for _, v, _ in ready], np.float64)
+            wall = np.asarray([w for _, _, w in ready], np.float64)
+            out.append(self._column(name, metric, steps, values, wall))
+        return out
+
+    def _step_of(self, epoch: int) -> int:
+        """Where ``epoch`` ended: as placed, else estimated from the epochs placed (steps
+        per epoch from the first and last of them), else the epoch number itself."""
+        if epoch in self._epoch_step:
+            return self._epoch_step[epoch]
+        known = sorted(self._epoch_step.items())
+        if not known:
+            return epoch
+        (e0, s0), (e1, s1) = known[0], known[-1]
+        per = (s1 - s0) / (e1 - e0) if e1 > e0 else s0 / (e0 + 1)
+        return int(round(s1 + (epoch - e1) * per))
 
     def _batch(self, metric: str, cols: TagColumns) -> Column:
         """One ``batch_<m>`` tag: each point's own value within its epoch (a mean), or the
@@ -187,7 +244,10 @@ class KerasSteps:
         ends_wall = np.asarray(folder.ends_wall, np.float64)
         ends_step = np.asarray(folder.ends_step, np.int64)
         last_end = np.searchsorted(ends_wall, wall, side="right") - 1
-        start = np.where(last_end >= 0, ends_step[np.maximum(last_end, 0)], 0)
+        if len(ends_step):
+            start = np.where(last_end >= 0, ends_step[np.maximum(last_end, 0)], 0)
+        else:
+            start = np.zeros_like(s)
         start = np.where(start >= s, 0, start)  # an end of an earlier fit: this fit's first epoch
         prev_s = np.empty_like(s)
         prev_m = np.empty_like(m)

@@ -262,7 +262,14 @@ class FolderFeed:
                 places = OVERVIEW_PLACES if local else OVERVIEW_PLACES_REMOTE
                 for tag, cols in self.reader.sample(places).items():
                     mapped = tag_kind(tag)
-                    if mapped is not None and mapped[1] == STEP and len(cols):
+                    # (a Keras folder's batch values are running means: no own values
+                    # can be taken from a few points here and there)
+                    if (
+                        mapped is not None
+                        and mapped[1] == STEP
+                        and len(cols)
+                        and not keras_tag(tag)
+                    ):
                         batch.overview.append((mapped[0], cols.steps, cols.values))
                 budget = min(budget, OVERVIEW_FIRST_BYTES)  # the overview comes at once
         restores = info.get("restores") or []
@@ -284,12 +291,13 @@ class FolderFeed:
             if keras_tag(tag) is None:
                 batch.columns.append((mapped[0], mapped[1], cols.steps, cols.values, cols.wall))
                 batch.points += len(cols)
-        for column in self.keras.columns(read):  # a Keras TensorBoard folder's, the live way
-            batch.columns.append(column)
-            batch.points += len(column[2])
         done, total = self.reader.progress()
         batch.progress = (done, total)
         batch.more = done < total and not self.cancelled.is_set()
+        # a Keras TensorBoard folder's points, placed the live way
+        for column in self.keras.columns(read, final=not batch.more):
+            batch.columns.append(column)
+            batch.points += len(column[2])
         status = self._run_status(info)
         if status and status != "running" and not batch.more and not self._ended:
             self._ended = True
