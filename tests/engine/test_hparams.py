@@ -272,3 +272,20 @@ def test_a_model_with_its_own_compile_records_its_own_optimizers(write_script, t
     assert hp["g_optimizer.learning_rate"] == pytest.approx(0.05)
     assert "optimizer" not in hp  # Keras's default RMSprop, which this train_step never uses
     assert hp["model.class"] == "Pair" and hp["batch_size"] == 4 and hp["loss"] == "mse"
+
+
+def test_lr_option_is_the_first_fits_learning_rate(write_script):
+    script = write_script(
+        """
+        import numpy as np, keras
+        schedule = keras.optimizers.schedules.ExponentialDecay(0.1, 10, 0.5)
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        model.compile(keras.optimizers.SGD(schedule), "mse")
+        model.fit(np.zeros((8, 2)), np.zeros((8, 1)), epochs=1, verbose=0)
+        """
+    )
+    ended, events = run_script(script, options=RunOptions(record=False, lr=0.05))
+    assert ended.status == "finished", ended.message
+    hp = of(events, Hyperparameters)[-1].values
+    assert hp["optimizer.learning_rate"] == 0.05  # --lr replaced the schedule for this fit
+    assert not [k for k in hp if k.startswith("optimizer.learning_rate.")]
