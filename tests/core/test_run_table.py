@@ -91,6 +91,10 @@ def test_filters_by_value_keep_exactly_the_matching_runs(rows):
         "sgd-small",
     ]
     assert kept(rows, "val_loss.best_step == 8") == sorted(SWEEP)
+    # figures recorded as float32 compare as they are shown: 0.29 (kept as 0.28999999) is 0.29
+    assert kept(rows, "val_loss == 0.29") == ["sgd-big"]
+    assert kept(rows, "val_loss >= 0.29 and val_loss <= 0.29") == ["sgd-big"]
+    assert kept(rows, "val_loss < 0.29") == ["adam-small"]
     assert kept(rows, "hp.loss == mse") == sorted(SWEEP)
     assert kept(rows, "small") == ["adam-small", "sgd-small"]  # text: in the name
     assert kept(rows, "") == sorted(SWEEP)

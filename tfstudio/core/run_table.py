@@ -5,9 +5,9 @@ Shared by the window's Runs panel and ``tfstudio runs``, so both show the same c
 - the run: ``Name``, ``Script``, ``Date``, ``Status``, ``Steps``;
 - per metric: ``NAME`` (its last epoch's mean: what Keras prints), ``NAME.best`` and
   ``NAME.best_step`` (see :mod:`tfstudio.core.run_summary`);
-- ``Tags`` and ``Note`` (:mod:`tfstudio.core.run_notes`);
 - one per hyperparameter (``optimizer``, ``batch_size``, ...); a hyperparameter named as
-  a metric (``loss``: the loss function) is titled ``hp.loss``.
+  a metric (``loss``: the loss function) is titled ``hp.loss``;
+- ``Tags`` and ``Note`` (:mod:`tfstudio.core.run_notes`).
 
 A filter (:func:`parse_filter`) is clauses joined by ``and``: ``COLUMN OP VALUE`` with
 OP one of ``< <= > >= == != ~`` (``~``: contains), or plain text, which a run's name,
@@ -17,6 +17,7 @@ script, tags or note must contain. Column names are the titles, in any case.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ VERSION_KEYS = ("tensorflow", "keras")  # hidden unless asked for: rarely what d
 # shown even where every run has the same value: what a reader looks for first
 KEY_HPARAMS = ("optimizer", "optimizer.learning_rate", "batch_size", "epochs")
 MAX_CELL_CHARS = 40
+NUMBER_TOLERANCE = 1e-6  # relative: figures recorded as float32 compare as they are shown
 
 
 # -- hyperparameters --------------------------------------------------------------------
@@ -256,12 +258,25 @@ def table_columns(rows: Sequence[RunRow]) -> list[Column]:
         columns.append(Column(name, "metric", name, "last"))
         columns.append(Column(f"{name}.best", "metric", name, "best"))
         columns.append(Column(f"{name}.best_step", "metric", name, "best_step"))
-    columns.extend(NOTES_COLUMNS)
-    taken = {c.title.lower() for c in columns}
-    for key in hparam_keys(rows):
+    taken = {c.title.lower() for c in (*columns, *NOTES_COLUMNS)}
+    for key in _hparam_order(hparam_keys(rows)):
         title = f"hp.{key}" if key.lower() in taken else key
         columns.append(Column(title, "hparam", key))
+    columns.extend(NOTES_COLUMNS)
     return columns
+
+
+def _hparam_order(keys: list[str]) -> list[str]:
+    """The optimizer, learning rate, batch size and epochs first (beside the metrics), the
+    script's arguments and the versions last, the rest as recorded."""
+    last = ("args", *VERSION_KEYS)
+
+    def rank(key: str) -> tuple[int, int]:
+        if key in KEY_HPARAMS:
+            return (0, KEY_HPARAMS.index(key))
+        return (2, last.index(key)) if key in last else (1, 0)
+
+    return sorted(keys, key=rank)  # stable: the rest keep their order
 
 
 def differing(rows: Sequence[RunRow], key: str) -> bool:
@@ -330,14 +345,21 @@ def _compare(op: str, have: Value, want: str, column: Column) -> bool:
     else:
         have_num = _number(have)
     if have_num is not None and number is not None:
-        a, b = have_num, number
+        # as shown: a learning rate recorded as float32 (0.003000000026) equals 0.003
+        same = math.isclose(have_num, number, rel_tol=NUMBER_TOLERANCE)
+        below, above = have_num < number and not same, have_num > number and not same
     else:
-        a, b = str(have).lower(), want.lower()  # type: ignore[assignment]
-    if op in ("==", "="):
-        return a == b
-    if op == "!=":
-        return a != b
-    return bool({"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op])  # type: ignore[operator]
+        a, b = str(have).lower(), want.lower()
+        same, below, above = a == b, a < b, a > b
+    return {
+        "==": same,
+        "=": same,
+        "!=": not same,
+        "<": below,
+        "<=": below or same,
+        ">": above,
+        ">=": above or same,
+    }[op]
 
 
 @dataclass(frozen=True, slots=True)
