@@ -10,14 +10,19 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtWidgets import QWidget
 
-from tfstudio.core.inspector_store import InspectorStore
+from tfstudio.core.inspector_store import History, InspectorStore
 from tfstudio.ui.panels.variable_rows import VariableRow, VariableRowsView, one_value
 
 
-def _shape_text(shape: tuple[int, ...], values: list | None = None) -> str:
-    if not shape and values is not None and not values:  # a foreign histogram's variable
-        return "(shape not recorded)"
+def _shape_text(shape: tuple[int, ...], values: list | None = None, counted: int = 0) -> str:
+    if not shape and values is not None and not any(values):  # a foreign histogram's
+        return f"({counted} values, shape not recorded)" if counted else "(shape not recorded)"
     return "(" + ", ".join(str(d) for d in shape) + ")"
+
+
+def _counted(history: History) -> int:
+    """How many values the last sample's histogram counts."""
+    return int(sum(history.hists[-1])) if history.hists else 0
 
 
 def _figure(value: float, spec: str) -> str:
@@ -67,7 +72,7 @@ class WeightsView(VariableRowsView):
             row.set_header(f"<b>{path}</b> {_shape_text(shape)} — value {values[-1][0]:.4g}")
         else:
             row.set_header(
-                f"<b>{path}</b> {_shape_text(shape, values)} — mean "
+                f"<b>{path}</b> {_shape_text(shape, values, _counted(history))} — mean "
                 f"{_figure(last.get('mean', 0), '.4g')}, "
                 f"std {_figure(last.get('std', 0), '.4g')}, min {last.get('min', 0):.4g}, "
                 f"max {last.get('max', 0):.4g}, L2 norm {_figure(last.get('norm', 0), '.4g')}, "
