@@ -62,6 +62,8 @@ class QuietAxis(pg.DateAxisItem):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.autoSIPrefix = True  # a plain axis's default (pyqtgraph's date axis turns it off)
+        self._si = True  # the SI prefix setting while dates are off
         self.dates = False
         # what pyqtgraph's date ticks measure their labels with (set again at each paint)
         self.fontMetrics = QFontMetrics(self.style.get("tickFont") or QFont())
@@ -72,6 +74,10 @@ class QuietAxis(pg.DateAxisItem):
         dates = bool(dates)
         if dates != self.dates:
             self.dates = dates
+            if dates:
+                self._si, self.autoSIPrefix = self.autoSIPrefix, False
+            else:
+                self.autoSIPrefix = self._si
             self.picture = None
             self.update()
 
