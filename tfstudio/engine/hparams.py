@@ -32,6 +32,8 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from tfstudio.core.events import FitStarted, Hyperparameters
 from tfstudio.core.hparams import (
     HParams,
@@ -78,6 +80,18 @@ def flatten(
     out[prefix] = plain_value(value)
 
 
+def shortest_float32(value: Any) -> Any:
+    """A float that a float32 variable held (``0.0010000000474974513``, Keras's learning
+    rate read back) as the shortest decimal of that float32 (``0.001``); any other value
+    (a float32 cannot hold it exactly) as it is."""
+    if type(value) is not float or not math.isfinite(value):
+        return value
+    f32 = np.float32(value)
+    if float(f32) != value:
+        return value
+    return float(np.format_float_positional(f32, unique=True, trim="-"))
+
+
 def describe_optimizer(optimizer: Any) -> dict[str, Any]:
     """``optimizer`` = its class, ``optimizer.<key>`` its config (Keras's ``get_config()``;
     a learning-rate schedule as ``optimizer.learning_rate.schedule`` + its config)."""
@@ -98,7 +112,7 @@ def describe_optimizer(optimizer: Any) -> dict[str, Any]:
             flatten("optimizer.learning_rate", value.get("config") or {}, out, frozenset({"name"}))
             continue
         flatten(f"optimizer.{key}", value, out)
-    return out
+    return {k: shortest_float32(v) for k, v in out.items()}
 
 
 def _name_of(thing: Any) -> str:
