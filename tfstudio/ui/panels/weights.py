@@ -16,7 +16,9 @@ from tfstudio.ui.panels.variable_rows import VariableRow, VariableRowsView, one_
 
 def _shape_text(shape: tuple[int, ...], values: list | None = None, counted: int = 0) -> str:
     if not shape and values is not None and not any(values):  # a foreign histogram's
-        return f"({counted} values, shape not recorded)" if counted else "(shape not recorded)"
+        if not counted:
+            return "(shape not recorded)"
+        return f"({counted} value{'' if counted == 1 else 's'}, shape not recorded)"
     return "(" + ", ".join(str(d) for d in shape) + ")"
 
 
