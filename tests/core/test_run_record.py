@@ -110,3 +110,20 @@ def test_the_system_sampler_emits_float32_figures_of_this_process_the_machine_an
 
     for event in got:  # as the event file keeps them: read back equal
         assert all(v == float(np.float32(v)) for v in event.values.values())
+
+
+def test_events_log_is_bounded_with_one_last_line_saying_so(tmp_path, monkeypatch):
+    import tfstudio.engine.recorder as recorder
+
+    monkeypatch.setattr(recorder, "EVENTS_LOG_LINES", 5)
+    log = recorder.EventsLog(tmp_path / EVENTS_LOG, None)
+    for i in range(20):
+        log.write(event_line(Notice("retracing", f"note {i}"), 1e9))
+    log.close()
+    record = read_run_record(tmp_path)
+    assert [n.text for n in record.notices[:5]] == [f"note {i}" for i in range(5)]
+    assert len(record.notices) == 6
+    assert (
+        record.notices[5].text
+        == "events.jsonl holds 5 lines at most: later checkpoints and notices are not recorded"
+    )

@@ -328,7 +328,11 @@ class EventsLog:
             return
         self.count += 1
         if self.count > EVENTS_LOG_LINES:
-            note = Notice("tfstudio", f"more than {EVENTS_LOG_LINES} lines: the rest not recorded")
+            note = Notice(
+                "tfstudio",
+                f"{EVENTS_LOG} holds {EVENTS_LOG_LINES} lines at most: later checkpoints "
+                "and notices are not recorded",
+            )
             line = event_line(note, time.time())
         if isinstance(self.path, UrlPath):
             self._lines.append(line)
