@@ -4,7 +4,7 @@ Three classes of points on interleaved spirals, made in the script (nothing is
 downloaded). Watch loss and accuracy per step, their epoch means, and the
 validation curves.
 
-    python mlp_classifier.py [--epochs N]
+    python mlp_classifier.py [--epochs N] [--learning-rate LR] [--batch-size B]
 """
 
 import argparse
@@ -15,6 +15,8 @@ import numpy as np
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--epochs", type=int, default=20)
 parser.add_argument("--samples", type=int, default=6000)
+parser.add_argument("--learning-rate", type=float, default=3e-3)
+parser.add_argument("--batch-size", type=int, default=32)
 args = parser.parse_args()
 
 
@@ -50,7 +52,7 @@ model = keras.Sequential(
     name="spiral_mlp",
 )
 model.compile(
-    optimizer=keras.optimizers.Adam(learning_rate=3e-3),
+    optimizer=keras.optimizers.Adam(learning_rate=args.learning_rate),
     loss="sparse_categorical_crossentropy",
     metrics=["accuracy"],
 )
@@ -60,7 +62,7 @@ model.summary()
 model.fit(
     x_train,
     y_train,
-    batch_size=32,
+    batch_size=args.batch_size,
     validation_data=(x_val, y_val),
     epochs=args.epochs,
     verbose=2,

@@ -225,4 +225,5 @@ def test_scatter_draws_a_metric_against_a_hyperparameter_for_the_listed_runs(pan
     panel.filter_edit.setText("optimizer == sgd")  # the filter applies to the scatter too
     assert sorted(window.series()[2]) == ["sgd-big", "sgd-small"]
     assert window.note.text() == "2 runs"
+    assert sorted(label.toPlainText() for label in window.labels) == ["sgd-big", "sgd-small"]
     window.close()

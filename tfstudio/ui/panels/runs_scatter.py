@@ -8,12 +8,16 @@ drawn as categories. It follows the table: runs listed, read or filtered later s
 from __future__ import annotations
 
 import math
+import os
 
 import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QDialog, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from tfstudio.core.run_table import Column, RunRow
 from tfstudio.ui.panels.runs_table import RunsTable
+
+MIN_PREFIX = 8  # a prefix every run's name shares, this long or longer, is left out of labels
+LOG_RATIO = 20.0  # x values spanning this factor or more are drawn on a log axis
 
 
 def _number(value: object) -> float | None:
@@ -39,6 +43,9 @@ class RunsScatter(QDialog):
         self.log_x = False
         self.plot = pg.PlotWidget(background="w")
         self.plot.showGrid(x=True, y=True, alpha=0.2)
+        for side in ("left", "bottom"):  # 0.25, not 250 (x0.001)
+            self.plot.getAxis(side).enableAutoSIPrefix(False)
+        self.plot.getViewBox().setDefaultPadding(0.12)
         self.points = pg.ScatterPlotItem(size=10, brush=pg.mkBrush("#1f77b4"), pen=pg.mkPen("w"))
         self.plot.addItem(self.points)
         self.labels: list[pg.TextItem] = []
@@ -118,21 +125,30 @@ class RunsScatter(QDialog):
             self.plot.removeItem(label)
         self.labels = []
         positive = bool(xs) and not categories and min(xs) > 0
-        spread = positive and max(xs) / min(xs) >= 100  # a learning-rate sweep: log x
+        spread = positive and max(xs) / min(xs) >= LOG_RATIO  # a learning-rate sweep: log x
         self.log_x = spread
-        self.plot.setLogMode(x=spread, y=False)
         shown_x = [math.log10(x) for x in xs] if spread else xs
         self.points.setData(shown_x, ys, data=names)
+        common = os.path.commonprefix(names) if len(names) > 1 else ""
+        common = common[: max(common.rfind(c) for c in "-_/.") + 1]  # whole words only
+        cut = len(common) if len(common) >= MIN_PREFIX else 0
         for x, y, name in zip(shown_x, ys, names, strict=True):
-            label = pg.TextItem(name, color="#404040", anchor=(0, 1))
+            label = pg.TextItem(("…" if cut else "") + name[cut:], color="#404040")
+            label.setAnchor((0.5, 1.15))  # centred above its point
             label.setPos(x, y)
             self.plot.addItem(label)
             self.labels.append(label)
         axis = self.plot.getAxis("bottom")
-        axis.setTicks([list(enumerate(categories))] if categories else None)
-        self.plot.setLabel("bottom", self.x_box.currentText())
+        if categories:
+            axis.setTicks([list(enumerate(categories))])
+        elif spread:  # log10 of the values drawn: label the decades with the values
+            low, high = math.floor(min(shown_x)), math.ceil(max(shown_x))
+            axis.setTicks([[(d, f"{10.0**d:g}") for d in range(low, high + 1)], []])
+        else:
+            axis.setTicks(None)
+        scale = " (log)" if spread else ""
+        self.plot.setLabel("bottom", self.x_box.currentText() + scale)
         self.plot.setLabel("left", self.y_box.currentText())
         missing = len(self.table.visible_rows()) - len(xs)
-        self.note.setText(
-            f"{len(xs)} runs" + (f"; {missing} without both values not drawn" if missing else "")
-        )
+        text = f"{len(xs)} runs" + (f"; {missing} without both values not drawn" if missing else "")
+        self.note.setText(text + (f"; names shown without {common!r}" if cut else ""))
