@@ -109,3 +109,59 @@ def test_without_batch_values_the_validation_iterations_place_the_epochs(tmp_pat
     assert store.epochs["loss"].points()[0].tolist() == ends
     assert store.epochs["val_loss"].points()[0].tolist() == ends
     assert "loss" not in store.steps
+
+
+def _two_fits(run) -> tuple[np.ndarray, list[float]]:
+    """Two fits written to one log_dir, 2 epochs of 4 batches each: Keras restarts its
+    batch count at 1 for the second; the optimizer's iterations (validation's
+    evaluation_*_vs_iterations) go on. Returns the batches' own losses (fit, epoch, batch)
+    and the wall times the epochs' values were written at."""
+    rng = np.random.default_rng(1)
+    own = rng.uniform(0.2, 1.0, size=(2, 2, 4)).astype(np.float32)
+    train, val = EventWriter(run / "train"), EventWriter(run / "validation")
+    wall, iterations, epoch_walls = 1000.0, 0, []
+    for fit in range(2):
+        for e in range(2):
+            for k in range(1, 5):
+                wall += 0.01
+                iterations += 1
+                train.add("batch_loss", e * 4 + k, float(own[fit, e, :k].mean()), wall)
+            wall += 0.01
+            val.add("evaluation_loss_vs_iterations", iterations, 0.5, wall)
+            wall += 0.01
+            train.add("epoch_loss", e, float(own[fit, e].mean()), wall)
+            val.add("epoch_loss", e, 0.5, wall)
+            epoch_walls.append(wall)
+    train.close()
+    val.close()
+    return own, epoch_walls
+
+
+def test_a_second_fit_goes_on_from_where_the_first_ended(tmp_path):
+    run = tmp_path / "keras"
+    own, _ = _two_fits(run)
+    follower = _Follower(run)
+    follower()
+    store = follower.store
+    xs, ys = store.steps["loss"].points()
+    np.testing.assert_array_equal(xs, np.arange(1, 17))
+    np.testing.assert_allclose(ys, own.ravel(), atol=2e-6)
+    ends = [4.0, 8.0, 12.0, 16.0]
+    assert store.epochs["loss"].points()[0].tolist() == ends
+    assert store.epochs["val_loss"].points()[0].tolist() == ends
+    # zoomed in across the second fit's start: the same values, at the same steps
+    cols = follower.feed.read_steps(7, 10)["loss"]
+    np.testing.assert_array_equal(cols.steps, [7, 8, 9, 10])
+    np.testing.assert_allclose(cols.values, own.ravel()[6:10], atol=2e-6)
+
+
+def test_a_second_fits_histograms_go_to_its_own_epochs(tmp_path):
+    from tfstudio.core.keras_folders import histogram_steps
+    from tfstudio.core.runs import read_scalars
+
+    run = tmp_path / "keras"
+    _, epoch_walls = _two_fits(run)
+    place = histogram_steps(read_scalars(run))
+    # Keras writes an epoch's histograms (at its epoch number) just after its values
+    assert [place(e % 2, w + 0.001) for e, w in enumerate(epoch_walls)] == [4, 8, 12, 16]
+    assert histogram_steps(read_scalars(tmp_path / "none")) is None  # not a Keras folder

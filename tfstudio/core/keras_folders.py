@@ -24,7 +24,7 @@ precision, recall, ...) stay running values, as live.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,6 +86,11 @@ class KerasSteps:
         self._folders = {name: _Folder() for name in FOLDERS}
         self._epoch_step: dict[int, int] = {}  # epoch number -> where it ended (latest fit)
         self._previous: dict[str, tuple[int, float]] = {}  # batch tag -> its last (step, mean)
+        # each fit after the first restarts Keras's batch count at 1: from the wall time its
+        # first batch was written at, its steps go on from where the fit before ended
+        self._fit_walls: list[float] = []
+        self._fit_offsets: list[int] = []
+        self._last_raw: int | None = None  # the last batch step read, as written
         # (folder, metric) -> epoch points whose step is not known yet: (epoch, value, wall)
         self._held: dict[tuple[str, str], list[tuple[int, float, float]]] = {}
 
@@ -129,6 +134,11 @@ class KerasSteps:
         prefix = "batch_" if name == "train" else "evaluation_"
         walls = [c.wall for base, c in tags.items() if base.startswith(prefix)]
         steps = [c.steps for base, c in tags.items() if base.startswith(prefix)]
+        if name == "train" and walls:
+            wall, raw = np.concatenate(walls), np.concatenate(steps)
+            order = np.argsort(wall, kind="stable")
+            self._new_fits(wall[order], raw[order])
+            walls, steps = [wall], [self.global_steps(raw, wall)]
         folder = self._folders[name]
         if folder.anchor is not None:
             walls.insert(0, np.array([folder.anchor[0]]))
@@ -140,6 +150,30 @@ class KerasSteps:
         wall, step = wall[order], step[order]
         folder.anchor = (float(wall[-1]), int(step[-1]))
         return wall, step
+
+    def _new_fits(self, wall: np.ndarray, raw: np.ndarray) -> None:
+        """Note where a new fit began among batch steps in wall order (the count went back)."""
+        before = np.empty_like(raw)
+        before[1:] = raw[:-1]
+        before[:1] = raw[0] if self._last_raw is None else self._last_raw
+        for i in np.flatnonzero(raw < before).tolist():
+            offset = self._fit_offsets[-1] if self._fit_offsets else 0
+            self._fit_walls.append(float(wall[i]))
+            self._fit_offsets.append(offset + int(before[i]))
+        self._last_raw = int(raw[-1])
+
+    def global_steps(self, raw: np.ndarray, wall: np.ndarray) -> np.ndarray:
+        """Batch steps as written (each fit from 1) as the run's global steps."""
+        if not self._fit_walls:
+            return raw
+        at = np.searchsorted(np.asarray(self._fit_walls), wall, side="right") - 1
+        offsets = np.asarray(self._fit_offsets, np.int64)
+        return raw + np.where(at >= 0, offsets[np.maximum(at, 0)], 0)
+
+    @property
+    def fits(self) -> int:
+        """How many fits wrote batch steps to the folder, as read so far."""
+        return len(self._fit_walls) + (self._last_raw is not None)
 
     def _epoch(
         self, name: str, metric: str, cols: TagColumns, anchors: tuple[np.ndarray, np.ndarray]
@@ -217,14 +251,13 @@ class KerasSteps:
     def _batch(self, metric: str, cols: TagColumns) -> Column:
         """One ``batch_<m>`` tag: each point's own value within its epoch (a mean), or the
         running value as it is (a metric that is not a mean)."""
+        steps = self.global_steps(cols.steps, cols.wall)
         if not is_mean(metric):
             kind = STEP if metric in RAW else RUNNING
-            return metric, kind, cols.steps, cols.values, cols.wall
-        own = self.own_values(
-            cols.steps, cols.values, cols.wall, self._previous.get("batch_" + metric)
-        )
-        self._previous["batch_" + metric] = (int(cols.steps[-1]), float(cols.values[-1]))
-        return metric, STEP, cols.steps, own, cols.wall
+            return metric, kind, steps, cols.values, cols.wall
+        own = self.own_values(steps, cols.values, cols.wall, self._previous.get("batch_" + metric))
+        self._previous["batch_" + metric] = (int(steps[-1]), float(cols.values[-1]))
+        return metric, STEP, steps, own, cols.wall
 
     def own_values(
         self,
@@ -270,12 +303,13 @@ def run_of(path: Location) -> Location:
     return path.parent if path.name in FOLDERS else path
 
 
-def epoch_ends(scalars: Mapping[str, Any]) -> dict[int, int]:
-    """Epoch number -> the step where it ended, from a Keras ``TensorBoard`` folder's
-    scalars (tag -> points with ``steps``, ``values`` and ``wall``, e.g. ``RunReader``'s);
-    empty for any other folder. Histograms written at epoch numbers go there."""
+def histogram_steps(scalars: Mapping[str, Any]) -> Callable[[int, float], int] | None:
+    """Where a Keras ``TensorBoard`` folder's histograms go, from its scalars (tag -> points
+    with ``steps``, ``values`` and ``wall``, e.g. ``RunReader``'s): a function of a
+    histogram's step (its epoch number) and wall time giving the step where that epoch
+    ended (the last epoch value written before it); None for any other folder."""
     ks = KerasSteps()
-    ks.columns(
+    columns = ks.columns(
         {
             tag: TagColumns(
                 np.asarray(p.steps, np.int64),
@@ -286,4 +320,15 @@ def epoch_ends(scalars: Mapping[str, Any]) -> dict[int, int]:
             if keras_tag(tag) is not None
         }
     )
-    return dict(ks._epoch_step)
+    placed = [(c[4], c[2]) for c in columns if c[1] in (EPOCH, SAMPLED)]
+    if not placed:
+        return None
+    wall = np.concatenate([w for w, _ in placed])
+    order = np.argsort(wall, kind="stable")
+    wall, steps = wall[order], np.concatenate([s for _, s in placed])[order]
+
+    def step_of(epoch: int, at: float) -> int:
+        i = int(np.searchsorted(wall, at, side="right")) - 1
+        return int(steps[i]) if i >= 0 else ks._step_of(epoch)
+
+    return step_of

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tfstudio.core.events import GradientStats, GradientVariable, VariableStats, WeightStats
-from tfstudio.core.keras_folders import epoch_ends
+from tfstudio.core.keras_folders import histogram_steps
 from tfstudio.core.runs import Histogram, TagPoints
 
 WEIGHTS = "weights/"
@@ -82,10 +82,10 @@ def inspector_events(
     """
     shapes = {p: tuple(s) for p, s in dict((info or {}).get("variables") or {}).items()}
     # Keras's TensorBoard callback writes histograms at epoch numbers: at their epochs' ends
-    ends = epoch_ends(scalars)
+    place = histogram_steps(scalars)
     histograms = {
-        tag: [_at_step(h, ends.get(h.step, h.step)) for h in hists]
-        if ends and tag.startswith("train/")
+        tag: [_at_step(h, place(h.step, h.wall)) for h in hists]
+        if place is not None and tag.startswith("train/")
         else hists
         for tag, hists in histograms.items()
     }

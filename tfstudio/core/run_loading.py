@@ -342,16 +342,21 @@ class FolderFeed:
         """Each per-step line's points with ``first <= step <= last``, by store key, read
         again from the folder (any thread): the exact points of a zoomed-in range."""
         out: dict[str, TagColumns] = {}
-        for tag, cols in self.reader.read_steps(max(first - 1, 0), last, cancelled).items():
+        # a Keras folder's batch steps restart at each fit (mapped to global steps here):
+        # with more than one fit, the range is found among all of them
+        lo, hi = (0, 1 << 62) if self.keras.fits > 1 else (max(first - 1, 0), last)
+        for tag, cols in self.reader.read_steps(lo, hi, cancelled).items():
             mapped = tag_kind(tag)
             if mapped is None or mapped[1] != STEP or not len(cols):
                 continue
             kt = keras_tag(tag)
-            if kt is not None and kt[1].startswith("batch_") and is_mean(mapped[0]):
-                # running means: each batch's own value, from the one before it
-                own = self.keras.own_values(cols.steps, cols.values, cols.wall)
-                cols = TagColumns(cols.steps, own, cols.wall)
-            keep = cols.steps >= first
+            if kt is not None and kt[1].startswith("batch_"):
+                steps = self.keras.global_steps(cols.steps, cols.wall)
+                values = cols.values
+                if is_mean(mapped[0]):  # running means: each batch's own value
+                    values = self.keras.own_values(steps, values, cols.wall)
+                cols = TagColumns(steps, values, cols.wall)
+            keep = (cols.steps >= first) & (cols.steps <= last)
             out[mapped[0]] = TagColumns(cols.steps[keep], cols.values[keep], cols.wall[keep])
         return out
 
