@@ -216,7 +216,9 @@ def test_runs_lists_newest_first_as_the_window_does(qtbot, tmp_path, capsys):
     _recorded(logdir, "c-oldest", 1_000_000.0)
     assert main(["runs", str(logdir)]) == 0
     out = capsys.readouterr().out
-    listed = [line.split()[0] for line in out.splitlines()]
+    header, *lines = out.splitlines()
+    assert header.split()[0] == "Name"  # a table: its header first
+    listed = [line.split()[0] for line in lines]
     assert listed == ["a-newest", "b-middle", "c-oldest"]
     # the window's Runs list: the same order
     channel = Channel()
