@@ -1,8 +1,8 @@
 """A full disk, stood in for at the file-system boundary (runs anywhere; the real tmpfs test
 is tests/e2e/test_faults.py and needs root).
 
-From the fourth checkpoint on, every write of the record (event file, run.json)
-and every checkpoint save raises ``OSError(ENOSPC)``, as a full disk does. The
+From the fourth checkpoint on, every write of the record (event file, run.json,
+events.jsonl) and every checkpoint save raises ``OSError(ENOSPC)``, as a full disk does. The
 run must go on to its end with one note for each, and keep what was written.
 """
 
@@ -16,6 +16,7 @@ import pytest
 from tests.engine.helpers import console, of, run_script
 from tfstudio.core.events import CheckpointRefused, CheckpointSaved
 from tfstudio.core.options import RunOptions
+from tfstudio.core.run_record import read_run_record
 from tfstudio.core.runs import describe_run
 
 pytestmark = pytest.mark.tf
@@ -80,6 +81,14 @@ def test_a_full_disk_leaves_the_run_going_with_one_note_each(write_script, tmp_p
         full[0] = saves[0] >= 4  # the disk fills up just after the fourth checkpoint
         return path
 
+    real_log = recorder_module.EventsLog.write
+
+    def log_line(self, line):  # events.jsonl: the checkpoints and notices
+        if full[0]:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_log(self, line)
+
+    monkeypatch.setattr(recorder_module.EventsLog, "write", log_line)
     monkeypatch.setattr(recorder_module.Recorder, "__init__", init)
     monkeypatch.setattr(recorder_module, "write_run_json", run_json)
     monkeypatch.setattr(tf.train.CheckpointManager, "save", save)
@@ -107,5 +116,8 @@ def test_a_full_disk_leaves_the_run_going_with_one_note_each(write_script, tmp_p
     assert text.count("Recording stopped: the disk is full") == 1
     assert len(of(events, CheckpointRefused)) == 1
     assert [e.step for e in of(events, CheckpointSaved)] == [2, 4, 6, 8]
-    run = describe_run(next((tmp_path / "runs").iterdir()))
+    run_dir = next((tmp_path / "runs").iterdir())
+    run = describe_run(run_dir)
     assert run.steps is not None and run.steps > 0  # what was written before stays readable
+    record = read_run_record(run_dir)  # the checkpoints listed before the disk filled
+    assert [e.step for e in record.checkpoints] == [2, 4, 6] and not record.problems
