@@ -125,7 +125,8 @@ def test_cli_lists_and_exports_urls_and_refuses_unsupported_schemes_cleanly(tmp_
     url = _file_url(tmp_path / "runs")
     listed = _cli("runs", url)
     assert listed.returncode == 0, listed.stderr
-    assert listed.stdout.split()[:3] == ["a-20260101-000000", "tensorboard", "2"]
+    cells = listed.stdout.splitlines()[1].split()  # under the table's header
+    assert cells[0] == "a-20260101-000000" and cells[3:6] == ["tensorboard", "2", "0.25*"]
     out = tmp_path / "a.csv"
     exported = _cli("export", f"{url}/a-20260101-000000", "--csv", str(out))
     assert exported.returncode == 0, exported.stderr
