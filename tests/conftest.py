@@ -266,5 +266,5 @@ def runs_panel(qtbot):
     panel.show()
     yield panel
     panel.timer.stop()
-    for window in panel.inspectors:
+    for window in panel.scatters:
         window.close()

@@ -1,4 +1,5 @@
-"""A past run's weights and gradients, written by the real Recorder, in the inspector's views."""
+"""A past run's weights and gradients, written by the real Recorder, in the window's own
+inspector tabs: a reopened run is shown in every view as the live one is (issue 56)."""
 
 from __future__ import annotations
 
@@ -42,12 +43,18 @@ def _gradients(step: int) -> GradientStats:
     )
 
 
-@pytest.fixture
-def panel(runs_panel):
-    return runs_panel
+def shown(window, name: str):
+    """Pick run ``name`` in the Runs panel and press "Show run": the window's inspector."""
+    window.runs.select([name])
+    window.runs.open_inspector()
+    inspector = window.inspector
+    assert inspector.tabs.currentWidget() is inspector.weights
+    assert window.session.shown.name == name and not window.session.shown.live
+    inspector.refresh()
+    return inspector
 
 
-def test_a_recorded_run_opens_in_the_inspector_as_it_was(panel, qtbot, tmp_path):
+def test_a_recorded_run_opens_in_the_inspector_as_it_was(window, qtbot, tmp_path):
     rec = Recorder(tmp_path / "fit-20260101-000000")
     rec.write([RunStarted("/proj/fit.py", ("/proj/fit.py",), "/proj", 0.0, 1)])
     steps = [10, 20, 30, 40]
@@ -55,10 +62,10 @@ def test_a_recorded_run_opens_in_the_inspector_as_it_was(panel, qtbot, tmp_path)
         rec.write([_weights(s), _gradients(s)])
     rec.close(RunEnded("finished", 0, 1, 40, 1.0))
 
-    panel.set_logdir(tmp_path)
-    panel.select(["fit-20260101-000000"])
-    window = panel.open_inspector()
-    store = window.store
+    window.runs.set_logdir(tmp_path)
+    assert window.runs.tree.topLevelItemCount() == 1
+    inspector = shown(window, "fit-20260101-000000")
+    store = inspector.store
     kernel = store.weights["m/dense/kernel"]
     assert kernel.steps == steps
     assert kernel.scalars["mean"] == pytest.approx([0.1 * s for s in steps])
@@ -73,18 +80,18 @@ def test_a_recorded_run_opens_in_the_inspector_as_it_was(panel, qtbot, tmp_path)
     )
 
     qtbot.wait(50)
-    rows = window.weights.rows
+    rows = inspector.weights.rows
     assert list(rows) == ["m/dense/kernel", "m/w"]
     assert rows["m/w"].lines.curves["value"].getData()[1][-1] == pytest.approx(2.95)
     assert rows["m/dense/kernel"].heatmap.has_image
     assert "(3, 2)" in rows["m/dense/kernel"].header.text()
-    assert "Recorded in run 'fit-20260101-000000': 4 samples" in window.weights.info.text()
+    assert "Recorded in run 'fit-20260101-000000': 4 samples" in inspector.weights.info.text()
     assert window.grab().save(str(tmp_path / "recorded_inspector.png"))
-    window.tabs.setCurrentWidget(window.gradients)
-    assert list(window.gradients.rows) == ["m/dense/kernel"]
+    inspector.tabs.setCurrentWidget(inspector.gradients)
+    assert list(inspector.gradients.rows) == ["m/dense/kernel"]
 
 
-def test_histograms_of_a_foreign_log_dir_show_as_heat_maps(panel, tmp_path):
+def test_histograms_of_a_foreign_log_dir_show_as_heat_maps(window, qtbot, tmp_path):
     import tensorflow as tf
 
     logdir = tmp_path / "keras-logs"
@@ -95,36 +102,34 @@ def test_histograms_of_a_foreign_log_dir_show_as_heat_maps(panel, tmp_path):
             tf.summary.histogram("dense/kernel", rng.normal(step, 1.0, 500), step=step)
     writer.close()
 
-    panel.open_folder(logdir)
-    panel.select(["keras-logs"])
-    window = panel.open_inspector()
-    history = window.store.weights["dense/kernel"]
+    window.runs.open_folder(logdir)
+    assert window.runs.tree.topLevelItemCount() == 1
+    inspector = shown(window, "keras-logs")
+    history = inspector.store.weights["dense/kernel"]
     assert history.steps == [0, 1, 2, 3, 4]
     # the mean comes from the buckets: it follows the distribution's centre
     assert history.scalars["mean"] == pytest.approx([0, 1, 2, 3, 4], abs=0.3)
     assert sum(history.hists[0]) == 500
-    row = window.weights.rows["dense/kernel"]
-    assert row.heatmap.has_image and set(row.lines.curves) == {"mean", "std"}
+    row = inspector.weights.rows["dense/kernel"]
+    assert row.heatmap.has_image and set(row.lines.curves) == {"L2 norm", "std"}
 
 
-def test_a_run_without_histograms_says_so(panel, tmp_path):
+def test_a_run_without_histograms_says_so(window, qtbot, tmp_path):
     rec = Recorder(tmp_path / "plain-20260101-000000")
     rec.close(RunEnded("finished", 0, 1, 0, 1.0))
-    panel.set_logdir(tmp_path)
-    panel.select(["plain-20260101-000000"])
-    window = panel.open_inspector()
-    assert window.events == []
-    assert not window.store.weights
+    window.runs.set_logdir(tmp_path)
+    assert window.runs.tree.topLevelItemCount() == 1
+    inspector = shown(window, "plain-20260101-000000")
+    assert not inspector.store.weights
+    assert inspector.weights.info.text().startswith("No weights were sampled")
 
 
-def test_a_run_folder_named_by_a_url_opens_too(qtbot, tmp_path):
-    from tfstudio.ui.panels.recorded_inspector import RecordedInspector
-
+def test_a_run_folder_named_by_a_url_opens_too(window, tmp_path):
     url = f"file://{tmp_path}/fit-20260101-000000"
     rec = Recorder(url)  # written through tf.io.gfile, read through TensorBoard's layer
     rec.write([_weights(10), _gradients(10), _weights(20), _gradients(20)])
     rec.close(RunEnded("finished", 0, 1, 20, 1.0))
-    window = RecordedInspector(url)
-    qtbot.addWidget(window)
-    assert window.store.weights["m/dense/kernel"].steps == [10, 20]
-    assert window.store.shapes["m/dense/kernel"] == (3, 2)
+    model = window.show_run(url)
+    assert window.inspector.store is model.inspector
+    assert model.inspector.weights["m/dense/kernel"].steps == [10, 20]
+    assert model.inspector.shapes["m/dense/kernel"] == (3, 2)

@@ -18,7 +18,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tfstudio.core.events import GradientStats, GradientVariable, VariableStats, WeightStats
+from tfstudio.core.events import (
+    GradientStats,
+    GradientVariable,
+    LayerOutput,
+    LayerOutputs,
+    VariableStats,
+    WeightStats,
+)
 from tfstudio.core.keras_folders import histogram_steps
 from tfstudio.core.runs import Histogram, TagPoints
 
@@ -72,8 +79,11 @@ def inspector_events(
     scalars: Mapping[str, TagPoints],
     histograms: Mapping[str, list[Histogram]],
     info: Mapping[str, Any] | None = None,
-) -> list[WeightStats | GradientStats]:
-    """Weight and gradient events of a recorded run, in step order.
+) -> list[WeightStats | GradientStats | LayerOutputs]:
+    """Weight, gradient and layer-output events of a recorded run, in step order.
+
+    Layer outputs come back as their statistics and histograms over steps (the
+    thumbnails and matrices of the last sample are not recorded).
 
     Args:
         scalars: the run's scalar series (``RunReader.scalars``).
@@ -137,15 +147,58 @@ def inspector_events(
                         _counts(h),
                     )
                 )
-    events: list[tuple[int, int, WeightStats | GradientStats]] = []
+    outputs = _layer_outputs(scalars, histograms)
+    events: list[tuple[int, int, WeightStats | GradientStats | LayerOutputs]] = []
     for step, variables in weights.items():
         events.append((step, 0, WeightStats(0, step, tuple(variables))))
     global_norm = _at(scalars, GLOBAL_NORM)
     for step in sorted(set(gradients) | set(global_norm)):
         norm = global_norm.get(step, float("nan"))
         events.append((step, 1, GradientStats(0, step, norm, tuple(gradients.get(step, ())))))
+    for step, layers in outputs.items():
+        events.append((step, 2, LayerOutputs(0, step, 0, tuple(layers))))
     events.sort(key=lambda e: (e[0], e[1]))
     return [e for _, _, e in events]
+
+
+def _layer_outputs(
+    scalars: Mapping[str, TagPoints], histograms: Mapping[str, list[Histogram]]
+) -> dict[int, list[LayerOutput]]:
+    """Each sampled step's layer outputs (``outputs/<path>`` histograms and statistics)."""
+    out: dict[int, list[LayerOutput]] = {}
+    for tag, hists in histograms.items():
+        if not tag.startswith(OUTPUTS):
+            continue
+        path = tag[len(OUTPUTS) :]
+        stats = {
+            k: _at(scalars, f"{OUTPUTS}{path}/{k}")
+            for k in ("mean", "std", "zero_fraction", "dead_fraction")
+        }
+        name = path.rsplit("/", 1)[-1]
+        for h in hists:
+            if not h.counts:
+                continue
+            nan = float("nan")
+            layers = out.setdefault(h.step, [])
+            layers.append(
+                LayerOutput(
+                    index=len(layers),
+                    name=name,
+                    path=path,
+                    class_name="",
+                    depth=path.count("/"),
+                    shape=(),
+                    dtype="",
+                    mean=stats["mean"].get(h.step, nan),
+                    std=stats["std"].get(h.step, nan),
+                    min=h.edges[0],
+                    max=h.edges[-1],
+                    zero_fraction=stats["zero_fraction"].get(h.step, nan),
+                    dead_fraction=stats["dead_fraction"].get(h.step, nan),
+                    hist=_counts(h),
+                )
+            )
+    return out
 
 
 def _moments(h: Histogram) -> tuple[float, float]:

@@ -245,6 +245,9 @@ class RunStore:
         self.fit_loss: dict[int, float] = {}  # fit index -> last loss seen
         self.spe: dict[int, int] = {}  # fit index -> steps per batch hook
         self.fit_keys: dict[int, dict[str, None]] = {}  # fit index -> its per-step keys, in order
+        # fit index -> steps its restores went back: the run's step goes back, Keras's epoch
+        # loop does not, so the running fit ends this many steps earlier (core/progress.py)
+        self.rewound: dict[int, int] = {}
         self.steps: dict[str, Track] = {}  # per-step values (and the sampled learning rate)
         self.running: dict[str, Track] = {}  # running means of keys with no per-step value
         self.epochs: dict[str, Track] = {}  # epoch means and val_ metrics
@@ -253,10 +256,10 @@ class RunStore:
         self.checkpoints: list[CheckpointSaved] = []
         self.breaks: list[float] = []  # segment boundaries: no line crosses them
         self.inspector = InspectorStore()
+        self.clock = RunClock()  # step -> seconds since the start (the time x axes)
         self.global_step = 0
         self._sampled: list[Track] = []  # the SAMPLED lines (held to the newest step)
         self.revision = 0  # moves with every change
-        self.clock = RunClock()  # step -> seconds since the start (the time x axes)
         self.notes: list[str] = []  # what could not be read (a damaged file...)
 
     # -- the one entry point ---------------------------------------------------
@@ -603,6 +606,9 @@ def _non_finite(store: RunStore, e: NonFinite) -> None:
 
 
 def _restored(store: RunStore, e: CheckpointRestored) -> None:
+    if store.fits:
+        fit = store.fits[-1].fit_index
+        store.rewound[fit] = store.rewound.get(fit, 0) + max(0, store.global_step - e.step)
     store.truncate(e.step + 0.5)
     store.marks.append(Mark(e.step, f"restored step {e.step}", RESTORE_MARK))
 

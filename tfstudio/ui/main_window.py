@@ -1,7 +1,10 @@
 """The main window: toolbar, menus, metrics plots, console dock and status bar.
 
 It holds no training logic: it starts and stops runs through a ``Launcher``
-and learns what happens from the ``Channel`` (through the ``Bridge``).
+and learns what happens from the ``Channel`` (through the ``Bridge``). What a run
+shows is a :class:`~tfstudio.core.run_model.RunModel` owned by the window's
+:class:`~tfstudio.core.run_model.Session`: the bridge hands every event to the session
+first, and every view is given the model it shows (the live run's, or a reopened run's).
 """
 
 from __future__ import annotations
@@ -13,15 +16,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, QSettings, Qt, Signal
+from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtGui import (
     QAction,
     QCloseEvent,
-    QDragEnterEvent,
-    QDropEvent,
     QKeySequence,
-    QResizeEvent,
-    QShowEvent,
 )
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -29,8 +28,6 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMenu,
     QStyle,
-    QTabBar,
-    QToolBar,
     QWidget,
 )
 
@@ -39,7 +36,7 @@ from tfstudio.core.channel import Channel
 from tfstudio.core.events import EngineStatus, MonitorError, RunEnded, RunStarted
 from tfstudio.core.launcher import Launcher
 from tfstudio.core.options import RunOptions
-from tfstudio.core.progress import format_duration
+from tfstudio.core.run_model import Session
 from tfstudio.core.run_store import RunStore
 from tfstudio.core.runs import resolve_logdir
 from tfstudio.core.scripts import ScriptPathError, check_script
@@ -57,17 +54,24 @@ from tfstudio.ui.panels.notices import NoticesPanel
 from tfstudio.ui.panels.runs import RunsPanel
 from tfstudio.ui.panels.status import StatusPanel
 from tfstudio.ui.panels.system import SystemPanel
+from tfstudio.ui.window_parts import (
+    MAX_RECENT,
+    MESSAGE_MS,
+    RECENT_KEY,
+    RunsShown,
+    WindowChrome,
+    end_detail,
+    reserve_width,
+)
+
+__all__ = ["MAX_RECENT", "RECENT_KEY", "VIEWS", "MainWindow"]
 
 APP_NAME = "tfstudio"
-RECENT_KEY = "recent_scripts"
-MAX_RECENT = 10
-MESSAGE_MS = 15_000
-PREVIOUS_COLOUR = "#666666"  # the script's previous run, faint behind the live one
 VIEWS = (*INSPECTOR_VIEWS, "system")  # what ``--view`` may show
 SYSTEM_VIEW_WIDTH = 720  # the System dock, enlarged when it is the view asked for
 
 
-class MainWindow(QMainWindow):
+class MainWindow(WindowChrome, RunsShown, QMainWindow):
     """tfstudio's window: open a script, run it, watch its metrics and output live.
 
     Args:
@@ -100,10 +104,12 @@ class MainWindow(QMainWindow):
         self._engine = EngineStatus("")
         self._last_end: RunEnded | None = None
 
-        self.metrics = MetricsPanel(settings=self.settings, parent=self)
-        self.console = ConsolePanel(parent=self)
-        self.status = StatusPanel(parent=self)
-        self.inspector = InspectorPanels(self, self.metrics)  # model dock + inspector tabs
+        self.session = Session()  # the run models: the live run's, the runs opened
+        live = self.session.live
+        self.metrics = MetricsPanel(settings=self.settings, parent=self, model=live)
+        self.console = ConsolePanel(parent=self, model=live)
+        self.status = StatusPanel(parent=self, model=live)
+        self.inspector = InspectorPanels(self, self.metrics, live)  # model dock + inspector tabs
         self.setCentralWidget(self.inspector.tabs)
         self._console_dock = QDockWidget("Console", self)
         self._console_dock.setObjectName("consoleDock")
@@ -114,7 +120,7 @@ class MainWindow(QMainWindow):
             | QDockWidget.DockWidgetFeature.DockWidgetClosable
         )
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self._console_dock)
-        self.system = SystemPanel(parent=self)
+        self.system = SystemPanel(parent=self, model=live)
         self._system_dock = QDockWidget("System", self)
         self._system_dock.setObjectName("systemDock")
         self._system_dock.setWidget(self.system)
@@ -127,6 +133,7 @@ class MainWindow(QMainWindow):
         self.runs = RunsPanel(parent=self)
         self.runs.logdir_changed.connect(self._on_runs_dir_chosen)
         self.runs.picked_changed.connect(self._show_runs)
+        self.runs.inspect_requested.connect(self._on_inspect_requested)
         self.runs.data_changed.connect(self._on_runs_data)
         self.metrics.previous_box.toggled.connect(self._show_runs)
         self._previous: RunStore | None = None  # the script's previous run, behind the live one
@@ -137,7 +144,7 @@ class MainWindow(QMainWindow):
         self.runs_dock.setFeatures(self._console_dock.features())
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.runs_dock)
         self.tabifyDockWidget(self._console_dock, self.runs_dock)
-        self.notices = NoticesPanel(parent=self)  # the advisor's notices (panels/notices.py)
+        self.notices = NoticesPanel(parent=self, model=live)  # the advisor's (panels/notices.py)
         self.notices_dock = QDockWidget("Notices", self)
         self.notices_dock.setObjectName("noticesDock")
         self.notices_dock.setWidget(self.notices)
@@ -161,7 +168,9 @@ class MainWindow(QMainWindow):
             listeners = getattr(launcher, "command_listeners", None)
             if listeners is not None:  # a command's answer is awaited at the live pace
                 listeners.append(self.bridge.wake)
+        self.session.listeners.append(self._show_model)
         for panel in (
+            self.session,  # first: the live model has each event before any view draws
             self.metrics,
             self.console,
             self.status,
@@ -236,7 +245,7 @@ class MainWindow(QMainWindow):
         self.control.state_changed.connect(self._update_state)
         self.control.notice.connect(lambda text: self.statusBar().showMessage(text, MESSAGE_MS))
         self.control.console_note.connect(self.console.note)
-        self.checkpoints = CheckpointsPanel(self.launcher, parent=self)
+        self.checkpoints = CheckpointsPanel(self.launcher, parent=self, model=self.session.live)
         self._checkpoints_dock = QDockWidget("Checkpoints", self)
         self._checkpoints_dock.setObjectName("checkpointsDock")
         self._checkpoints_dock.setWidget(self.checkpoints)
@@ -297,7 +306,7 @@ class MainWindow(QMainWindow):
         self.toolbar = toolbar
         # Pause reads "Resume" while paused: the button keeps the wider text's width,
         # so Stop never slides under the cursor.
-        _reserve_width(toolbar, self.control.pause_action, self.control.PAUSE_TEXTS)
+        reserve_width(toolbar, self.control.pause_action, self.control.PAUSE_TEXTS)
         self._rebuild_recent_menu()
 
     # -- public API (used by app.py and the CLI) ---------------------------
@@ -343,25 +352,11 @@ class MainWindow(QMainWindow):
         """Forget the run shown (finished, failed or stopped alike): a script just opened
         shows its empty state, as before its first run. The console keeps its text."""
         self._run_seen = False
-        self.metrics.clear()
+        self.session.new_live()  # every view shows an empty run
         self.status.reset()
         self.checkpoints.reset()
         self.control.forget_run()
         self.system.forget_run()
-        inspected = self.inspector.store
-        drawn = inspected.version
-        inspected.clear()
-        inspected.version = drawn + 1  # (clear() restarts the count): the views redraw
-
-    def _show_previous(self, script: str, before: float) -> None:
-        """Draw ``script``'s newest run started before ``before`` faintly behind the live
-        one (only it: other pinned runs are let go)."""
-        previous = self.runs.previous_run(script, before)
-        for path in [p for p in self.runs.pinned if p != previous]:
-            self.runs.unpin(path)  # only the previous run is drawn behind the live one
-        self._previous = self.runs.pin(previous) if previous is not None else None
-        self.metrics.previous_box.setVisible(self._previous is not None)
-        self._show_runs()
 
     def run_script(self, args: Sequence[str] = ()) -> bool:
         """Start the open script with ``args``; False (with a message) if it cannot start."""
@@ -451,23 +446,6 @@ class MainWindow(QMainWindow):
         self._update_state()
         self.run_finished.emit(event.status, event.exit_code)
 
-    def _ended_placeholder(self, end: RunEnded) -> str:
-        """What the empty metrics area says once a run ended without a metric to show."""
-        name = Path(self._script).name if self._script else "The script"
-        again = "Press Run (F5) to run it again."
-        if end.status == "failed":
-            err = end.error
-            if err is not None:
-                why = f"{err.type_name}: {err.headline()}\nat {err.location()}"
-            else:
-                why = end.message or f"exit code {end.exit_code}"
-            return f"{name} failed — {why}\nThe console has the details. {again}"
-        if end.status == "stopped":
-            return f"{name} was stopped before a metric arrived. {again}"
-        if end.fits == 0 and end.loops == 0:
-            return f"{name} finished without training a model (no fit or loop ran). {again}"
-        return f"{name} finished without reporting a metric. {again}"
-
     def _on_engine_status(self, event: EngineStatus) -> None:
         if event.state == "stopping":
             self._stop_detail = event.detail
@@ -507,7 +485,7 @@ class MainWindow(QMainWindow):
             return ("running", "") if self._run_seen else ("starting", "")
         end = self._last_end
         if end is not None:
-            return end.status, _end_detail(end)
+            return end.status, end_detail(end)
         if loading:
             return "loading", ""
         if self._engine.state == "error":
@@ -531,37 +509,6 @@ class MainWindow(QMainWindow):
         if note:
             self.console.note(text)
         self.statusBar().showMessage(text, MESSAGE_MS)
-
-    def _show_runs(self) -> None:
-        """The metrics view shows the live run (or the first picked run) and, behind it,
-        the other picked runs and the script's previous run."""
-        picked = self.runs.picked()
-        shown: list[tuple[RunStore, str, str, bool]] = []  # store, name, colour, faint
-        if self._run_seen or not picked:  # a live run, or an open script's empty state
-            if self._previous is not None and self.metrics.previous_box.isChecked():
-                shown.append((self._previous, "previous run", PREVIOUS_COLOUR, True))
-        else:
-            self.metrics.show_store(picked[0][0])
-            picked = picked[1:]
-        shown += [(store, store.name, colour, False) for store, colour in picked]
-        layers = []
-        for store, name, colour, faint in shown:
-            layer = self._layers.get(id(store))
-            if layer is None or layer.store is not store or layer.colour != colour:
-                layer = RunLayer(store, name, colour, faint)
-            layers.append(layer)
-        self._layers = {id(layer.store): layer for layer in layers}
-        self.metrics.set_compared(layers)
-        self.metrics.refresh()
-
-    def _on_runs_data(self) -> None:
-        if not self._run_seen and not self.runs.picked() and self._previous is None:
-            return
-        self.metrics.refresh()
-
-    def _on_runs_dir_chosen(self, path: str) -> None:
-        """The user picked a runs directory in the runs panel: later runs record there."""
-        self.run_options = dataclasses.replace(self.run_options, logdir=path)
 
     # -- toolbar / menu handlers -------------------------------------------
     def _on_open_triggered(self) -> None:
@@ -607,107 +554,6 @@ class MainWindow(QMainWindow):
         actions = walk(self.menuBar().actions()) + self.toolbar.actions() + self.actions()
         return ShortcutsDialog(actions, self)
 
-    # -- recent scripts ------------------------------------------------------
-    def recent_scripts(self) -> list[str]:
-        """Recently opened scripts, newest first, missing files left out."""
-        value = self.settings.value(RECENT_KEY, [])
-        if isinstance(value, str):
-            value = [value] if value else []
-        paths = [str(p) for p in (value or []) if p]
-        kept = [p for p in paths if os.path.isfile(p)][:MAX_RECENT]
-        if kept != paths:
-            self._store_recent(kept)
-        return kept
-
-    def _add_recent(self, path: str) -> None:
-        paths = [path] + [p for p in self.recent_scripts() if p != path]
-        self._store_recent(paths[:MAX_RECENT])
-        self._rebuild_recent_menu()
-
-    def _store_recent(self, paths: list[str]) -> None:
-        self.settings.setValue(RECENT_KEY, paths)
-        self.settings.sync()
-
-    def _clear_recent(self) -> None:
-        self._store_recent([])
-        self._rebuild_recent_menu()
-
-    def _rebuild_recent_menu(self) -> None:
-        self.recent_menu.clear()
-        paths = self.recent_scripts()
-        for i, path in enumerate(paths):
-            label = f"&{(i + 1) % 10}  {Path(path).name}  —  {Path(path).parent}"
-            action = self.recent_menu.addAction(label)
-            action.setData(path)
-            action.setToolTip(path)
-            action.triggered.connect(lambda _=False, p=path: self.open_script(p))
-        if not paths:
-            empty = self.recent_menu.addAction("No recent scripts")
-            empty.setEnabled(False)
-        else:
-            self.recent_menu.addSeparator()
-            self.recent_menu.addAction("Clear recent", self._clear_recent)
-
-    # -- drag and drop -------------------------------------------------------
-    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
-        """Accept dragged local files; whether they are scripts is checked on drop."""
-        mime = event.mimeData()
-        if mime.hasUrls() and any(url.isLocalFile() for url in mime.urls()):
-            event.acceptProposedAction()
-        else:
-            event.ignore()
-
-    def dropEvent(self, event: QDropEvent) -> None:
-        """Open a dropped .py file; say why anything else is refused."""
-        paths = [url.toLocalFile() for url in event.mimeData().urls() if url.isLocalFile()]
-        event.acceptProposedAction()
-        if len(paths) != 1:
-            self._say(f"Drop one Python script (.py file) at a time; got {len(paths)} files.")
-            return
-        self.open_script(paths[0])
-
-    # -- redraws of panels that were out of sight ------------------------------
-    def _on_dock_shown(self, shown: bool) -> None:
-        if shown:
-            self.console.catch_up()
-            self.system.catch_up()
-
-    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 (Qt API)
-        """Shown: the console gets its lines (a height given before the window was laid out
-        is shared out again by the layout)."""
-        super().showEvent(event)
-        self._give_console_its_lines()
-
-    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt API)
-        """A taller window (maximised, say) gives a console lower than its lines more room
-        (Qt gives the central widget all of it)."""
-        super().resizeEvent(event)
-        self._give_console_its_lines()
-
-    def _give_console_its_lines(self) -> None:
-        """The console dock as tall as its lines need (when the window has the room)."""
-        dock, console = self._console_dock, self.console
-        lines = console.wanted_height()
-        if dock.isHidden() or dock.isFloating():  # closed, or a window of its own
-            return
-        if dock.isVisible() and console.height() >= lines:
-            return
-        extra = 0  # what the dock's height holds besides the console: its title, its tabs
-        if dock.isVisible():
-            extra = max(0, dock.height() - console.height())
-            for bar in self.findChildren(QTabBar):
-                if bar.isVisible() and dock.windowTitle() in map(bar.tabText, range(bar.count())):
-                    extra += bar.height()
-        self.resizeDocks([dock], [lines + extra], Qt.Orientation.Vertical)
-
-    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt API)
-        """Back from minimised: the panels draw what arrived meanwhile."""
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.WindowStateChange and not self.isMinimized():
-            self.metrics.refresh()
-            self.console.catch_up()
-            self.system.catch_up()
-
     # -- closing -------------------------------------------------------------
     def closeEvent(self, event: QCloseEvent) -> None:
         """Stop a run still going, then close (the app then ends every worker)."""
@@ -716,29 +562,3 @@ class MainWindow(QMainWindow):
         self.bridge.stop()
         self.system.stop()
         super().closeEvent(event)
-
-
-def _reserve_width(toolbar: QToolBar, action: QAction, texts: Sequence[str]) -> None:
-    """Give ``action``'s toolbar button the width of its widest text, so it never resizes."""
-    button = toolbar.widgetForAction(action)
-    if button is None:
-        return
-    current = action.text()
-    widths = []
-    for text in texts:
-        action.setText(text)
-        widths.append(button.sizeHint().width())
-    action.setText(current)
-    button.setMinimumWidth(max(widths))
-
-
-def _end_detail(end: RunEnded) -> str:
-    if end.status == "failed":
-        err = end.error
-        if err is None:
-            return end.message or f"exit code {end.exit_code}"
-        where = f"{os.path.basename(err.filename)}:{err.lineno}" if err.filename else "<unknown>"
-        return f"{err.type_name} at {where}"
-    if end.status == "finished" and end.fits == 0 and end.loops == 0:
-        return "no fit was monitored"
-    return f"{end.global_step:,} steps in {format_duration(end.time)}"

@@ -38,6 +38,7 @@ from tfstudio.core.events import (
 )
 from tfstudio.core.launcher import Launcher
 from tfstudio.core.progress import format_duration
+from tfstudio.core.run_model import RunModel
 from tfstudio.ui.panels.control import Confirm, ask
 
 COLUMNS = ("step", "saved at", "run time", "loss", "kind", "file")
@@ -51,6 +52,9 @@ class CheckpointsPanel(QWidget):
         launcher: where Restore/Delete commands go.
         confirm: asks before deleting (tests pass their own).
         parent: Qt parent.
+        model: the run shown (the window's session gives it and feeds it; :meth:`show_model`
+            changes it); None: one of the panel's own, fed by the panel. The rows are
+            ``model.checkpoints``; Restore and Delete act on the live run only.
     """
 
     EVENTS = (
@@ -69,11 +73,13 @@ class CheckpointsPanel(QWidget):
         launcher: Launcher,
         confirm: Confirm | None = None,
         parent: QWidget | None = None,
+        model: RunModel | None = None,
     ) -> None:
         super().__init__(parent)
         self.launcher = launcher
         self.confirm = confirm if confirm is not None else ask(self)
-        self.entries: dict[str, CheckpointSaved] = {}
+        self._own = model is None  # a panel used alone feeds a model of its own
+        self.model = model if model is not None else RunModel(live=True)
         self.running = False
         self.paused = False
         self.restored: str = ""
@@ -116,9 +122,27 @@ class CheckpointsPanel(QWidget):
         self.message.setText(NO_CHECKPOINT)
         self.refresh()
 
+    @property
+    def entries(self) -> dict[str, CheckpointSaved]:
+        """The shown run's checkpoints by path (its model's)."""
+        return {c.path: c for c in self.model.checkpoints}
+
+    def show_model(self, model: RunModel) -> None:
+        """List ``model``'s checkpoints (the live run's, or a reopened run's)."""
+        if model is self.model:
+            return
+        self.model = model
+        if not model.live:
+            name = model.name or "this run"
+            self.message.setText(f"Checkpoints saved in run '{name}' (recorded: no Restore).")
+        self._dirty = True
+        self.refresh()
+
     def reset(self) -> None:
         """Forget the run shown (another script was opened): no checkpoints listed."""
-        self.entries, self.running, self.paused, self.restored = {}, False, False, ""
+        if self._own:
+            self.model = RunModel(live=True)
+        self.running, self.paused, self.restored = False, False, ""
         self._select_next = None
         self.message.setText(NO_CHECKPOINT)
         self._dirty = True
@@ -164,14 +188,13 @@ class CheckpointsPanel(QWidget):
 
     def ingest_event(self, event: object) -> None:
         """Follow saves, deletions, restores and the run's state."""
+        if self._own:
+            self.model.apply((event,))
         if isinstance(event, CheckpointSaved):
-            self.entries[event.path] = event
             self.message.setText(f"Saved {Path(event.path).name} at step {event.step}.")
         elif isinstance(event, CheckpointList):
-            self.entries = {e.path: e for e in event.entries}
             self.message.setText(f"Checkpoints in {event.directory}")
         elif isinstance(event, CheckpointDeleted):
-            self.entries.pop(event.path, None)
             self.message.setText(f"Deleted {Path(event.path).name}.")
         elif isinstance(event, CheckpointRestored):
             self.restored = event.path
@@ -195,7 +218,7 @@ class CheckpointsPanel(QWidget):
                         "then Resume; or Stop."
                     )
         elif isinstance(event, RunStarted):
-            self.entries, self.running, self.paused, self.restored = {}, True, False, ""
+            self.running, self.paused, self.restored = True, False, ""
         elif isinstance(event, RunEnded):
             self.running, self.paused = False, False
         else:
@@ -235,7 +258,7 @@ class CheckpointsPanel(QWidget):
         self._update_buttons()
 
     def _update_buttons(self) -> None:
-        has = self.selected() is not None
+        has = self.selected() is not None and self.model.live
         self.restore_button.setEnabled(has and self.running and self.paused)
         self.delete_button.setEnabled(has and self.running)
         if has and self.running and not self.paused:

@@ -9,6 +9,10 @@ TensorFlow's start-up messages (no CUDA driver, cuInit, CPU instructions; see
 :mod:`tfstudio.core.tf_startup`) are folded into one quiet line per run that shows
 them on click. Only native stderr lines in TensorFlow's log format are folded, and
 only until the first fit or loop starts: nothing the script writes is hidden.
+
+A reopened run's output (the console part of its run model, from its folder's
+``output.log``) is shown in a document of its own; the live console's text waits
+beside it and comes back, with what arrived meanwhile, when the live run is shown again.
 """
 
 from __future__ import annotations
@@ -27,9 +31,10 @@ from PySide6.QtGui import (
     QTextBlock,
     QTextCharFormat,
     QTextCursor,
+    QTextDocument,
     QTextOption,
 )
-from PySide6.QtWidgets import QPlainTextEdit, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QPlainTextDocumentLayout, QPlainTextEdit, QVBoxLayout, QWidget
 
 from tfstudio.core.events import (
     CheckpointRefused,
@@ -41,6 +46,7 @@ from tfstudio.core.events import (
     RunStarted,
     StepEnded,
 )
+from tfstudio.core.run_model import RunModel
 from tfstudio.core.terminal import plain_text
 from tfstudio.core.tf_startup import StartupFold, describe_startup
 from tfstudio.ui.panels.visibility import out_of_sight
@@ -187,6 +193,9 @@ class ConsolePanel(QWidget):
     Args:
         max_lines: lines kept before the oldest are dropped.
         parent: Qt parent.
+        model: the run shown (the window's session gives it; :meth:`show_model` changes
+            it): the live run's output is written as its events come; a reopened run's
+            is its model's console text. None: the live run's model is the panel's own.
     """
 
     EVENTS = (
@@ -199,8 +208,15 @@ class ConsolePanel(QWidget):
         FitStarted,
     )  # the kinds the bridge hands ingest_event / ingest_steps (and no others)
 
-    def __init__(self, max_lines: int = MAX_LINES, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        max_lines: int = MAX_LINES,
+        parent: QWidget | None = None,
+        model: RunModel | None = None,
+    ) -> None:
         super().__init__(parent)
+        self.model = model if model is not None else RunModel(live=True)
+        self._live_document: QTextDocument | None = None  # set aside while a reopened run shows
         self.view = QPlainTextEdit(self)
         self.view.setReadOnly(True)
         self.view.setMaximumBlockCount(max_lines)
@@ -324,7 +340,40 @@ class ConsolePanel(QWidget):
         if not out_of_sight(self):
             self._write_pending()
 
+    def show_model(self, model: RunModel) -> None:
+        """Show ``model``'s output: the live console, or a reopened run's recorded text."""
+        if model is self.model:
+            return
+        self.model = model
+        if model.live:
+            if self._live_document is not None:
+                self.view.setDocument(self._live_document)
+                self._live_document = None
+                self._write_pending()
+            return
+        if self._live_document is None:
+            self._live_document = self.view.document()
+        doc = QTextDocument(self.view)
+        doc.setDocumentLayout(QPlainTextDocumentLayout(doc))
+        doc.setDefaultFont(self.view.font())
+        doc.setMaximumBlockCount(self._live_document.maximumBlockCount())
+        self.view.setDocument(doc)
+        cursor = QTextCursor(doc)
+        console = model.console
+        head = f"Output of run '{model.name}', as recorded in its folder"
+        if console.dropped:
+            head += f" ({console.dropped:,} characters at the start left out)"
+        if not len(console):
+            head += ": none was recorded"
+        cursor.insertText(head + "\n", self._formats["tfstudio"])
+        for stream, native, text in console.chunks:
+            name = f"{stream} native" if native else stream
+            cursor.insertText(plain_text(text), self._formats.get(name, self._formats["stdout"]))
+        self.view.moveCursor(QTextCursor.MoveOperation.End)
+
     def _write_pending(self) -> None:
+        if self._live_document is not None:
+            return  # a reopened run is shown: the live text waits in the buffer
         if self._buffer:
             self._write_buffer()
         for fold_id in list(self._fold_dirty):

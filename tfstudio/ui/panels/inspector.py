@@ -1,8 +1,9 @@
 """The inspector in the window: model dock plus weights, gradients, outputs and walk tabs.
 
-One panel for the bridge: it keeps the inspector's events in an
-:class:`InspectorStore` and, once per frame, redraws only the tab on screen
-(and the model tree when a model was announced).
+The views draw the inspector part of the run model shown (``model.inspector``, an
+:class:`InspectorStore`): the live run's as its samples come, or a reopened run's as
+its folder recorded them (:meth:`InspectorPanels.show_model`). Once per frame only the
+tab on screen is redrawn (and the model tree when a model was announced).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from tfstudio.core.events import (
 )
 from tfstudio.core.inspector_store import InspectorStore
 from tfstudio.core.options import RunOptions
+from tfstudio.core.run_model import RunModel
 from tfstudio.ui.panels.gradients import GradientsView
 from tfstudio.ui.panels.model import ModelPanel
 from tfstudio.ui.panels.outputs import OutputsView
@@ -41,6 +43,8 @@ class InspectorPanels(QObject):
     Args:
         window: the main window (gets the model dock).
         metrics: the metrics panel, first tab of the central tabs.
+        model: the run shown (the window's session gives it and feeds it); None: one of
+            its own, fed by the panel.
     """
 
     EVENTS = (
@@ -55,9 +59,13 @@ class InspectorPanels(QObject):
         RunEnded,  # the status then says a run too short to measure the overhead
     )  # the kinds the bridge hands ingest_event / ingest_steps (and no others)
 
-    def __init__(self, window: QMainWindow, metrics: QWidget) -> None:
+    def __init__(
+        self, window: QMainWindow, metrics: QWidget, model: RunModel | None = None
+    ) -> None:
         super().__init__(window)
-        self.store = InspectorStore()
+        self._own = model is None  # used alone: the panel feeds a model of its own
+        self.run = model if model is not None else RunModel(live=True)
+        self.store: InspectorStore = self.run.inspector
         self.paint_clock = [0.0]  # read by the bridge's redraw budget
         self.weights = WeightsView(self.store, self.paint_clock)
         self.gradients = GradientsView(self.store, self.paint_clock)
@@ -84,11 +92,23 @@ class InspectorPanels(QObject):
         """Steps are the metrics panel's business."""
 
     def ingest_event(self, event: object) -> None:
-        """Keep inspector events; a restored checkpoint drops the samples after its step."""
-        if isinstance(event, CheckpointRestored):
-            self.store.truncate(event.step + 0.5)  # the rule every view follows (core.run_store)
-        else:
-            self.store.ingest(event)
+        """Inspector events go into the model (when the panel feeds its own): a restored
+        checkpoint drops the samples after its step (the rule every view follows)."""
+        if self._own:
+            self.run.apply((event,))
+
+    def show_model(self, model: RunModel) -> None:
+        """Show ``model``'s samples in every inspector view (live or reopened alike)."""
+        if model is self.run:
+            return
+        self.run = model
+        self.store = model.inspector
+        for view in (self.weights, self.gradients, self.outputs, self.walk, self.model):
+            view.store = self.store
+            view._drawn = -1  # noqa: SLF001 - another store: drawn afresh
+            if hasattr(view, "_row_drawn"):
+                view._row_drawn = {}  # noqa: SLF001
+        self.refresh()
 
     def refresh(self) -> None:
         """Redraw the model tree and the tab on screen if their data changed."""

@@ -3,6 +3,10 @@
 Each notice shows its title and ``file:line``; selecting one shows the explanation,
 the fix and the script's source around that line. "Open in editor" hands the file
 to the desktop's editor (``QDesktopServices``).
+
+What a run found (the live advisor's findings and the engine's notices, such as
+TensorFlow's retracing warnings) is the notices part of the run model shown: the
+live run's, or a reopened run's as its folder recorded them.
 """
 
 from __future__ import annotations
@@ -25,26 +29,36 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tfstudio.core.events import Advice, RunStarted, StepEnded
+from tfstudio.core.events import Advice, Notice, RunStarted, StepEnded
+from tfstudio.core.run_model import RunModel
 
 CONTEXT_LINES = 3
 LIVE_COLOR = QColor("#b35900")
 
 
 class NoticesPanel(QWidget):
-    """A list of advice (static first, then live as it arrives) and the selected one's details."""
+    """A list of advice (static first, then the run's as it arrives) and the selected one's
+    details.
+
+    Args:
+        parent: Qt parent.
+        model: the run shown (the window's session gives it and feeds it; :meth:`show_model`
+            changes it); None: one of the panel's own, fed by the panel.
+    """
 
     count_changed = Signal(int)
 
     EVENTS = (
         Advice,
+        Notice,
         RunStarted,
     )  # the kinds the bridge hands ingest_event / ingest_steps (and no others)
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, model: RunModel | None = None) -> None:
         super().__init__(parent)
         self._static: list[Advice] = []
-        self._live: list[Advice] = []
+        self._own = model is None  # a panel used alone feeds a model of its own
+        self.model = model if model is not None else RunModel(live=True)
         self._dirty = False
 
         self.list = QListWidget(self)
@@ -77,6 +91,17 @@ class NoticesPanel(QWidget):
         layout.addWidget(split)
 
     # -- content ----------------------------------------------------------
+    @property
+    def _live(self) -> list[Advice]:
+        """The shown run's findings, then its notices (as advice without a fix)."""
+        return [*self.model.advice, *(_as_advice(n) for n in self.model.notices)]
+
+    def show_model(self, model: RunModel) -> None:
+        """List ``model``'s findings (the live run's, or a reopened run's)."""
+        if model is not self.model:
+            self.model = model
+            self._rebuild()
+
     def notices(self) -> list[Advice]:
         """Everything listed, in order: static advice, then live."""
         return [*self._static, *self._live]
@@ -89,14 +114,15 @@ class NoticesPanel(QWidget):
     def start_over(self, findings: Sequence[Advice]) -> None:
         """A script was opened: its static advice, and none from an earlier run."""
         self._static = list(findings)
-        self._live.clear()
+        if self._own:
+            self.model = RunModel(live=True)
         self._rebuild()
 
     def add(self, advice: Advice) -> None:
         """Add one live notice (a repeat of one already listed is ignored)."""
-        if advice in self._live or advice in self._static:
+        if advice in self._static:
             return
-        self._live.append(advice)
+        self.model.apply((advice,))  # (a repeat is listed once)
         self._dirty = True
 
     # -- bridge panel protocol ----------------------------------------------
@@ -105,11 +131,12 @@ class NoticesPanel(QWidget):
 
     def ingest_event(self, event: object) -> None:
         """Take live advice; a new run starts with no live advice."""
-        if isinstance(event, Advice):
-            self.add(event)
-        elif isinstance(event, RunStarted):
-            self._live.clear()
-            self._dirty = True
+        if self._own:
+            if isinstance(event, Advice):
+                self.add(event)
+                return
+            self.model.apply((event,))
+        self._dirty = True
 
     def refresh(self) -> None:
         """Show what arrived since the last frame."""
@@ -172,7 +199,7 @@ class NoticesPanel(QWidget):
             f"<p>{esc(a.message)}.</p>"
             if not a.message.endswith(".")
             else f"<p>{esc(a.message)}</p>",
-            f"<p><b>Fix:</b> <code>{esc(a.fix)}</code></p>",
+            f"<p><b>Fix:</b> <code>{esc(a.fix)}</code></p>" if a.fix else "",
         ]
         source = source_around(a.file, a.line)
         if source:
@@ -186,6 +213,14 @@ class NoticesPanel(QWidget):
         if a is None or not a.file or not Path(a.file).is_file():
             return False
         return QDesktopServices.openUrl(QUrl.fromLocalFile(a.file))
+
+
+def _as_advice(notice: Notice) -> Advice:
+    """A notice of the run (``retracing``, ``control``...) as a row of the list."""
+    title = notice.text.strip().splitlines()[0] if notice.text.strip() else notice.kind
+    if len(title) > 100:
+        title = title[:99] + "…"
+    return Advice(notice.kind, title, notice.text.strip(), "")
 
 
 def source_around(path: str, line: int, context: int = CONTEXT_LINES) -> str:

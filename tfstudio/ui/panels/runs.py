@@ -92,6 +92,7 @@ class RunsPanel(QWidget):
 
     logdir_changed = Signal(str)
     picked_changed = Signal()  # the picked runs (or their colours) changed
+    inspect_requested = Signal(object)  # (Location) show this run in the window's views
     data_changed = Signal()  # a picked run's store took new data
     rows_changed = Signal()  # rows read, notes saved or the filter changed
 
@@ -172,12 +173,12 @@ class RunsPanel(QWidget):
         self.delete_btn.clicked.connect(self._on_delete_clicked)
         self.csv_btn = QPushButton("Scalars to CSV…")
         self.csv_btn.clicked.connect(self._on_csv_clicked)
-        self.inspect_btn = QPushButton("Inspector…")
+        self.inspect_btn = QPushButton("Show run")
         self.inspect_btn.setToolTip(
-            "The run's recorded weights and gradients, as the inspector drew them"
+            "Show the run in every view (inspector tabs, console, system, checkpoints), "
+            "as a live run is shown"
         )
         self.inspect_btn.clicked.connect(self.open_inspector)
-        self.inspectors: list[QWidget] = []  # open recorded-inspector windows
         self.scatter_btn = QPushButton("Scatter…")
         self.scatter_btn.setToolTip("A metric against a hyperparameter, one point per listed run")
         self.scatter_btn.clicked.connect(self.open_scatter)
@@ -737,19 +738,12 @@ class RunsPanel(QWidget):
         except (OSError, ValueError) as exc:
             QMessageBox.warning(self, "Delete runs", str(exc))
 
-    def open_inspector(self) -> QWidget | None:
-        """Open the selected run's recorded weights and gradients in a window of their own."""
-        from tfstudio.ui.panels.recorded_inspector import RecordedInspector
-
+    def open_inspector(self) -> None:
+        """Show the selected run in the window's inspector tabs (and every other view), as
+        a live run is shown (the window answers ``inspect_requested``)."""
         paths = self.selected_paths()
-        if len(paths) != 1:
-            return None
-        window = RecordedInspector(
-            paths[0], self._reader(paths[0]), self, run=self.stores.get(paths[0])
-        )
-        self.inspectors = [w for w in self.inspectors if w.isVisible()] + [window]
-        window.show()
-        return window
+        if len(paths) == 1:
+            self.inspect_requested.emit(paths[0])
 
     def _on_csv_clicked(self) -> None:
         paths = self.selected_paths()

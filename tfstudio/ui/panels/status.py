@@ -1,4 +1,9 @@
-"""Status-bar contents: run state, epoch, step, speed, ETA, loss and a progress bar."""
+"""Status-bar contents: run state, epoch, step, speed, ETA, loss and a progress bar.
+
+The texts are the progress part of the run model shown (``model.progress``,
+``model.devices``): the live run's as its events come, or a reopened run's where it
+ended.
+"""
 
 from __future__ import annotations
 
@@ -18,9 +23,11 @@ from tfstudio.core.events import (
     RunEnded,
     RunStarted,
     RunState,
+    StepColumns,
     StepEnded,
 )
 from tfstudio.core.progress import Progress, ProgressTracker, format_duration, format_value
+from tfstudio.core.run_model import RunModel
 from tfstudio.core.system import format_bytes
 
 MARGIN = 6  # px left and right of the panel's contents
@@ -55,6 +62,8 @@ class StatusPanel(QWidget):
 
     Args:
         parent: Qt parent.
+        model: the run shown (the window's session gives it and feeds it; :meth:`show_model`
+            changes it); None: one of the panel's own, fed by the panel (a panel used alone).
     """
 
     EVENTS = (
@@ -70,9 +79,10 @@ class StatusPanel(QWidget):
         RunEnded,
     )  # the kinds the bridge hands ingest_event / ingest_steps (and no others)
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, model: RunModel | None = None) -> None:
         super().__init__(parent)
-        self.tracker = ProgressTracker()
+        self._own = model is None  # a panel used alone feeds a model of its own
+        self.model = model if model is not None else RunModel(live=True)
         self.state = "idle"
         self.state_label = QLabel(self)
         self.state_label.setObjectName("state")
@@ -83,8 +93,6 @@ class StatusPanel(QWidget):
         self.loss_label = QLabel(self)
         self.device_label = QLabel(self)
         self.device_label.setObjectName("device")
-        self.devices: RunDevices | None = None
-        self.device_memory: DeviceMemory | None = None
         self.progress_bar = QProgressBar(self)
         self.progress_bar.setRange(0, 100)
         self.progress_bar.setFixedWidth(160)
@@ -97,41 +105,57 @@ class StatusPanel(QWidget):
         self._placed: tuple | None = None  # (width, height, parts) when last placed
         self._hints: dict[QLabel, tuple[str, int]] = {}
         self._dirty = True
+        self._read_at = -1  # the metrics revision a reopened run's progress was drawn at
         self._explained = ""  # the tooltip that says what a restore did to the counts
         self.set_state("idle")
         self.refresh()
 
+    @property
+    def tracker(self) -> ProgressTracker:
+        """The shown run's progress (its model's)."""
+        return self.model.progress_tracker
+
+    @property
+    def devices(self) -> RunDevices | None:
+        """The devices the shown run computes on."""
+        return self.model.devices
+
+    @property
+    def device_memory(self) -> DeviceMemory | None:
+        """TensorFlow's newest memory figures of the shown run."""
+        return self.model.device_memory
+
+    def show_model(self, model: RunModel) -> None:
+        """Show ``model``'s progress (the live run's, or a reopened run's)."""
+        if model is not self.model:
+            self.model = model
+            self._dirty = True
+            self.refresh()
+
     # -- panel protocol ----------------------------------------------------
     def ingest_steps(self, steps: Sequence[StepEnded]) -> None:
-        """Fold a run of steps in; only the newest one matters for what is shown."""
-        if self.tracker.wants_first_step and len(steps) > 1:
-            self.tracker.feed(steps[0])  # the rate counts from the first step (a fit's trace)
-        self.tracker.feed(steps[-1])
+        """A run of steps: the model moved (a panel used alone feeds its own)."""
+        if self._own:
+            self.model.apply([steps] if type(steps) is StepColumns else steps)
         self._dirty = True
 
     def ingest_event(self, event: object) -> None:
         """Follow fits and epochs; a new run starts from zero."""
         if isinstance(event, RunStarted):
-            self.reset()
-        elif isinstance(event, RunDevices):
-            self.devices = event
-            self._dirty = True
-        elif isinstance(event, DeviceMemory):
-            if event.available:
-                self.device_memory = event
-                self._dirty = True
-        elif isinstance(
-            event, FitStarted | EpochEnded | FitEnded | RunState | CheckpointRestored | RunEnded
-        ):
-            self.tracker.feed(event)
-            self._dirty = True
+            self._room = dict.fromkeys(self._room, 0)  # the texts fit the next run's
+        if self._own:
+            self.model.apply((event,))
+        self._dirty = True
 
     def refresh(self) -> None:
         """Redraw the progress texts if anything changed."""
+        if not self.model.live and self.model.metrics.revision != self._read_at:
+            self._read_at = self.model.metrics.revision  # a reopened run read on
+            self._dirty = True
         if not self._dirty:
             return
         self._dirty = False
-        p = self.tracker.progress
+        p = self.model.progress  # (a reopened run's read from its metrics)
         started = p.fit_index >= 0
         texts = ("", "", "", "", "")
         if started:
@@ -210,8 +234,8 @@ class StatusPanel(QWidget):
     def reset(self) -> None:
         """Forget the run shown: no epoch, step, speed, loss or device (a new run starts,
         or another script was opened). The state text is the window's to set."""
-        self.tracker = ProgressTracker()
-        self.devices, self.device_memory = None, None
+        if self._own:
+            self.model = RunModel(live=True)
         self._room = dict.fromkeys(self._room, 0)  # the texts fit the next run's
         self._dirty = True
         self.refresh()

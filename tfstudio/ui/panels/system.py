@@ -1,7 +1,10 @@
 """System panel: the run's process, the machine and the GPUs, live, kept after the run.
 
-The window samples the run's worker process (psutil) and the GPUs (NVML) itself,
-once a second while a run is live, on a QTimer in the UI thread; it never
+The panel draws a run model's system samples (``model.system``, ``system/...`` tags):
+the live run's as they come, a reopened run's as its folder recorded them. While a
+run is live its samples are taken once a second by
+:class:`~tfstudio.core.system_sampling.SystemSampler` (psutil, NVML; core, no Qt) on a
+QTimer and go into the live run's model as ``SystemSampled`` events; it never
 imports TensorFlow. TensorFlow's own memory figures arrive from the worker as
 :class:`DeviceMemory` events. Step time (from the step events) and GPU
 utilisation share one time axis, so "GPU idle while steps are slow" shows; a
@@ -11,6 +14,7 @@ GPU left mostly idle during training earns one notice about the input pipeline.
 from __future__ import annotations
 
 import html
+import os
 import re
 import time
 from collections import deque
@@ -38,8 +42,25 @@ from tfstudio.core.events import (
     StepEnded,
 )
 from tfstudio.core.gpu import GpuReader, GpuSample, IdleGpuWatch, run_utilization
+from tfstudio.core.run_model import RunModel
 from tfstudio.core.series import Series
 from tfstudio.core.system import ProcessSampler, SystemSample, format_bytes
+from tfstudio.core.system_sampling import (
+    GPU_MEMORY_TOTAL,
+    GPU_MEMORY_USED,
+    GPU_PROCESS_MEMORY,
+    GPU_UTILIZATION,
+    MACHINE_CPU,
+    MACHINE_MEMORY,
+    MACHINE_MEMORY_TOTAL,
+    PROCESS_CPU,
+    PROCESS_RSS,
+    gpu_key,
+    gpus_in,
+    last_values,
+    peak,
+    values_of,
+)
 from tfstudio.ui.panels.visibility import out_of_sight
 from tfstudio.ui.plotting.view import quiet_axes
 
@@ -79,6 +100,8 @@ class SystemPanel(QWidget):
         gpu_reader: NVML access (tests pass one over a fake NVML module); a default
             :class:`GpuReader` is made on the first run when None.
         interval_ms: milliseconds between samples while a run is live.
+        model: the run shown (the window's session gives it; :meth:`show_model` changes
+            it); None: one of the panel's own, for a panel used alone.
     """
 
     notice_shown = Signal(str)  # the input-pipeline notice, once per run
@@ -102,8 +125,13 @@ class SystemPanel(QWidget):
         parent: QWidget | None = None,
         gpu_reader: GpuReader | None = None,
         interval_ms: int = SAMPLE_MS,
+        model: RunModel | None = None,
     ) -> None:
         super().__init__(parent)
+        self._own = model is None  # a panel used alone keeps its samples in a model of its own
+        self.model = model if model is not None else RunModel(live=True)
+        self._sampled_model = self.model  # the live run's: where samples go
+        self._read_at = -1  # the metrics revision a reopened run's step times were drawn at
         self.gpu_reader = gpu_reader
         self.sampler: ProcessSampler | None = None
         self.idle_watch = IdleGpuWatch()
@@ -231,6 +259,19 @@ class SystemPanel(QWidget):
             self.step_plot.removeItem(mark)
         self.pause_marks = []
         self._dirty = True
+
+    def show_model(self, model: RunModel) -> None:
+        """Draw ``model``'s samples (the live run's, or a reopened run's)."""
+        if model is self.model:
+            return
+        self.model = model
+        if model.live and not self.live:  # the next live run's (no run is sampled now)
+            self._sampled_model = model
+        self._dirty = True
+        self._render()
+
+    def _shows_live(self) -> bool:
+        return self.model is self._sampled_model
 
     # -- panel protocol ----------------------------------------------------
     def ingest_steps(self, steps: Sequence[StepEnded]) -> None:
@@ -368,8 +409,12 @@ class SystemPanel(QWidget):
 
         Out of sight (the dock closed or behind another) nothing is drawn until shown.
         """
+        recorded = not self._shows_live()
+        if recorded and self.model.metrics.revision != self._read_at:
+            self._read_at = self.model.metrics.revision  # a reopened run read on: its steps
+            self._dirty = True
         if self._dirty and not out_of_sight(self):
-            self._render(curves=not self.live)
+            self._render(curves=not self.live or recorded)
 
     # -- sampling ----------------------------------------------------------
     def start_run(self, pid: int) -> None:
@@ -377,6 +422,9 @@ class SystemPanel(QWidget):
         self._clear()
         self.live = True
         self.pid = pid
+        self._sampled_model = self.model  # the window showed the new run's model at its start
+        if self._own:
+            self.model.system.clear()
         self.sampler = ProcessSampler(pid)
         if self.gpu_reader is None:
             self.gpu_reader = GpuReader()
@@ -428,6 +476,9 @@ class SystemPanel(QWidget):
         self.samples.append(sample)
         self.sample_times.append(t)
         self.gpu_samples.append(gpus)
+        model = self._sampled_model
+        if not model.system_from_worker:  # the worker's own samples win (core/run_model.py)
+            model.add_system_sample(t, values_of(sample, gpus))
         self._watch_idle(t, gpus)
         self.machine_sampled.emit(sample.cpu_count, sample.machine_cpu)
         self._dirty = True
@@ -460,9 +511,9 @@ class SystemPanel(QWidget):
             self._draw_curves()
 
     def _draw_curves(self) -> None:
-        times = np.asarray(self.sample_times, dtype=np.float64)
-        x, y = self.steps.view()
-        offset = self._step_offset or 0.0
+        live = self._shows_live()
+        x, y = self.steps.view() if live else recorded_step_ms(self.model)
+        offset = (self._step_offset or 0.0) if live else 0.0
         few = len(x) < 60  # a handful of points (slow steps) needs markers to be seen
         if few != (self.step_curve.opts["symbol"] is not None):
             self.step_curve.setSymbol("o" if few else None)
@@ -472,30 +523,28 @@ class SystemPanel(QWidget):
         self.step_curve.setData(x + offset, y, connect="finite")
         _from_zero(self.step_plot, y)
         self._draw_pauses(offset)
-        span = times[[0, -1]] if len(times) else times
+        system = self.model.system
+        times = np.concatenate([system.arrays(tag)[0] for tag in system.tags()] or [[]])
+        span = np.asarray([times.min(), times.max()]) if len(times) else times
         self.time_span.setData(span, np.zeros(len(span)))
-        if self.samples:
-            ncpu = self.samples[-1].cpu_count
-            cpu = [_nan(s.process_cpu, 1.0 / ncpu) for s in self.samples]
-            self.cpu_curve.setData(times, np.asarray(cpu))
-            self.machine_curve.setData(times, np.asarray([s.machine_cpu for s in self.samples]))
-            rss = [_nan(s.process_rss, 1 / GIB) for s in self.samples]
-            self.rss_curve.setData(times, np.asarray(rss))
-        else:
-            for curve in (self.cpu_curve, self.machine_curve, self.rss_curve):
-                curve.setData([], [])
-        labels = sorted({g.key: g.label for gs in self.gpu_samples for g in gs}.items())
-        per_sample = [{g.key: g for g in gs} for gs in self.gpu_samples]
-        for i, (key, label) in enumerate(labels):
+        ncpu = self.samples[-1].cpu_count if self.samples else (os.cpu_count() or 1)
+        for curve, tag, scale in (
+            (self.cpu_curve, PROCESS_CPU, 1.0 / ncpu),
+            (self.machine_curve, MACHINE_CPU, 1.0),
+            (self.rss_curve, PROCESS_RSS, 1 / GIB),
+        ):
+            t, v = system.arrays(tag)
+            curve.setData(t, v * scale)
+        for i, prefix in enumerate(gpus_in(system)):
+            key, label = gpu_key(prefix)
             colour = GPU_COLOURS[i % len(GPU_COLOURS)]
-            found = [sample.get(key) for sample in per_sample]
-            busy = np.asarray([_nan(g and g.utilization) for g in found])
-            held = np.asarray([_nan(g and g.process_memory, 1 / GIB) for g in found])
-            self._gpu_line(self.gpu_util_curves, key, self.util_plot, label, colour, times, busy)
+            t, busy = system.arrays(prefix + GPU_UTILIZATION)
+            self._gpu_line(self.gpu_util_curves, key, self.util_plot, label, colour, t, busy)
+            t, held = system.arrays(prefix + GPU_PROCESS_MEMORY)
             self._gpu_line(
-                self.gpu_mem_curves, key, self.memory_plot, f"{label} (run)", colour, times, held
+                self.gpu_mem_curves, key, self.memory_plot, f"{label} (run)", colour, t, held / GIB
             )
-        if self.tf_memory:
+        if self.tf_memory and live:
             names = sorted({n for e in self.tf_memory for n in e.devices})
             offset_t = self._step_offset or 0.0
             tf_t = np.asarray([e.time + offset_t for e in self.tf_memory])
@@ -516,7 +565,8 @@ class SystemPanel(QWidget):
     def _draw_pauses(self, offset: float) -> None:
         """Shade each pause on the step-time plot (an open one up to the newest step)."""
         newest = self._prev_step[0] if self._prev_step is not None else None
-        while len(self.pause_marks) < len(self.pauses):
+        pauses = self.pauses if self._shows_live() else []  # a live run's (not recorded)
+        while len(self.pause_marks) < len(pauses):
             mark = pg.LinearRegionItem(
                 movable=False, brush=pg.mkBrush(PAUSE_BRUSH), pen=pg.mkPen(None)
             )
@@ -524,10 +574,10 @@ class SystemPanel(QWidget):
             mark.setToolTip("paused")
             self.step_plot.addItem(mark, ignoreBounds=True)
             self.pause_marks.append(mark)
-        while len(self.pause_marks) > len(self.pauses):
+        while len(self.pause_marks) > len(pauses):
             self.step_plot.removeItem(self.pause_marks.pop())
         now = time.monotonic() - self.t0 - offset
-        for mark, (start, end) in zip(self.pause_marks, self.pauses, strict=True):
+        for mark, (start, end) in zip(self.pause_marks, pauses, strict=True):
             if np.isnan(end):
                 end = max(start, now if self.live else (newest or start))
             mark.setRegion((start + offset, end + offset))
@@ -553,8 +603,50 @@ class SystemPanel(QWidget):
             curves[key] = curve
         curve.setData(times, values)
 
+    def _recorded_rows(self) -> list[tuple[str, str]]:
+        """The figures of a reopened run: its last samples (and its peak memory)."""
+        system = self.model.system
+        last = last_values(system)
+        if not last:
+            return [("run", f"no system samples were recorded in run '{self.model.name}'")]
+        rows = [("run", f"recorded in run '{html.escape(self.model.name)}'")]
+        if PROCESS_RSS in last:
+            rows.append(
+                (
+                    "last",
+                    f"CPU <b>{last.get(PROCESS_CPU, 0):.0f}%</b> · RSS "
+                    f"<b>{format_bytes(last[PROCESS_RSS])}</b> (peak "
+                    f"{format_bytes(peak(system, PROCESS_RSS))}) · machine CPU "
+                    f"{last.get(MACHINE_CPU, 0):.0f}%",
+                )
+            )
+        if MACHINE_MEMORY in last:
+            total = format_bytes(last.get(MACHINE_MEMORY_TOTAL))
+            rows.append(("machine", f"memory {format_bytes(last[MACHINE_MEMORY])} / {total}"))
+        for prefix in gpus_in(system):
+            _, label = gpu_key(prefix)
+            util = last.get(prefix + GPU_UTILIZATION)
+            own = last.get(prefix + GPU_PROCESS_MEMORY)
+            rows.append(
+                (
+                    label,
+                    ("util n/a" if util is None else f"util <b>{util:.0f}%</b>")
+                    + f" · memory {format_bytes(last.get(prefix + GPU_MEMORY_USED))} / "
+                    + format_bytes(last.get(prefix + GPU_MEMORY_TOTAL))
+                    + (f" · run <b>{format_bytes(own)}</b>" if own is not None else ""),
+                )
+            )
+        return rows
+
     def _figures_html(self) -> str:
         rows: list[tuple[str, str]] = []
+        if not self._shows_live():
+            rows = self._recorded_rows()
+            cells = "".join(
+                f"<tr><td style='color:#6b6b6b; padding-right:8px'>{k}</td><td>{v}</td></tr>"
+                for k, v in rows
+            )
+            return f"<table cellspacing='1'>{cells}</table>"
         if self.devices is not None:
             rows.append(("device", html.escape(self.devices.describe())))
         last = self.samples[-1] if self.samples else None
@@ -652,6 +744,26 @@ class SystemPanel(QWidget):
         doc = self.figures.text().replace("</tr>", "\n").replace("<br>", " ")
         lines = html.unescape(re.sub(r"<[^>]+>", " ", doc)).splitlines()
         return "\n".join(" ".join(line.split()) for line in lines if line.strip())
+
+
+def recorded_step_ms(model: RunModel) -> tuple[np.ndarray, np.ndarray]:
+    """A reopened run's step time (ms per step, at seconds since its start) from the times
+    its steps were recorded at; a stretch far beyond the usual step (validation, the
+    script between fits) is a gap, as live."""
+    steps, secs = model.metrics.clock.points()
+    if len(steps) < 2:
+        return np.zeros(0), np.zeros(0)
+    ds, dt = np.diff(steps), np.diff(secs)
+    ok = (ds > 0) & (dt >= 0)
+    ms = np.full(len(ds), np.nan)
+    ms[ok] = 1000.0 * dt[ok] / ds[ok]
+    usual = np.nanmedian(ms) if ok.any() else np.nan
+    gaps = (dt > GAP_MIN_S) & (ms > GAP_FACTOR * usual)
+    # a fit's first step (its trace) and an epoch's validation only start a measurement
+    starts = [f.global_step for f in model.metrics.fits] + list(model.metrics.epoch_steps)
+    gaps |= np.isin(steps[:-1], np.asarray(starts, dtype=np.float64))
+    ms[gaps] = np.nan
+    return secs[1:], ms
 
 
 def _from_zero(plot: pg.PlotItem, ys: np.ndarray) -> None:
