@@ -227,3 +227,28 @@ def test_scatter_draws_a_metric_against_a_hyperparameter_for_the_listed_runs(pan
     assert window.note.text() == "2 runs"
     assert sorted(label.toPlainText() for label in window.labels) == ["sgd-big", "sgd-small"]
     window.close()
+
+
+def test_a_growing_run_is_read_on_at_each_re_list(qtbot, settings, tmp_path):
+    """A live run: each re-list reads only what was appended, and the row shows it."""
+    writer = write_events(tmp_path / "runs" / "live", {"epoch/loss": [(10, 0.9)]}, keep_open=True)
+    (tmp_path / "runs" / "live" / "run.json").write_text(json.dumps({"status": "running"}))
+    panel = new_panel(qtbot, settings)
+    panel.set_logdir(tmp_path / "runs")
+    qtbot.waitUntil(lambda: not panel.rows_pending(), timeout=30_000)
+    assert text(panel, "live", "loss") == "0.9"
+    writer.add("epoch/loss", 20, 0.7)
+    writer.add("epoch/loss", 30, 0.8)
+    panel.refresh_list()
+    qtbot.waitUntil(lambda: not panel.rows_pending(), timeout=30_000)
+    assert text(panel, "live", "loss") == "0.8"  # the last epoch's mean
+    assert (
+        text(panel, "live", "loss.best") == "0.7" and text(panel, "live", "loss.best_step") == "20"
+    )
+    [reader] = panel.rows_source._readers.values()
+    assert (
+        reader.folder.progress()[0]
+        == (tmp_path / "runs" / "live").joinpath("events.out.tfevents.1.test").stat().st_size
+    )  # read to the end, once
+    writer.close()
+    panel.close()

@@ -11,6 +11,7 @@ Rows are keyed by the run folder's path and updated in place, never made again.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from PySide6.QtCore import QPoint, QSettings, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont
@@ -99,6 +100,8 @@ class RunsTable(QTreeWidget):
         self.columns: list[Column] = []
         self.filter: RunFilter | None = None
         self.differing: set[str] = set()  # titles of hparam columns marked
+        self._filled: dict[str, tuple[int, RunRow]] = {}  # path -> (columns version, row shown)
+        self._version = 0  # of the columns
         self._shown: set[str] = set(self._setting(SHOWN_KEY))
         self._hidden: set[str] = set(self._setting(HIDDEN_KEY))
         self.setRootIsDecorated(False)
@@ -171,6 +174,7 @@ class RunsTable(QTreeWidget):
         sort_title = self.columns[self.sortColumn()].title if self.columns else DATE_TITLE
         order = self.header().sortIndicatorOrder()
         self.columns = columns
+        self._version += 1
         self.setColumnCount(len(columns))
         self.setHeaderLabels([c.title for c in columns])
         for i, c in enumerate(columns):
@@ -213,6 +217,7 @@ class RunsTable(QTreeWidget):
         paths = {self.topLevelItem(i).data(0, PATH_ROLE) for i in range(self.topLevelItemCount())}
         for gone in [p for p in self.rows if p not in paths]:
             del self.rows[gone]
+            self._filled.pop(gone, None)
         columns = table_columns(list(self.rows.values()))
         if columns != self.columns:
             self._set_columns(columns)
@@ -223,6 +228,10 @@ class RunsTable(QTreeWidget):
 
     def fill(self, item: QTreeWidgetItem, row: RunRow) -> None:
         """Set a row's texts, tooltips and sort values (only what changed is set)."""
+        key = item.data(0, PATH_ROLE)
+        if self._filled.get(key) == (self._version, row):
+            return  # shown as it is (a re-list every few seconds costs nothing per row)
+        self._filled[key] = (self._version, row)
         for i, column in enumerate(self.columns):
             text = column.text(row)
             if item.text(i) != text:
@@ -252,7 +261,7 @@ class RunsTable(QTreeWidget):
         row = self.rows.get(path)
         if row is None:
             return
-        row.notes = notes
+        row = self.rows[path] = replace(row, notes=notes)  # a new row: fill sees the change
         for i in range(self.topLevelItemCount()):
             if self.topLevelItem(i).data(0, PATH_ROLE) == path:
                 self.fill(self.topLevelItem(i), row)
