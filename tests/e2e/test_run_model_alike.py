@@ -39,7 +39,18 @@ m = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, activation="relu"
 m.compile(keras.optimizers.Adam(0.01), "binary_crossentropy", metrics=["accuracy"])
 print("before fit", flush=True)
 print("a warning on stderr", file=sys.stderr, flush=True)
-m.fit(x, y, batch_size=8, epochs=2, validation_split=0.25, verbose=0)
+
+
+@tf.function
+def doubled(v):
+    return v * 2
+
+
+# a tf.function traced again for every batch (a new shape each time): a retracing notice
+retrace = keras.callbacks.LambdaCallback(
+    on_train_batch_end=lambda batch, logs: doubled(tf.zeros((batch + 1,)))
+)
+m.fit(x, y, batch_size=8, epochs=2, validation_split=0.25, verbose=0, callbacks=[retrace])
 print("after fit", flush=True)
 """
 
@@ -124,7 +135,8 @@ def test_a_run_taken_live_and_read_from_its_folder_is_one_model(write_script, tm
         np.testing.assert_array_equal(live.system.arrays(tag)[1], folder.system.arrays(tag)[1])
     assert [c.step for c in live.checkpoints] == [3, 6, 9]
     assert folder.checkpoints == live.checkpoints
-    assert folder.notices == live.notices
+    assert folder.notices == live.notices and folder.advice == live.advice
+    assert "retracing" in [n.kind for n in live.notices], live.notices
     assert live.hparams == folder.hparams
     assert folder.hparams.get("batch_size") == 8 and folder.hparams.get("epochs") == 2
 

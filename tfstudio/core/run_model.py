@@ -358,7 +358,9 @@ class RunModel:
                 self.touch("system")
                 self.metrics.checkpoints[:] = list(record.checkpoints)
                 self.touch("checkpoints")
-                self.notices[:] = list(record.notices)
+                # as live: the run's notices, and the advisor's findings apart
+                self.notices[:] = [n for n in record.notices if type(n) is Notice]
+                self.advice[:] = [n for n in record.notices if type(n) is Advice]
                 self.touch("notices")
         else:
             self.notes.append("this tfstudio cannot read a run's console and system samples")
