@@ -146,6 +146,11 @@ class RowSource:
             metrics = reader.summaries()
         return run_row(run, metrics)
 
+    def cancel(self) -> None:
+        """Stop the reads in progress (from any thread): the owner is going away."""
+        for reader in list(self._readers.values()):
+            reader.folder.cancel()
+
     def keep(self, paths: Iterable[str]) -> None:
         """Forget the folders not listed any more."""
         wanted = set(paths)

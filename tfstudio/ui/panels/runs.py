@@ -796,6 +796,7 @@ class RunsPanel(QWidget):
         """Stop following (and reading) when the panel goes away."""
         self.timer.stop()
         self.rows_timer.stop()
+        self.rows_source.cancel()
         self._rows_thread.shutdown(wait=False, cancel_futures=True)
         self.loader.close()
         for store in [*self.stores.values(), *(store for _, store in self.pinned.values())]:
