@@ -270,6 +270,67 @@ def test_a_train_steps_own_trackers_counting_in_other_units_are_exact_at_a_parti
         assert s.values["mae"] == pytest.approx(float(np.mean(np.abs(err))), rel=1e-4)
 
 
+def test_a_key_a_train_step_starts_returning_mid_epoch_leaves_the_others_exact(
+    write_script, tmp_path
+):
+    """An eager train_step that returns one more value from its third batch on (and
+    means counting in units of their own): every batch's loss and MAE stay its own, the
+    new value comes as it is from its first batch, none before."""
+    path = write_script(
+        """
+        import numpy as np, keras, tensorflow as tf
+        rng = np.random.default_rng(1)
+        x = rng.normal(size=(80, 3)).astype("float32")
+        y = rng.normal(size=(80, 1)).astype("float32")
+
+        class Custom(keras.Model):
+            def __init__(self):
+                super().__init__()
+                self.dense = keras.layers.Dense(1)
+                self.loss_tracker = keras.metrics.Mean(name="loss")
+                self.mae_metric = keras.metrics.MeanAbsoluteError(name="mae")
+                self.seen = 0
+
+            def call(self, x):
+                return self.dense(x)
+
+            @property
+            def metrics(self):
+                return [self.loss_tracker, self.mae_metric]
+
+            def train_step(self, data):
+                xb, yb = data
+                with tf.GradientTape() as tape:
+                    pred = self(xb, training=True)
+                    loss = tf.reduce_mean(tf.square(pred - yb))
+                grads = tape.gradient(loss, self.trainable_weights)
+                self.optimizer.apply_gradients(zip(grads, self.trainable_weights))
+                self.loss_tracker.update_state(loss)
+                self.mae_metric.update_state(yb, pred)
+                self.seen += 1
+                out = {"loss": self.loss_tracker.result(), "mae": self.mae_metric.result()}
+                if self.seen >= 3:
+                    out["extra"] = float(self.seen)
+                return out
+
+        m = Custom()
+        m.compile(keras.optimizers.SGD(0.0), run_eagerly=True)
+        m.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0)
+        np.save("y.npy", y); np.save("pred.npy", m.predict(x, verbose=0))
+        """
+    )
+    ended, events = run_script(path, cwd=tmp_path, options=RunOptions(inspector=False))
+    assert ended.status == "finished", console(events)
+    steps = of(events, StepEnded)
+    y, pred = np.load(tmp_path / "y.npy"), np.load(tmp_path / "pred.npy")
+    assert [s.step for s in steps] == [1, 2, 3, 4, 5]
+    for k, s in enumerate(steps):
+        err = pred[16 * k : 16 * (k + 1)] - y[16 * k : 16 * (k + 1)]
+        assert s.values["loss"] == pytest.approx(float(np.mean(err**2)), rel=1e-4)
+        assert s.values["mae"] == pytest.approx(float(np.mean(np.abs(err))), rel=1e-4)
+    assert [s.values.get("extra") for s in steps] == [None, None, 3.0, 4.0, 5.0]
+
+
 def test_two_fits_and_a_custom_train_step_gan_are_segments(write_script):
     path = write_script(
         """
