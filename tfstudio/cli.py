@@ -136,8 +136,9 @@ def runs_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="tfstudio runs",
         description="List recorded runs, newest first, as a table that compares them: name, "
-        "status, steps, each metric's last epoch mean (what Keras prints; NAME.best and "
-        "NAME.best_step on request), tags, note, and the hyperparameters that differ.",
+        "status, steps, each metric's last epoch mean (what Keras prints), the main "
+        "validation metric's best and its step (NAME.best, NAME.best_step), the optimizer, "
+        "learning rate, batch size, epochs and every hyperparameter that differs, tags, note.",
     )
     p.add_argument(
         "logdir",
