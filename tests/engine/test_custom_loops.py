@@ -301,18 +301,21 @@ def test_a_graph_loops_own_keras_metrics_are_plotted_as_running_values() -> None
 
 def test_a_command_or_stop_sent_during_quiet_calls_is_taken_before_the_next_call() -> None:
     # The Function.__call__ wrapper with stand-ins for the call and the boundary: a step
-    # function's calls between twins take its quiet path; a command or a stop that
+    # function's calls between samples take its quiet path; a command or a stop that
     # arrives during one of them is the boundary before the next call, not after it.
+    import threading
+
     from tfstudio.core.channel import Channel
     from tfstudio.core.commands import SaveCheckpoint
     from tfstudio.core.options import RunOptions
-    from tfstudio.engine.loops import LoopInterceptor
-    from tfstudio.engine.loops.patching import _function_call
+    from tfstudio.engine.loops.controls import LoopControls
+    from tfstudio.engine.loops.emission import LoopEmitter
+    from tfstudio.engine.loops.sampling import Sampler
+    from tfstudio.engine.loops.series import LoopBook
     from tfstudio.engine.monitor import RunMonitor
     from tfstudio.engine.script import RunStopped
 
     monitor = RunMonitor(Channel(), options=RunOptions(inspector=False))
-    it = LoopInterceptor(monitor)
     log: list[object] = []
 
     def original(function, *args, **kwargs):
@@ -323,19 +326,26 @@ def test_a_command_or_stop_sent_during_quiet_calls_is_taken_before_the_next_call
         log.append("boundary")
         monitor.channel.take_commands()
 
-    step = object()  # a step function (its trace found a step)
-    it.sampler.step_fns.add(id(step))
-    it.graph_active = True
-    it.sync = lambda: None
-    it.controls.started = True
-    it.controls.after_step = boundary
-    it.sampler.special_call = it.sampler.norm_call = it.sampler.sample_call = 10**9
-    call = _function_call(original, it)
+    book = LoopBook()
+    controls = LoopControls(monitor, book)
+    controls.started = True
+    controls.after_step = boundary
+    sampler = Sampler(
+        monitor, None, book, LoopEmitter(monitor, None), controls, threading.RLock(),
+        lambda: None, lambda fid: None, lambda: None,
+    )  # fmt: skip
+    step = object()  # a step function of the current loop (its trace found a step)
+    sampler.current_loop({id(step)})
+    sampler.step_fns.add(id(step))
+    sampler.graph_active = True
+    sampler.special_call = sampler.sample_call = 10**9  # no sample due
+    monitor.on_stop = sampler.stop_due
+    call = sampler.wrap(original)
     assert call(step) == "loss"  # the full path arms the quiet one
-    assert it.sampler.quiet_until == 10**9
+    assert sampler.quiet_until == 10**9
     call(step)
     call(step)
-    assert log == [0, 1, 2] and it.sampler.calls == 3  # quiet calls, counted
+    assert log == [0, 1, 2] and sampler.calls == 3  # quiet calls, counted
     monitor.channel.send(SaveCheckpoint())
     call(step)
     assert log[3:] == ["boundary", 4]

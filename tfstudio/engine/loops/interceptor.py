@@ -235,7 +235,6 @@ class LoopInterceptor:
             owner.labels.get(id(v)) or variable_label(v) for v in self.detector.small_variables(key)
         ]
         series = Series(key, owner.name, variables, small, site)
-        series.owner = owner.obj
         if self.inspector is not None:
             series.tree = self.inspector.tree_of(owner.obj, owner.name, variables)
         if owner.obj is not None and owner.holds_all:

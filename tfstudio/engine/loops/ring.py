@@ -47,7 +47,6 @@ class GraphRing:
         # reader sums them; then that step's number, bit for bit (-1: no step yet)
         self.norms: Any = None
         self.counter: Any = None  # tf.Variable int64: steps written
-        self.count: int | None = None  # the counter as the reader thread read it last
         self._tf: Any = None
 
     @property
@@ -105,7 +104,7 @@ class GraphRing:
         if tf.executing_eagerly():  # the reader thread: raw reads (~20 us, .numpy() ~110 us)
             from tfstudio.engine.probes.values import read_handle
 
-            count = self.count = int(read_handle(self.counter.handle, tf.int64))
+            count = int(read_handle(self.counter.handle, tf.int64))
             if count <= known:
                 return count, [], []
             losses = read_handle(self.losses.handle, tf.float32)

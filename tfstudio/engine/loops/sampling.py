@@ -37,22 +37,10 @@ NEVER = 1 << 62
 # the op would start its draws over (tf.random.Generator and the stateless ops keep
 # theirs in a variable or take a seed: a twin shares them).
 STATEFUL_RANDOM = frozenset(
-    {
-        "RandomUniform",
-        "RandomUniformInt",
-        "RandomStandardNormal",
-        "TruncatedNormal",
-        "ParameterizedTruncatedNormal",
-        "RandomShuffle",
-        "RandomGamma",
-        "RandomPoisson",
-        "RandomPoissonV2",
-        "RandomCrop",
-        "Multinomial",
-        "SampleDistortedBoundingBox",
-        "SampleDistortedBoundingBoxV2",
-        "NonDeterministicInts",
-    }
+    "RandomUniform RandomUniformInt RandomStandardNormal TruncatedNormal RandomShuffle "
+    "ParameterizedTruncatedNormal RandomGamma RandomPoisson RandomPoissonV2 RandomCrop "
+    "Multinomial SampleDistortedBoundingBox SampleDistortedBoundingBoxV2 "
+    "NonDeterministicInts".split()
 )
 RANDOM_NOTE = (
     "this loop's gradients and weights are not sampled: its step function draws from a "

@@ -46,7 +46,6 @@ class Series:
         self.name = name
         self.variables = variables
         self.small_labels = small_labels
-        self.owner: Any = None  # the model or module these variables belong to
         self.optimizer: Any = None  # the Keras optimizer that updates them (if any)
         self.loop: Loop | None = None
         self.loss_key = "loss"
