@@ -218,6 +218,11 @@ class ConsolePanel(QWidget):
         self.model = model if model is not None else RunModel(live=True)
         self._live_document: QTextDocument | None = None  # set aside while a reopened run shows
         self.view = QPlainTextEdit(self)
+        # the live text's document is the panel's own: set aside while a reopened run's text
+        # is shown (the editor deletes a default document it replaces)
+        live_doc = QTextDocument(self)
+        live_doc.setDocumentLayout(QPlainTextDocumentLayout(live_doc))
+        self.view.setDocument(live_doc)
         self.view.setReadOnly(True)
         self.view.setMaximumBlockCount(max_lines)
         # Long lines (a failure's summary, a traceback's source line) wrap at the panel's
@@ -345,15 +350,19 @@ class ConsolePanel(QWidget):
         if model is self.model:
             return
         self.model = model
+        shown = self.view.document()
         if model.live:
             if self._live_document is not None:
                 self.view.setDocument(self._live_document)
                 self._live_document = None
+                shown.deleteLater()  # the reopened run's text
                 self._write_pending()
             return
         if self._live_document is None:
-            self._live_document = self.view.document()
-        doc = QTextDocument(self.view)
+            self._live_document = shown
+        else:
+            shown.deleteLater()  # another reopened run's text
+        doc = QTextDocument(self)
         doc.setDocumentLayout(QPlainTextDocumentLayout(doc))
         doc.setDefaultFont(self.view.font())
         doc.setMaximumBlockCount(self._live_document.maximumBlockCount())
