@@ -204,7 +204,7 @@ def test_opens_a_keras_tensorboard_log_dir(panel, qtbot, tmp_path):
     assert store.epochs["val_loss"].xs == [3, 6, 9]
     assert len(store.epochs["val_loss"].ys) == 3
     assert store.families()[0] == "loss"
-    # its histograms are the recorded inspector's (Inspector…)
+    # its histograms are the inspector tabs' when the run is shown (Show run)
     assert any(panel._reader(panel.selected_paths()[0]).histograms)
     # a runs directory holding such a log folder lists it too
     panel.set_logdir(tmp_path)
