@@ -204,6 +204,10 @@ def test_opens_a_keras_tensorboard_log_dir(panel, qtbot, tmp_path):
     assert store.epochs["val_loss"].xs == [3, 6, 9]
     assert len(store.epochs["val_loss"].ys) == 3
     assert store.families()[0] == "loss"
+    # the table: Keras's last epoch means (train/epoch_loss, validation/epoch_loss)
+    rows_read(panel, qtbot)
+    assert cell(panel, "keras-logs", "loss") == f"{store.epochs['loss'].ys[-1]:.4g}"
+    assert cell(panel, "keras-logs", "val_loss") == f"{store.epochs['val_loss'].ys[-1]:.4g}"
     # its histograms are the inspector tabs' when the run is shown (Show run)
     assert any(panel._reader(panel.selected_paths()[0]).histograms)
     # a runs directory holding such a log folder lists it too
