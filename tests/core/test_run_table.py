@@ -197,3 +197,26 @@ def test_tfstudio_runs_prints_the_table_and_json_for_scripts(tmp_path):
     assert bad.stderr.strip() == "tfstudio runs: filter 'val_loss <': no value after '<'"
     bad = tfstudio_runs(str(logdir), "--columns", "name,nope")
     assert bad.returncode == 2 and "--columns: no column 'nope'" in bad.stderr
+
+
+def test_a_run_recorded_before_hyperparameters_shows_what_its_run_json_says(tmp_path):
+    run = tmp_path / "old-20261101-000000"
+    write_events(run, {"epoch/loss": [(10, 0.5)]})
+    info = {
+        "status": "finished",
+        "argv": ["train.py", "--epochs", "3"],
+        "segments": [
+            {"kind": "fit", "model": "mlp", "class": "Sequential", "params": 4547, "epochs": 3,
+             "steps_per_epoch": 10},
+        ],
+    }  # fmt: skip
+    (run / "run.json").write_text(json.dumps(info))
+    [row] = [run_row(r) for r in list_runs(tmp_path)]
+    assert row.hparams == {
+        "epochs": 3,
+        "steps_per_epoch": 10,
+        "model": "mlp",
+        "model.class": "Sequential",
+        "model.params": 4547,
+        "args": "--epochs 3",
+    }

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tfstudio.core.hparams import read_hparams
 from tfstudio.core.run_notes import RunNotes, read_notes
 from tfstudio.core.run_summary import MetricSummary, SummaryReader, format_value, summarize_run
 from tfstudio.core.runs import ENDING_CHARS, RunInfo, run_ending
@@ -43,25 +44,15 @@ NUMBER_TOLERANCE = 1e-6  # relative: figures recorded as float32 compare as they
 def run_hparams(run: RunInfo) -> dict[str, HParam]:
     """A run's hyperparameters, flat (``optimizer.learning_rate`` -> 0.001).
 
-    From :func:`tfstudio.core.hparams.read_hparams` where it exists (run.json or a
-    folder's TensorBoard HParams data); else ``run.json["hparams"]``; else what older
-    run.json files say (the first fit's epochs and steps per epoch, model, arguments).
+    :func:`tfstudio.core.hparams.read_hparams` (``run.json["hparams"]``, else a folder's
+    TensorBoard HParams data); for a run recorded before hyperparameters were, what its
+    run.json says (the first fit's epochs and steps per epoch, model, arguments).
     """
     try:
-        from tfstudio.core.hparams import read_hparams  # type: ignore[import-not-found]
-    except ImportError:
-        read_hparams = None
-    if read_hparams is not None:
-        try:
-            found = read_hparams(run.path)
-        except (OSError, ValueError):
-            found = {}
-        if found:
-            return dict(found)
-    raw = run.info.get("hparams")
-    if isinstance(raw, dict) and raw:
-        return {str(k): v for k, v in raw.items() if isinstance(v, str | int | float | bool)}
-    return derived_hparams(run.info)
+        found = read_hparams(run.path)
+    except (OSError, ValueError):
+        found = {}
+    return dict(found) if found else derived_hparams(run.info)
 
 
 def derived_hparams(info: dict[str, Any]) -> dict[str, HParam]:
