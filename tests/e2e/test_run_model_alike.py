@@ -7,8 +7,9 @@ Where a part cannot be equal by design, the rule is written here and asserted:
   recorded value is the live one rounded to float32; a histogram's range comes back from
   its bucket edges (``lo + (hi - lo) * i / bins``, so ``hi`` within 1e-12 relative;
   a histogram of one value, ``lo == hi``, is recorded over ``[lo, lo + 1e-12]``);
-  the model tree, the sampler's status and the last sample's thumbnails are the live
-  view's only (not recorded);
+  the sampler's status and the last sample's thumbnails are the live view's only (not
+  recorded); the model tree comes back from the variables' paths and shapes (layer
+  classes and output shapes are not recorded), its variables as live:
 - the console is bounded (the newest :data:`~tfstudio.core.run_model.CONSOLE_MAX_CHARS`
   characters live; the recorder's own bound on ``output.log``): this run is far below both,
   so the texts are equal;
@@ -120,6 +121,15 @@ def test_a_run_taken_live_and_read_from_its_folder_is_one_model(write_script, tm
     same_histories(i.outputs, j.outputs, "outputs")
     same_histories({"": i.global_norm}, {"": j.global_norm}, "global norm")
     assert i.ended and j.ended
+    [live_tree], [folder_tree] = i.trees.values(), j.trees.values()
+
+    def variables(node):
+        return {v.path: v.shape for v in node.variables} | {
+            p: s for c in node.children for p, s in variables(c).items()
+        }
+
+    assert variables(folder_tree.root) == variables(live_tree.root)
+    assert folder_tree.root.trainable_params == live_tree.root.trainable_params == 21
 
     # console: what the script printed, stdout and stderr interleaved, in order
     text = live.console.text()

@@ -41,6 +41,7 @@ def write_run(folder):
              "steps_per_epoch": 4, "start_step": 0, "start_time": 0.0}
         ],
         "hparams": {"optimizer": "Adam", "batch_size": 8},
+        "variables": {"mlp/dense/kernel": [2, 1], "mlp/dense/bias": [1]},
     }  # fmt: skip
     (folder / "run.json").write_text(json.dumps(info))
     (folder / OUTPUT_LOG).write_text("epoch 1\nhello from the reopened run\n")
@@ -84,6 +85,13 @@ def test_every_view_shows_a_reopened_run_and_the_live_one_comes_back(window, cha
     assert list(window.inspector.weights.rows) == ["mlp/dense/kernel"]
     np.testing.assert_allclose(model.inspector.weights["mlp/dense/kernel"].scalars["mean"], [0.4])
     assert model.hparams == {"optimizer": "Adam", "batch_size": 8}
+    # the model dock: the tree rebuilt from the variables' paths and shapes
+    [tree] = model.inspector.trees.values()
+    [dense] = tree.root.children
+    assert (tree.root.name, tree.root.class_name, dense.name) == ("mlp", "Sequential", "dense")
+    assert [(v.name, v.shape) for v in dense.variables] == [("kernel", (2, 1)), ("bias", (1,))]
+    assert tree.root.trainable_params == 3
+    assert window.inspector.model.tree.topLevelItemCount() == 1
 
     window.session.show(window.session.live)  # the live run again, in every view
     window.bridge.flush()

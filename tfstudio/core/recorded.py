@@ -23,6 +23,9 @@ from tfstudio.core.events import (
     GradientVariable,
     LayerOutput,
     LayerOutputs,
+    ModelNode,
+    ModelTree,
+    VariableInfo,
     VariableStats,
     WeightStats,
 )
@@ -223,3 +226,51 @@ def _norm(h: Histogram) -> float:
 
 def _at_step(h: Histogram, step: int) -> Histogram:
     return h if h.step == step else Histogram(step, h.wall, h.edges, h.counts)
+
+
+def model_tree(info: Mapping[str, Any]) -> ModelTree | None:
+    """A recorded run's model tree, rebuilt from its variables' paths and shapes in
+    ``run.json`` (layers' classes and output shapes are not recorded: said so); None
+    when the run recorded no variables."""
+    shapes = {
+        str(p): tuple(int(d) for d in s) for p, s in dict(info.get("variables") or {}).items()
+    }
+    if not shapes:
+        return None
+    segments = [s for s in info.get("segments") or [] if isinstance(s, dict)]
+    root_class = str(segments[0].get("class") or "") if segments else ""
+
+    def node(path: str, depth: int) -> ModelNode:
+        prefix = path + "/"
+        mine = [p for p in shapes if p.startswith(prefix)]
+        variables = tuple(
+            VariableInfo(p[len(prefix) :], p, shapes[p], "", True)
+            for p in mine
+            if "/" not in p[len(prefix) :]
+        )
+        children: list[str] = []
+        for p in mine:
+            rest = p[len(prefix) :]
+            if "/" in rest and rest.split("/", 1)[0] not in children:
+                children.append(rest.split("/", 1)[0])
+        kids = tuple(node(prefix + c, depth + 1) for c in children)
+        params = sum(_count(v.shape) for v in variables) + sum(k.trainable_params for k in kids)
+        name = path.rsplit("/", 1)[-1]
+        kind = root_class if depth == 0 and root_class else "(not recorded)"
+        return ModelNode(name, path, kind, "?", "", params, 0, variables, kids)
+
+    roots = list(dict.fromkeys(p.split("/", 1)[0] for p in shapes))
+    if len(roots) == 1:
+        root = node(roots[0], 0)
+    else:  # variables under several roots: one node above them
+        kids = tuple(node(r, 1) for r in roots)
+        params = sum(k.trainable_params for k in kids)
+        root = ModelNode("model", "model", root_class, "?", "", params, 0, (), kids)
+    return ModelTree(0, root, "(recorded: the variables' shapes; layer classes not recorded)")
+
+
+def _count(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n

@@ -319,7 +319,7 @@ class RunModel:
         :func:`tfstudio.core.recorded.inspector_events` and :meth:`apply`, the rest
         through :meth:`load_record`.
         """
-        from tfstudio.core.recorded import inspector_events
+        from tfstudio.core.recorded import inspector_events, model_tree
         from tfstudio.core.run_loading import load_folder
         from tfstudio.core.runs import RunReader, read_run_json, run_status
 
@@ -334,6 +334,9 @@ class RunModel:
         inspector.recorded_in = path.name
         for fit in self.metrics.fits:
             inspector.ingest(fit)
+        tree = model_tree(info)  # (the model dock's tree: from the variables' shapes)
+        if tree is not None and not inspector.trees:
+            inspector.ingest(tree)
         self.apply(events)
         if self.metrics.ended is not None or run_status(info) != "running":
             inspector.ended = True  # no sample will come: the views say why none came
