@@ -111,15 +111,19 @@ def test_a_worker_killed_mid_run_leaves_a_readable_record(write_script, tmp_path
     path = write_script(KILLED)
     options = RunOptions(logdir=str(tmp_path / "runs"), checkpoint_every=2)
 
+    seen, killed = [], []  # (a line may come in two pieces: its text, then its newline)
+
     def kill(launcher, batch):
-        if any("waiting 5\n" in getattr(e, "text", "") for e in batch):
-            os.kill(launcher.pid(), signal.SIGKILL)
+        seen.append(_console(batch))
+        if "waiting 25\n" in "".join(seen) and not killed:
+            killed.append(launcher.pid())
+            os.kill(killed[0], signal.SIGKILL)
 
     ended, events = run_in_worker(path, [], options, on_events=kill)
     assert ended.status == "failed" and ended.exit_code == 137
     record = read_run_record(_run_dir(events))
     assert record.console == _console(events)
-    assert "waiting 5\n" in record.console and "killed (SIGKILL" in record.console
+    assert "waiting 25\n" in record.console and "killed (SIGKILL" in record.console
     assert [e.step for e in record.checkpoints] == [2, 4]  # written by the killed worker
 
 
@@ -159,8 +163,11 @@ def test_a_full_disk_stops_the_output_log_with_one_note_and_the_run_goes_on(
         """
     )
 
+    seen = []
+
     def fill(launcher, batch):
-        if any("line 3\n" in getattr(e, "text", "") for e in batch):
+        seen.append(_console(batch))
+        if "line 3\n" in "".join(seen):
             full[0] = True
 
     ended, events = run_in_worker(
