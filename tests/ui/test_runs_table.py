@@ -252,3 +252,19 @@ def test_a_growing_run_is_read_on_at_each_re_list(qtbot, settings, tmp_path):
     )  # read to the end, once
     writer.close()
     panel.close()
+
+
+def test_a_picked_run_written_elsewhere_has_its_row_followed(qtbot, settings, tmp_path):
+    """Follow on: a picked folder another process writes shows its new figures in its row,
+    with no re-list (a run on a server, a synced folder)."""
+    run = tmp_path / "elsewhere" / "remote"
+    writer = write_events(run, {"epoch/loss": [(10, 0.9)]}, keep_open=True)
+    panel = new_panel(qtbot, settings)
+    panel.open_folder(run)  # listed and picked
+    qtbot.waitUntil(lambda: not panel.rows_pending() and not panel.loading(), timeout=30_000)
+    assert text(panel, "remote", "loss") == "0.9"
+    writer.add("epoch/loss", 20, 0.6)
+    qtbot.waitUntil(lambda: text(panel, "remote", "loss") == "0.6", timeout=30_000)
+    assert text(panel, "remote", "Steps") == "20"
+    writer.close()
+    panel.close()

@@ -511,6 +511,9 @@ class RunsPanel(RunsCompare, QWidget):
                 for path, feed in self.feeds.items():
                     if path not in self._pending:  # a run still loading is read on anyway
                         self.loader.submit(feed)
+            if now >= self._rows_follow_at:  # their rows too (metric figures, status)
+                self._rows_follow_at = now + LIST_EVERY_S
+                self.follow_rows([p for p in self.feeds if p not in self._pending])
         elif not self._pending:
             self.timer.stop()
         self._show_progress()

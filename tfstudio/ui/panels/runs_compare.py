@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QPoint, QTimer
@@ -27,7 +28,7 @@ from PySide6.QtWidgets import (
 from tfstudio.core.locations import Location, location
 from tfstudio.core.run_notes import read_notes, write_notes
 from tfstudio.core.run_table import RowSource, RunRow
-from tfstudio.core.runs import RunInfo
+from tfstudio.core.runs import RunInfo, describe_run
 from tfstudio.ui.panels.runs_table import PATH_ROLE, NotesDialog, RunsTable
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ class RunsCompare:
         self.filter_message.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.filter_message.hide()
         self.scatters: list[QWidget] = []  # open scatter windows
+        self._rows_follow_at = 0.0  # when to read the followed runs' rows again (monotonic)
 
     def _fill(self, item: QTreeWidgetItem, run: RunInfo) -> None:
         """A row's run as listed now; what was read of it (metrics, hparams, notes) kept
@@ -80,6 +82,17 @@ class RunsCompare:
             if key not in self._rows_pending:
                 self._rows_pending[key] = self._rows_thread.submit(self.rows_source.row, run)
         self._rows_thread.submit(self.rows_source.keep, [str(r.path) for r in runs])
+        if self._rows_pending and not self.rows_timer.isActive():
+            self.rows_timer.start()
+
+    def follow_rows(self, paths: Sequence[Location]) -> None:
+        """Read the rows of runs followed between re-lists (picked, written elsewhere): their
+        run.json and what their folders appended, on the rows thread."""
+        for path in paths:
+            key = str(path)
+            if key not in self._rows_pending and key in self.tree.rows:
+                read = partial(_read_row, self.rows_source, path)
+                self._rows_pending[key] = self._rows_thread.submit(read)
         if self._rows_pending and not self.rows_timer.isActive():
             self.rows_timer.start()
 
@@ -101,9 +114,6 @@ class RunsCompare:
             if item is None or future.exception() is not None:
                 continue
             row = future.result()
-            listed = self.tree.rows.get(key)
-            if listed is not None:
-                row.run = listed.run  # the listing is newer than the read
             self.tree.set_row(item, row)
             taken += 1
         if taken:
@@ -176,3 +186,8 @@ class RunsCompare:
         self.scatters = [w for w in self.scatters if w.isVisible()] + [window]
         window.show()
         return window
+
+
+def _read_row(source: RowSource, path: Location) -> RunRow:
+    """A followed run's row as its folder is now (on the rows thread)."""
+    return source.row(describe_run(path))
