@@ -269,15 +269,12 @@ def test_graph_steps_read_in_batches_get_times_spread_between_reads(tmp_path: Pa
     assert fit.time <= times[0]
 
 
-def test_more_gradients_than_columns_are_added_in_groups(tmp_path: Path, monkeypatch) -> None:
-    import tfstudio.engine.loops.ring as ring
-
-    # 4 gradients into 3 columns: two are added on the device, the norm is unchanged
-    monkeypatch.setattr(ring, "MAX_PARTS", 3)
+def test_every_sampled_step_reports_the_loops_own_norm(tmp_path: Path) -> None:
+    # sampled at every step: every step from the first sample on runs the twin, whose
+    # graph writes the norm (the sum of the gradients' l2_loss, on the device)
     _, events, own = _run("graph_norms.py", tmp_path, sample_every=1)
     steps = of(events, StepEnded)
     _close([s.values["loss"] for s in steps], own["losses"])
-    # sampled at every step: every step runs the recording twin, which writes the norm
     assert _norm_steps(steps, NORM, own["norms"]) == list(range(2, 13))
 
 

@@ -6,10 +6,10 @@ time the step gets a write of its loss into a device-side ring buffer (a
 it) at a step counter, and the counter's increment. Steps that measure the
 gradient norm (a twin's, on the sampling cadence; see ``sampling.py``) also write a
 row into a second, smaller ring
-(:data:`NORM_RING` rows, at ``step % NORM_RING``): one ``l2_loss`` per gradient and
-the step's number, in the row's last two float32 columns (``step // 2**24`` and
-``step % 2**24``: integers a float32 holds exactly), so a reader tells a norm of
-this step from one written a lap of the ring ago (or never).
+(:data:`NORM_RING` rows, at ``step % NORM_RING``): the gradients' ``l2_loss`` summed, and
+the step's number in two float32 columns (``step // 2**24`` and ``step % 2**24``:
+integers a float32 holds exactly), so a reader tells a norm of this step from one
+written a lap of the ring ago (or never).
 A background thread (:class:`RingReader`) reads the buffers every
 :data:`READ_EVERY` seconds: three reads, the counter, the losses and the norm rows.
 """
@@ -28,13 +28,11 @@ RING = 16384  # steps a graph series' buffer holds between two reads (80,000 ste
 # stateful random op, every step), so it is a quarter of RING: a row lasts until a later
 # step's row lands on its slot, at least 4,096 steps.
 NORM_RING = 4096
-STEP_COLUMNS = 2  # a norm row's last columns: its step number, high and low part
 STEP_SPLIT = 1 << 24  # ... split here: each part is exact in float32 (steps < 2**48)
 # Seconds between reads of the graph buffers: 5 plot updates a second. Each read costs
 # a thread wake and a few eager reads (~0.5 ms of CPU on a busy 2-core VM): every 50 ms
 # that was ~1% of a 1 ms step's time.
 READ_EVERY = 0.2
-MAX_PARTS = 16  # columns of gradient norms per row (more gradients are added in groups)
 
 
 class GraphRing:
@@ -42,17 +40,12 @@ class GraphRing:
 
     def __init__(self) -> None:
         self.losses: Any = None  # tf.Variable[RING] float32: each step's loss
-        # tf.Variable[NORM_RING, parts + STEP_COLUMNS] float32: l2_loss of each gradient
-        # (or of groups of them, at most MAX_PARTS) of a step that measured it, the
-        # reader sums them; then that step's number, bit for bit (-1: no step yet)
+        # tf.Variable[NORM_RING, 3] float32: the sum of the gradients' l2_loss (half the
+        # squared global norm) of a step that measured it, then that step's number in two
+        # exact parts (-1: no step yet)
         self.norms: Any = None
         self.counter: Any = None  # tf.Variable int64: steps written
         self._tf: Any = None
-
-    @property
-    def parts(self) -> int:
-        """Gradient columns of a norm row (fixed by the first trace)."""
-        return int(self.norms.shape[1]) - STEP_COLUMNS
 
     def write(self, tf: Any, target: Any, pairs: list[tuple[Any, Any]], norm: bool) -> None:
         """At trace time: add the ops that write the step's loss (and gradient norm), then count it.
@@ -68,23 +61,20 @@ class GraphRing:
             value = tf.reduce_mean(tf.cast(target, tf.float32))
         else:
             value = tf.constant(math.nan, tf.float32)
-        parts = None
-        if norm:
+        half = None
+        if norm:  # l2_loss(g) = sum(g**2) / 2; no gradient at all: NaN (unknown)
             grads = [g.values if isinstance(g, tf.IndexedSlices) else g for _, g in pairs]
-            # l2_loss(g) = sum(g**2) / 2 per gradient, one op each, each in its own column:
-            # the reader sums them (an add_n here cost 0.4-2% of
-            # a 1 ms step more than the columns, within the measurement's resolution)
-            parts = [tf.nn.l2_loss(tf.cast(g, tf.float32)) for g in grads]
-        self._make(tf, min(len(pairs), MAX_PARTS) or 1)
+            half = tf.add_n([tf.nn.l2_loss(tf.cast(g, tf.float32)) for g in grads] or [math.nan])
+        self._make(tf)
         # Values first, then the count: a reader that sees the count sees the values.
         # (a raw read: read_value() adds an Identity op to every step)
         index = tf.raw_ops.ReadVariableOp(resource=self.counter.handle, dtype=tf.int64)
         scatter = tf.raw_ops.ResourceScatterUpdate
         written = [scatter(resource=self.losses.handle, indices=index % RING, updates=value)]
-        if parts is not None:
+        if half is not None:
             # the step's number as two float32 columns, each part an exact integer
             step = tf.cast(tf.stack([index // STEP_SPLIT, index % STEP_SPLIT]), tf.float32)
-            row = tf.concat([tf.stack(_columns(tf, parts, self.parts)), step], 0)
+            row = tf.concat([tf.reshape(half, [1]), step], 0)
             written.append(
                 scatter(resource=self.norms.handle, indices=index % NORM_RING, updates=row)
             )
@@ -130,9 +120,7 @@ class GraphRing:
             steps = high * STEP_SPLIT + low
             new = np.flatnonzero((steps >= first) & (steps < count))
             if new.size:
-                # parts hold l2_loss(g) = sum(g**2) / 2: the global norm is sqrt(2 sum)
-                parts = rows[new, :-STEP_COLUMNS].astype(np.float64)
-                norms = np.sqrt(2.0 * parts.sum(axis=1))
+                norms = np.sqrt(2.0 * rows[new, 0].astype(np.float64))  # sqrt(2 l2_loss)
                 for step, norm in zip(steps[new].tolist(), norms.tolist(), strict=True):
                     out_norms[step - known] = norm
         return count, out_losses, out_norms
@@ -145,17 +133,13 @@ class GraphRing:
 
         return int(read_handle(self.counter.handle, self._tf.int64))
 
-    def _make(self, tf: Any, parts: int) -> None:
-        """Create the buffers and counter (outside any traced function), once.
-
-        Args:
-            parts: the gradient columns (kept by a retrace that has other gradients).
-        """
+    def _make(self, tf: Any) -> None:
+        """Create the buffers and counter (outside any traced function), once."""
         if self.losses is None:
             with tf.init_scope():
                 self.losses = tf.Variable(tf.zeros([RING], tf.float32), trainable=False)
-                rows = np.zeros((NORM_RING, parts + STEP_COLUMNS), np.float32)
-                rows[:, -STEP_COLUMNS:] = -1.0  # no row measured yet: a step before the first
+                rows = np.zeros((NORM_RING, 3), np.float32)
+                rows[:, 1:] = -1.0  # no row measured yet: a step before the first
                 self.norms = tf.Variable(rows, trainable=False)
                 self.counter = tf.Variable(0, dtype=tf.int64, trainable=False)
         self._tf = tf  # last: the reader thread reads a ring once this is set
@@ -199,18 +183,3 @@ class RingReader:
                 self._sync()
             except Exception as exc:  # noqa: BLE001
                 self._on_error(exc)
-
-
-def _columns(tf: Any, parts: list[Any], n: int) -> list[Any]:
-    """``parts`` (scalars whose sum is the squared norm / 2) as exactly ``n`` columns.
-
-    No gradient at all: NaN (the step's norm is unknown). More parts than columns:
-    groups of neighbours are added; fewer: zeros fill the rest.
-    """
-    if not parts:
-        return [tf.constant(math.nan, tf.float32)] * n
-    if len(parts) > n:
-        size = -(-len(parts) // n)  # ceil: at most n groups
-        groups = [parts[i : i + size] for i in range(0, len(parts), size)]
-        parts = [g[0] if len(g) == 1 else tf.add_n(g) for g in groups]
-    return parts + [tf.constant(0.0, tf.float32)] * (n - len(parts))
