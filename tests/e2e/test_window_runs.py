@@ -130,10 +130,17 @@ def test_the_window_pulls_each_batch_from_the_worker_and_every_step_arrives(
     assert max(bridge.round_trips) < bridge.min_redraw_s()
 
 
-def test_the_window_stops_asking_a_run_that_sends_nothing_and_misses_no_step(
+def test_the_window_stops_asking_a_quiet_run_and_misses_no_step(
     qtbot, window, write_script, monkeypatch
 ):
+    """A run with no news (between fits, evaluating, paused) is not asked at the redraw
+    rate: the window asks only while news came less than ``quiet_pull_s`` before, and
+    rests (slow ticks) otherwise. The worker's routine figures (its 1 Hz system samples,
+    on a GPU its memory figures) keep coming during the quiet and are not news."""
+    from PySide6.QtCore import QTimer
+
     from tfstudio.core import process
+    from tfstudio.core.events import DeviceMemory, SystemSampled
 
     path = write_script(
         """
@@ -150,9 +157,11 @@ def test_the_window_stops_asking_a_run_that_sends_nothing_and_misses_no_step(
         m.fit(x, x.sum(1), batch_size=32, epochs=1, verbose=0)
         """
     )
-    launcher = window.launcher
+    launcher, bridge = window.launcher, window.bridge
     asks: list[float] = []  # when the window asked the worker for its batch
-    arrivals: list[float] = []  # when a batch came from the worker
+    news: list[float] = []  # when a batch with more than routine figures came
+    routine: list[float] = []  # when a batch of routine figures only came
+    resting: list[tuple[float, bool]] = []  # (when, the bridge rested) every 50 ms
     pull, events = launcher.pull, process._Worker._events
 
     def counted_pull() -> bool:
@@ -162,26 +171,36 @@ def test_the_window_stops_asking_a_run_that_sends_nothing_and_misses_no_step(
         return asked
 
     def noted_events(worker: object, batch: list[object]) -> None:
-        arrivals.append(time.perf_counter())
+        now = time.perf_counter()
+        kinds = {type(e) for e in batch}
+        (routine if kinds <= {SystemSampled, DeviceMemory} else news).append(now)
         events(worker, batch)
 
     monkeypatch.setattr(launcher, "pull", counted_pull)
     monkeypatch.setattr(process._Worker, "_events", noted_events)
+    watch = QTimer()
+    watch.timeout.connect(lambda: resting.append((time.perf_counter(), bridge.resting)))
+    watch.start(50)
     assert window.open_script(str(path))
     assert run_to_end(qtbot, window) == ("finished", 0), window.console.text()[-2000:]
+    watch.stop()
     assert step_points(window) == 20  # both fits' steps, the second after the quiet
     t0, t1 = (float(v) for v in window.console.text().split("quiet ")[1].split()[:2])
-    # Within the quiet stretch, the window asks only while a batch came less than
-    # quiet_pull_s before (the worker, asked once, beats every 0.25 s on its own);
-    # it was asked while the steps came.
-    in_quiet = [t for t in asks if t0 < t < t1]
     assert launcher.quiet_pull_s == 0.5
-    quiet = 0.5 + 0.35  # (an ask is noted a little after it is decided)
-    late = [t for t in in_quiet if not any(0 <= t - a <= quiet for a in arrivals)]
-    assert late == [], f"{len(late)} asks long after the last batch"
-    last = max(a for a in arrivals if a < t1)
-    assert t1 - last > 1.5, "the test needs a while with nothing from the run"
+    # it was asked while the steps came
     assert any(t < t0 for t in asks)
+    # the worker's system samples came during the quiet (the test's premise)...
+    last_news = max(a for a in news if a < t1)
+    rest_from = last_news + 0.5 + 0.35  # (an ask is noted a little after it is decided)
+    assert t1 - last_news > 1.5, "the test needs a while with no news from the run"
+    assert [a for a in routine if rest_from < a < t1], "no system sample came in the quiet"
+    # ... and they are not news: within the quiet, the window asks only while news came
+    # less than quiet_pull_s before (the worker, asked once, beats every 0.25 s on its own)
+    late = [t for t in asks if t0 < t < t1 and not any(0 <= t - a <= 0.85 for a in news)]
+    assert late == [], f"{len(late)} asks long after the last news"
+    # and the window rests through the quiet, samples or not
+    looks = [r for t, r in resting if rest_from < t < t1]
+    assert looks and all(looks), f"{looks.count(False)} of {len(looks)} looks not resting"
 
 
 def test_bad_files_are_refused_in_the_window(window, tmp_path):
