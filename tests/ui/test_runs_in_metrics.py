@@ -82,10 +82,11 @@ def test_picked_runs_show_in_the_metrics_view_with_every_tool(window, qtbot, tmp
     assert np.isnan(y[10]) and x[10] == 10.5  # no line across its fits
     assert curve.item.opts["pen"].color().name() == layer.colour != plot.steps["loss"].colour
     assert "b-20260101-000001" in plot.legend_labels()
-    # smoothing applies to it too: its smoothed twin, restarted at its second fit
+    # smoothing applies to it too: its smoothed twin, restarted at its second fit, drawn
+    # over its faint raw line as the run on show's is (one plot path for every run)
     metrics.set_smoothing(0.8)
     window.bridge.flush()
-    _, y = item_data(layer.curves["loss"].item)
+    _, y = item_data(layer.curves["loss"].smooth.item)
     b = f32(B)
     assert y.tolist() == pytest.approx(ema(b[:10], 0.8) + ema(b[10:], 0.8))
     # the hover readout names run, fit and value
@@ -114,7 +115,7 @@ def test_the_live_run_shows_with_its_previous_run_faint_behind_it(window, run, q
     [layer] = plot.layers
     assert layer.faint and layer.name == "previous run"
     qtbot.waitUntil(lambda: "loss" in layer.curves, timeout=10_000)
-    _, y = item_data(layer.curves["loss"].item)
+    _, y = item_data(layer.curves["loss"].smooth.item)  # over its raw line, as the live one's
     assert y.tolist() == pytest.approx(ema(f32(B[:10]), 0.6) + ema(f32(B[10:]), 0.6))
     # the live run stays the run on show, with its own fit
     assert metrics.store.fits[0].model.name == "mlp"

@@ -26,6 +26,7 @@ from tfstudio.core.progress import format_duration
 from tfstudio.core.run_model import RunModel
 from tfstudio.core.run_store import RunStore
 from tfstudio.ui.panels.metric_plot import RunLayer
+from tfstudio.ui.plotting.style import RunStyle
 
 RECENT_KEY = "recent_scripts"
 MAX_RECENT = 10
@@ -73,21 +74,23 @@ class RunsShown:
     def _show_runs(self) -> None:
         """The metrics view shows the live run (or the first picked run) and, behind it,
         the other picked runs and the script's previous run."""
-        picked = self.runs.picked()
-        shown: list[tuple[RunStore, str, str, bool]] = []  # store, name, colour, faint
+        picked = self.runs.picked_styles()
+        shown: list[tuple[RunStore, RunStyle]] = []
         if self._run_seen or not picked:  # a live run, or an open script's empty state
+            self.metrics.set_run_style(None)  # the live run's blue
             self.session.show(self.session.live)
             if self._previous is not None and self.metrics.previous_box.isChecked():
-                shown.append((self._previous, "previous run", PREVIOUS_COLOUR, True))
-        else:
+                shown.append((self._previous, RunStyle("previous run", PREVIOUS_COLOUR, True)))
+        else:  # the first picked run on show, in its swatch's colour
+            self.metrics.set_run_style(picked[0][1])
             self.show_run(picked[0][0].path, picked[0][0])
             picked = picked[1:]
-        shown += [(store, store.name, colour, False) for store, colour in picked]
+        shown += picked
         layers = []
-        for store, name, colour, faint in shown:
+        for store, style in shown:  # every run drawn by the same plot path, in its style
             layer = self._layers.get(id(store))
-            if layer is None or layer.store is not store or layer.colour != colour:
-                layer = RunLayer(store, name, colour, faint)
+            if layer is None or layer.store is not store or layer.style != style:
+                layer = RunLayer.of(store, style)
             layers.append(layer)
         self._layers = {id(layer.store): layer for layer in layers}
         self.metrics.set_compared(layers)

@@ -1,4 +1,12 @@
-"""Other runs drawn in a metric plot: one :class:`RunLayer` per run, in a colour of its own."""
+"""The runs a metric plot draws: one :class:`RunLayer` per run, the run on show included.
+
+Every run, live or recorded, on show or compared, is drawn by the same code
+(:meth:`~tfstudio.ui.panels.metric_plot.MetricPlot.bind`): the same lines (per step,
+running mean, epoch mean, val), the same line styles and markers for each kind of
+line, in the run's own colour (its :class:`~tfstudio.ui.plotting.style.RunStyle`, the
+one its swatch in the Runs table shows). The run on show differs only in being drawn
+on top, with its fits, epochs and marks.
+"""
 
 from __future__ import annotations
 
@@ -7,51 +15,89 @@ from collections.abc import Sequence
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
-from tfstudio.core.run_store import EPOCH, RUNNING, RunStore
-from tfstudio.core.x_axes import PER_FIT, x_map
-from tfstudio.ui.panels.metric_style import FAINT_ALPHA, LAYER_ALPHA, _cached
+from tfstudio.core.run_store import RunStore
+from tfstudio.core.x_axes import PER_FIT, XMap, x_map
+from tfstudio.ui.panels.metric_style import FAINT_ALPHA, LAYER_ALPHA
 from tfstudio.ui.plotting import Curve
 from tfstudio.ui.plotting.curve import drawn_as_envelope
+from tfstudio.ui.plotting.style import RunStyle
 
 
 class RunLayer:
-    """Another run drawn in a plot, in a colour of its own, behind the run on show.
-
-    It draws each per-step line of the run (its smoothed twin when smoothing is on)
-    and its ``val_`` points, cut at that run's own segment boundaries; on the
-    step-within-fit axis, each of its segments from 0, as the run on show does.
+    """One run drawn in the metric plots, in a colour of its own.
 
     Args:
         store: the run.
         name: how the legend and the hover readout name it.
-        colour: its colour.
+        colour: its colour (every line of it: per step, epoch mean, val).
         faint: drawn fainter (the previous run, behind the live one).
     """
 
-    def __init__(self, store: RunStore, name: str, colour: str, faint: bool = False) -> None:
+    def __init__(self, store: RunStore | None, name: str, colour: str, faint: bool = False) -> None:
         self.store = store
         self.name = name
         self.colour = colour
         self.faint = faint
+        # its per-step (or running) lines and val epoch lines, every plot's, by key: a
+        # layer is shared by the plots, each drawing the lines of its own family
         self.curves: dict[str, Curve] = {}
-        self.overlays: dict[tuple[str, int], pg.PlotDataItem] = {}
-        self.smoothing = -1.0  # the weight its curves were bound for
+        self.overlays: dict[tuple[str, int], pg.PlotDataItem] = {}  # step-within-fit axis
+
+    @classmethod
+    def of(cls, store: RunStore, style: RunStyle) -> RunLayer:
+        """The layer of ``store`` drawn in ``style``."""
+        return cls(store, style.name, style.colour, style.faint)
+
+    @property
+    def style(self) -> RunStyle:
+        """Its name, colour and faintness."""
+        return RunStyle(self.name, self.colour, self.faint)
+
+    def alpha(self, alpha: int) -> int:
+        """``alpha`` of a line of the run, fainter when it is the previous run."""
+        return int(alpha * FAINT_ALPHA / 255) if self.faint else alpha
 
     def pen(self, key: str) -> object:
-        """Pen of one of its lines: val_ dashed, faint when it is the previous run."""
+        """Pen of one of its overlaid fits (step-within-fit axis): val_ dashed."""
         colour = pg.mkColor(self.colour)
-        colour.setAlpha(FAINT_ALPHA if self.faint else LAYER_ALPHA)
+        colour.setAlpha(self.alpha(LAYER_ALPHA))
         style = Qt.PenStyle.DashLine if key.startswith("val_") else Qt.PenStyle.SolidLine
-        return pg.mkPen(colour, width=1.4, style=style)
+        return pg.mkPen(colour, width=1.2, style=style)
 
     def spans(self) -> list[tuple[int, float, float]]:
         """(fit index, start, end) of each of its segments."""
+        if self.store is None:
+            return []
         return [(fit.fit_index, start, end) for fit, start, end in self.store.spans()]
 
 
+class Lines:
+    """A run's curves in one plot, by key: per-step, running-mean and epoch lines."""
+
+    __slots__ = ("steps", "running", "epochs", "xmap")
+
+    def __init__(self) -> None:
+        self.steps: dict[str, Curve] = {}
+        self.running: dict[str, Curve] = {}
+        self.epochs: dict[str, Curve] = {}
+        self.xmap: XMap | None = None  # where its steps land on the x axis (None: the step)
+
+    def all(self) -> list[Curve]:
+        """Every curve, per-step lines first."""
+        return [*self.steps.values(), *self.running.values(), *self.epochs.values()]
+
+    def keyed(self) -> list[tuple[str, Curve]]:
+        """(key, curve) of each line the readout lists: per-step (or running) lines, then
+        val epoch lines (a train epoch mean is said by its per-step line)."""
+        out = [*self.steps.items(), *self.running.items()]
+        have = {key for key, _ in out}
+        out += [(k, c) for k, c in self.epochs.items() if k not in have]
+        return [(k, c) for k, c in out if c.item is not None]
+
+
 class LayerLines:
-    """The part of :class:`~tfstudio.ui.panels.metric_plot.MetricPlot` that draws the
-    other runs (its ``layers``)."""
+    """The part of :class:`~tfstudio.ui.panels.metric_plot.MetricPlot` that keeps the
+    runs beside the run on show (its ``layers``) and their overlaid fits."""
 
     def set_layers(self, layers: Sequence[RunLayer]) -> None:
         """The other runs this plot draws (replacing the previous list)."""
@@ -64,65 +110,25 @@ class LayerLines:
 
     def _drop_layer(self, layer: RunLayer) -> None:
         """Take the layer's lines out of this plot (the other plots keep theirs)."""
-        for key, curve in self._own_layer_curves(layer):
-            self.remove_item(curve.item)
-            curve.item = None
-            del layer.curves[key]
+        lines = self._lines.pop(id(layer), None)
+        if lines is not None:
+            for curve in lines.all():
+                self._remove(curve, layer)
+                if layer.curves.get(_key_of(curve)) is curve:
+                    del layer.curves[_key_of(curve)]
         for key, item in list(layer.overlays.items()):
             if item.getViewBox() is self.vb:
                 self.remove_item(item)
                 del layer.overlays[key]
 
-    def _sync_layer(self, layer: RunLayer) -> bool:
-        """Make, rebind and redraw a layer's lines; True if anything was redrawn."""
-        smoothing = self.smoothing > 0
-        if layer.smoothing != self.smoothing:
-            layer.smoothing = self.smoothing
-            for curve in layer.curves.values():
-                curve.dirty = True
-        changed = False
-        for track in layer.store.tracks(self.family):
-            if track.kind == EPOCH and not track.key.startswith("val_"):
-                continue  # its per-step line says it already
-            if track.kind == RUNNING:
-                continue
-            source = track.smooth if smoothing and track.smooth is not None else track
-            if source is not track and track.smooth.suspended:
-                track.resume_smoothing()  # the run was on show with this plot hidden
-            curve = layer.curves.get(track.key)
-            if curve is None or curve.source is not source:
-                if curve is None:
-                    curve = Curve(f"{layer.name}: {track.key}", layer.colour, source)
-                    curve.xmap = x_map(layer.store, self.x_mode)
-                    item = pg.PlotDataItem(pen=layer.pen(track.key))
-                    if track.kind == EPOCH:
-                        item.setSymbol("s")
-                        item.setSymbolSize(5)
-                        item.setSymbolBrush(pg.mkBrush(layer.colour))
-                        item.setSymbolPen(None)
-                    else:
-                        drawn_as_envelope(item)
-                    _cached(item)
-                    curve.item = self.add_item(item, z=0.5, ranged=not layer.faint)
-                    layer.curves[track.key] = curve
-                    self._legend_stale = True  # its first line here: the legend names it
-                else:
-                    curve.source = source
-                    curve.dirty = True
-                curve.envelope = source is track
-            if curve.dirty:
-                curve.update_item(draw=self.x_mode != PER_FIT)
-                curve.item.setVisible(self.x_mode != PER_FIT)
-                changed = True
-        if changed and self.x_mode == PER_FIT:
-            self._layer_overlays(layer)
-        return changed
-
     def _layer_overlays(self, layer: RunLayer) -> None:
-        """Step-within-fit axis: each of the layer's segments from 0."""
+        """Step-within-fit axis: each of the layer's segments from 0, in its colour."""
         for key, curve in self._own_layer_curves(layer):
+            if curve.series is None and not key.startswith("val_"):
+                continue
+            source = curve.smoothed() or curve
             for index, start, end in layer.spans():
-                x, y = curve.segment_line(start, end)
+                x, y = source.segment_line(start, end)
                 item = layer.overlays.get((key, index))
                 if item is None:
                     if not len(x):
@@ -136,24 +142,33 @@ class LayerLines:
                 item.setData(x - start, y, connect="finite")
 
     def _layers_x_mode(self) -> None:
-        is_global = self.x_mode != PER_FIT  # drawn along the axis, not overlaid per fit
+        """The x axis changed: each compared run's lines placed anew (its own clock)."""
+        along = self.x_mode != PER_FIT  # drawn along the axis, not overlaid per fit
         for layer in self.layers:
-            xmap = x_map(layer.store, self.x_mode)
-            for _, curve in self._own_layer_curves(layer):
-                curve.xmap = xmap
-                curve.dirty = True
-                curve.item.setVisible(is_global)
+            lines = self._lines.get(id(layer))
+            if lines is not None:
+                lines.xmap = x_map(layer.store, self.x_mode)
+                for curve in lines.all():
+                    _map(curve, lines.xmap)
             for item in layer.overlays.values():
                 if item.getViewBox() is self.vb:
-                    item.setVisible(not is_global)
-            if not is_global:
+                    item.setVisible(not along)
+            if not along:
                 self._layer_overlays(layer)
 
     def _own_layer_curves(self, layer: RunLayer) -> list[tuple[str, Curve]]:
-        """The layer's lines drawn in this plot (a layer is shared by every plot: its
-        ``curves`` hold the lines of every family, each drawn in its family's plot)."""
-        return [
-            (key, curve)
-            for key, curve in layer.curves.items()
-            if curve.item is not None and curve.item.getViewBox() is self.vb
-        ]
+        """The layer's lines drawn in this plot, by key (per-step lines, val epochs)."""
+        lines = self._lines.get(id(layer))
+        return lines.keyed() if lines is not None else []
+
+
+def _key_of(curve: Curve) -> str:
+    return curve.source.key if hasattr(curve.source, "key") else curve.label
+
+
+def _map(curve: Curve, xmap: XMap | None) -> None:
+    """Place ``curve`` (and its smoothed twin) on the axis ``xmap`` maps to; redrawn."""
+    curve.xmap = xmap
+    if curve.smooth is not None:
+        curve.smooth.xmap = xmap
+    curve.dirty = True

@@ -119,7 +119,8 @@ class Readout:
             values.append(f"{html.escape(key)} <b>{_value(hit[1], hit[2])}</b>")
         if not values:
             return []
-        name = layer.name if layer.name == layer.store.name else f"{layer.name} {layer.store.name}"
+        short = self.short_name(layer)
+        name = short if layer.name == layer.store.name else f"{short} {layer.store.name}"
         fit_here += at
         return [
             f"<span style='color:{layer.colour}'>&#9632;</span> "

@@ -8,9 +8,8 @@ from PySide6.QtWidgets import QGraphicsItem
 
 STEP_ALPHA = 150  # raw per-step line when not smoothed
 SMOOTH_WIDTH = 1.6
-TRAIN = "#1f77b4"
-TRAIN_DARK = "#0d3f73"
-VAL = "#e8590c"
+TRAIN = "#1f77b4"  # the live run's colour (every line of a run is in the run's colour)
+EPOCH_DARKER = 160  # an epoch-mean line: the run's colour this much darker (QColor.darker)
 EPOCH_LINE = "#c4c4c4"
 FIT_LINE = "#6a3d9a"
 LAYER_ALPHA = 230  # a compared run's line

@@ -43,11 +43,9 @@ from tfstudio.core.events import (
 )
 from tfstudio.core.run_model import RunModel
 from tfstudio.core.run_store import (
-    EPOCH,
     LR_KEY,
     NAN_MARK,
     RESTORE_MARK,
-    SAMPLED,
     SERIES_CAPACITY,
     Mark,
     RunStore,
@@ -74,6 +72,7 @@ from tfstudio.ui.panels.metrics_sidebar import MetricsSidebar
 from tfstudio.ui.panels.visibility import in_scroll_view, out_of_sight
 from tfstudio.ui.plotting import BACKGROUND, XLinkGroup
 from tfstudio.ui.plotting.smoothing import SmoothingSlider
+from tfstudio.ui.plotting.style import RunStyle
 
 __all__ = ["GLOBAL", "MANY_FAMILIES", "PER_FIT", "MetricPlot", "MetricsPanel", "family_of"]
 
@@ -210,6 +209,7 @@ class MetricsPanel(FamiliesAndFits, QWidget):
         self.paint_clock = [0.0]  # seconds spent painting plots, ever (read by the bridge)
         self.xgroup = XLinkGroup()
         self.compared: list[RunLayer] = []  # other runs drawn behind the run on show
+        self.run_style: RunStyle | None = None  # the run on show's (None: the live run's)
         self._behind = False  # data arrived while out of sight: drawn when shown
         self._scrolled_out = False  # a plot out of the scroll area's view missed a redraw
         # Scrolling or resizing brings plots into view: they catch up at once.
@@ -257,6 +257,13 @@ class MetricsPanel(FamiliesAndFits, QWidget):
         self.store = store
         self._script = store.script
         store.set_smoothing(self.smoothing)
+
+    def set_run_style(self, style: RunStyle | None) -> None:
+        """How the run on show is drawn and named (None: the live run's blue, its store's
+        name); a picked run on show keeps the colour of its swatch in the Runs table."""
+        if style != self.run_style:
+            self.run_style = style
+            self._drawn_revision = -1
 
     def set_compared(self, layers: Sequence[RunLayer]) -> None:
         """The other runs drawn behind the run on show, each in its own colour."""
@@ -321,7 +328,8 @@ class MetricsPanel(FamiliesAndFits, QWidget):
         if self._hidden_by_default:
             self._show_running_families()
         self._refresh_in_view()
-        if self._run_ended or (self.store.ended is not None and not self._finished):
+        done = self.store.ended is not None or not self.model.live  # a recorded run: no
+        if self._run_ended or (done and not self._finished):  # room to grow (a Keras folder)
             self._finished = True  # the x range fits the data, with no room to grow
             for group in self._groups():
                 group.finish()
@@ -366,15 +374,9 @@ class MetricsPanel(FamiliesAndFits, QWidget):
                 # its end in the empty area instead, not a plot of one rate
                 continue
             plot = self._plot_for(family)
-            plot.set_run(store)  # its clock and epochs place it on the time and epoch axes
-            for track in store.tracks(family):
-                held = store.steps.get(track.key)
-                if track.kind == EPOCH and held is not None and held.kind == SAMPLED:
-                    # a learning rate Keras logs at epoch ends (ReduceLROnPlateau): the held
-                    # line has each value already, and a line joining epoch ends drew ramps
-                    plot.drop_epoch_curve(track.key)
-                    continue
-                plot.bind(track)
+            # its clock and epochs place it on the time and epoch axes; its style colours it
+            plot.set_run(store, self.run_style)
+            plot.bind_run()  # every run's lines are bound alike (the others' at refresh)
         note = self.note()
         if note != self._note_drawn:
             self._note_drawn = note
@@ -455,6 +457,8 @@ class MetricsPanel(FamiliesAndFits, QWidget):
         is over."""
         store = self.store
         if not store.fits or store.ended is not None or self.x_mode not in STEP_AXES:
+            return 0.0
+        if not self.model.live:  # a recorded run ends where its data does
             return 0.0
         fit = store.fits[-1]
         if fit.kind != "fit" or not fit.steps_per_epoch or fit.epochs <= fit.initial_epoch:

@@ -57,23 +57,15 @@ from tfstudio.core.runs import (
 )
 from tfstudio.ui.panels.runs_compare import RunsCompare
 from tfstudio.ui.panels.runs_table import PATH_ROLE, RunItem, RunsTable
+from tfstudio.ui.plotting.style import RUN_COLOURS, RunStyle, picked_style
 
 POLL_MS = 750  # followed runs: a point shows within ~1 s, 100 of them cost < 5% of a core
 LOADING_POLL_MS = 50  # while a picked run is still being read: it appears piece by piece
 LIST_EVERY_S = 2.0  # re-list the runs this often while a run is live
 MAX_NAMED_READING = 3  # runs named in "reading …" (then how many more)
-# Picked runs' colours: the live run keeps blue (train) and orange (val).
-COLOURS = (
-    "#2ca02c",
-    "#d62728",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#7f7f7f",
-    "#bcbd22",
-    "#17becf",
-    "#1f77b4",
-)
+# Picked runs' colours (the live run keeps blue): the same RunStyle colours the swatch
+# and every line of the run in the metrics view.
+COLOURS = RUN_COLOURS
 
 
 class RunsPanel(RunsCompare, QWidget):
@@ -370,8 +362,12 @@ class RunsPanel(RunsCompare, QWidget):
     # -- picked runs ------------------------------------------------------------
     def picked(self) -> list[tuple[RunStore, str]]:
         """The picked runs' stores with their colours, in list order."""
+        return [(store, style.colour) for store, style in self.picked_styles()]
+
+    def picked_styles(self) -> list[tuple[RunStore, RunStyle]]:
+        """The picked runs' stores with their styles (the swatch's colour), in list order."""
         return [
-            (self.stores[p], self.colour_of(p)) for p in self.selected_paths() if p in self.stores
+            (self.stores[p], self.style_of(p)) for p in self.selected_paths() if p in self.stores
         ]
 
     def loading(self) -> bool:
@@ -387,11 +383,17 @@ class RunsPanel(RunsCompare, QWidget):
             self.show_error(f"cannot read {path}: {exc}")
         return reader
 
-    def colour_of(self, path: Location) -> str:
-        """A run's colour: by its place among the selected runs (first green, then red...)."""
+    def style_of(self, path: Location) -> RunStyle:
+        """How a run is drawn: its name, and its colour by its place among the selected
+        runs (first green, then red...): its swatch here and its lines in the plots."""
         paths = self.selected_paths()
         i = paths.index(path) if path in paths else len(paths)
-        return COLOURS[i % len(COLOURS)]
+        store = self.stores.get(path)
+        return picked_style(i, store.name if store is not None else path.name)
+
+    def colour_of(self, path: Location) -> str:
+        """A run's colour (its :meth:`style_of`)."""
+        return self.style_of(path).colour
 
     def _mark_colours(self) -> None:
         """A colour swatch beside each selected run's name, matching its curves."""
@@ -401,7 +403,7 @@ class RunsPanel(RunsCompare, QWidget):
             path = location(item.data(0, PATH_ROLE))
             if path in selected:
                 swatch = QPixmap(10, 10)
-                swatch.fill(QColor(self.colour_of(path)))
+                swatch.fill(QColor(self.style_of(path).colour))
                 item.setIcon(0, QIcon(swatch))
             else:
                 item.setIcon(0, QIcon())

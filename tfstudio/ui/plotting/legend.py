@@ -70,7 +70,10 @@ class TitleRow:
             n = len(items)
             wanted = min(self._legend_columns, n)
             options = [wanted] + [c for c in (-(-n // 2), -(-n // 3)) if c < wanted]
-            chosen = next((c for c in options if self._legend_width(c) <= room), wanted)
+            # none fits: the narrowest (labels squeezed into a narrower room wrap, and
+            # wrapped labels make every row twice as tall)
+            narrowest = min(options, key=self._legend_width)
+            chosen = next((c for c in options if self._legend_width(c) <= room), narrowest)
             fits = self._legend_width(chosen) <= room
             if chosen != self.legend.columnCount:
                 self._arranging = True
