@@ -47,6 +47,7 @@ def shown(window, name: str):
     """Pick run ``name`` in the Runs panel and press "Show run": the window's inspector."""
     window.runs.select([name])
     window.runs.open_inspector()
+    assert window.parts.wait()  # (read on the session's reader thread)
     inspector = window.inspector
     assert inspector.tabs.currentWidget() is inspector.weights
     assert window.session.shown.name == name and not window.session.shown.live
@@ -130,6 +131,7 @@ def test_a_run_folder_named_by_a_url_opens_too(window, tmp_path):
     rec.write([_weights(10), _gradients(10), _weights(20), _gradients(20)])
     rec.close(RunEnded("finished", 0, 1, 20, 1.0))
     model = window.show_run(url)
+    assert window.parts.wait()
     assert window.inspector.store is model.inspector
     assert model.inspector.weights["m/dense/kernel"].steps == [10, 20]
     assert model.inspector.shapes["m/dense/kernel"] == (3, 2)

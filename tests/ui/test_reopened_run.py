@@ -57,7 +57,8 @@ def test_every_view_shows_a_reopened_run_and_the_live_one_comes_back(window, cha
     folder = tmp_path / "train-20260101-000000"
     write_run(folder)
 
-    model = window.show_run(str(folder))
+    model = window.show_run(str(folder))  # read on the session's reader thread
+    assert window.parts.wait()
     window.bridge.flush()
     assert model.notes == [] and window.session.shown is model and not model.live
     # metrics

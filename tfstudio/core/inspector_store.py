@@ -101,6 +101,7 @@ class InspectorStore:
 
     def __init__(self) -> None:
         self.recorded_in = ""  # a recorded run's name: its samples come from its folder
+        self.loading = False  # a recorded run's samples are being read from its folder
         self.clear()
 
     def clear(self) -> None:
@@ -197,6 +198,8 @@ class InspectorStore:
         Args:
             what: ``"weights"``, ``"gradients"`` or ``"layer outputs"``.
         """
+        if self.loading:
+            return f"Reading the run's {what} from its folder…"
         s = self.status
         if what == "gradients" and s is not None and s.waiting:
             if self.ended:
@@ -222,6 +225,8 @@ class InspectorStore:
 
     def status_text(self) -> str:
         """One line: cadence, measured overhead, cost of a sample, largest message."""
+        if self.loading:
+            return "Reading the run's inspector samples from its folder…"
         if self.recorded_in:
             samples = max((len(h.steps) for h in self.weights.values()), default=0)
             return f"Recorded in run '{self.recorded_in}': {samples} samples."

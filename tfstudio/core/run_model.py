@@ -95,6 +95,7 @@ class ConsoleText:
         self.chunks: deque[tuple[str, bool, str]] = deque()  # (stream, native, text)
         self.added = 0  # chunks ever added: a view keeps how many it drew
         self.dropped = 0  # characters left out at the start (the bound)
+        self.resets = 0  # times the text was cleared (a view then draws it afresh)
         self._chars = 0
 
     def add(self, stream: str, text: str, native: bool = False) -> None:
@@ -119,6 +120,7 @@ class ConsoleText:
         self.chunks.clear()
         self.added = 0
         self.dropped = 0
+        self.resets += 1
         self._chars = 0
 
     def since(self, added: int) -> list[tuple[str, bool, str]]:
@@ -217,6 +219,10 @@ class RunModel:
         self.device_memory: DeviceMemory | None = None  # TensorFlow's newest memory figures
         self.hparams: dict[str, HParamValue] = {}
         self.notes: list[str] = []  # parts that could not be read (say what and where)
+        # A reopened run read on a reader thread (Session.open(wait=False)): True until its
+        # first read is applied; its run.json status as last read ("running": followed).
+        self.loading = False
+        self.recorded_status = ""
         self._revisions = dict.fromkeys(PARTS, 0)
         self._settled = -1  # the metrics revision a reopened run's progress was read at
 
@@ -313,35 +319,66 @@ class RunModel:
     def load(self, run_dir: str | Location, metrics: bool = True) -> None:
         """Fill the model from a run folder as it is now (reads on the calling thread).
 
-        The metrics come through :func:`tfstudio.core.run_loading.load_folder` (the same
-        columns a live run's store gets; ``metrics=False``: they come another way, the
-        Runs panel's reader), the inspector's samples through
-        :func:`tfstudio.core.recorded.inspector_events` and :meth:`apply`, the rest
-        through :meth:`load_record`.
+        The folder is read by a :class:`~tfstudio.core.run_parts.PartsFeed` (its metrics
+        as :func:`tfstudio.core.run_loading.load_folder` reads them, unless ``metrics`` is
+        False: they come another way, the Runs panel's reader; its inspector samples
+        through :func:`tfstudio.core.recorded.inspector_events`; the rest through
+        ``read_run_record`` and ``read_hparams``) and applied by :meth:`take_parts`, as a
+        :class:`Session` does with a read made on its reader thread.
         """
-        from tfstudio.core.recorded import inspector_events, model_tree
-        from tfstudio.core.run_loading import load_folder
-        from tfstudio.core.runs import RunReader, read_run_json, run_status
+        from tfstudio.core.run_parts import PartsFeed
 
-        path = location(run_dir)
-        if metrics:
-            load_folder(path, self.metrics)
-        reader = RunReader(path)
-        reader.update()
-        info = read_run_json(path)
-        events = inspector_events(reader.scalars, reader.histograms, info)
+        self.take_parts(PartsFeed(run_dir, metrics=metrics).read())
+
+    def take_parts(self, parts: Any) -> None:
+        """Apply one read of the run's folder (a :class:`~tfstudio.core.run_parts.FolderParts`,
+        read on any thread) on the thread that owns the model; each part that changed
+        moves its revision (a followed run's parts are read again as it grows)."""
+        from tfstudio.core.run_parts import adopt
+
+        for batch in parts.batches:
+            batch.apply(self.metrics)
         inspector = self.metrics.inspector
-        inspector.recorded_in = path.name
-        for fit in self.metrics.fits:
-            inspector.ingest(fit)
-        tree = model_tree(info)  # (the model dock's tree: from the variables' shapes)
-        if tree is not None and not inspector.trees:
-            inspector.ingest(tree)
-        self.apply(events)
-        if self.metrics.ended is not None or run_status(info) != "running":
+        if parts.inspector is not None:
+            adopt(inspector, parts.inspector)
+            for fit in self.metrics.fits:
+                inspector.ingest(fit)
+        over = parts.status != "running" or self.metrics.ended is not None
+        if over and not inspector.ended:
             inspector.ended = True  # no sample will come: the views say why none came
             inspector.version += 1
-        self.load_record(path)
+        self.notes += parts.notes
+        if parts.record is not None:
+            self.take_record(parts.record)
+        if parts.hparams is not None and parts.hparams != self.hparams:
+            self.hparams = dict(parts.hparams)
+            self.touch("hparams")
+        if self.loading or parts.status != self.recorded_status:
+            self.loading = False
+            self.recorded_status = parts.status
+            self.touch("progress")
+
+    def take_record(self, record: Any) -> None:
+        """A run folder's console, system samples, checkpoints and notices (a
+        :class:`~tfstudio.core.run_record.RunRecord`); only the parts that changed move."""
+        self.set_console_text(record.console)
+        system = {tag: (np.asarray(t), np.asarray(v)) for tag, (t, v) in record.system.items()}
+        if not _same_system(self.system.as_dict(), system):
+            self.system.clear()
+            for tag, (t, values) in system.items():
+                self.system.set_series(tag, t, values)
+            self.touch("system")
+        checkpoints = list(record.checkpoints)
+        if checkpoints != self.metrics.checkpoints:
+            self.metrics.checkpoints[:] = checkpoints
+            self.touch("checkpoints")
+        # as live: the run's notices, and the advisor's findings apart
+        notices = [n for n in record.notices if type(n) is Notice]
+        advice = [n for n in record.notices if type(n) is Advice]
+        if notices != self.notices or advice != self.advice:
+            self.notices[:] = notices
+            self.advice[:] = advice
+            self.touch("notices")
 
     def load_record(self, run_dir: str | Location) -> None:
         """The console, system samples, checkpoints, notices and hyperparameters of a run
@@ -354,17 +391,7 @@ class RunModel:
             except Exception as exc:  # noqa: BLE001 - a damaged folder is said, not fatal
                 self.notes.append(f"{run_dir}: its console, system samples and lists: {exc}")
             else:
-                self.set_console_text(record.console)
-                self.system.clear()
-                for tag, (t, values) in record.system.items():
-                    self.system.set_series(tag, t, values)
-                self.touch("system")
-                self.metrics.checkpoints[:] = list(record.checkpoints)
-                self.touch("checkpoints")
-                # as live: the run's notices, and the advisor's findings apart
-                self.notices[:] = [n for n in record.notices if type(n) is Notice]
-                self.advice[:] = [n for n in record.notices if type(n) is Advice]
-                self.touch("notices")
+                self.take_record(record)
         else:
             self.notes.append("this tfstudio cannot read a run's console and system samples")
         self.read_hparams(run_dir)
@@ -384,8 +411,16 @@ class RunModel:
             self.touch("hparams")
 
     def set_console_text(self, text: str) -> None:
-        """The console's whole text (a recorded run's ``output.log``)."""
-        self.console.set_text(text)
+        """The console's whole text (a recorded run's ``output.log``). Text that only grew
+        (a followed run) is added as a chunk of its own: a view appends it."""
+        console = self.console
+        old = console.text()
+        if text == old and console.resets:
+            return  # (set once already: a followed run that printed nothing new)
+        if old and not console.dropped and text.startswith(old):
+            console.add("stdout", text[len(old) :])
+        else:
+            console.set_text(text)
         self.touch("console")
 
     def add_system_sample(self, t: float, values: Mapping[str, float]) -> None:
@@ -522,6 +557,16 @@ def _system(model: RunModel, e: SystemSampled) -> None:
     model.add_system_sample(e.time, {"system/" + k: v for k, v in e.values.items()})
 
 
+def _same_system(
+    a: Mapping[str, tuple[np.ndarray, np.ndarray]], b: Mapping[str, tuple[np.ndarray, np.ndarray]]
+) -> bool:
+    """Whether two sets of system samples are equal (tag by tag, times and values)."""
+    return a.keys() == b.keys() and all(
+        np.array_equal(a[k][0], b[k][0]) and np.array_equal(a[k][1], b[k][1], equal_nan=True)
+        for k in a
+    )
+
+
 def _optional(name: str) -> Any:
     """A module another part of tfstudio provides, or None where it is not there yet."""
     try:
@@ -580,6 +625,8 @@ class Session:
         self.opened: dict[str, RunModel] = {}  # run folder -> its model
         self.shown: RunModel = self.live  # the run the views show
         self.listeners: list[Callable[[RunModel], None]] = []  # told when ``shown`` changes
+        self._reader: Any = None  # a PartsReader, made on the first read off this thread
+        self._feeds: dict[str, Any] = {}  # run folder -> its PartsFeed (read off this thread)
 
     # -- the bridge's panel protocol: the session takes every event before any view draws --
     def ingest_steps(self, steps: Sequence[StepEnded] | StepColumns) -> None:
@@ -618,26 +665,93 @@ class Session:
         self.show(self.live)
         return self.live
 
-    def open(self, run_dir: str | Location, metrics: RunStore | None = None) -> RunModel:
+    def open(
+        self, run_dir: str | Location, metrics: RunStore | None = None, wait: bool = True
+    ) -> RunModel:
         """The model of a run folder, read whole on first use (the same model after).
 
         Args:
             run_dir: the run folder.
             metrics: its metrics when read already (the Runs panel's store of it).
+            wait: read it now, on this thread; False: on the session's reader thread,
+                the model ``loading`` until :meth:`poll` applies the read (the window:
+                a big run never pauses it).
         """
         path = location(run_dir)
-        model = self.opened.get(str(path))
+        key = str(path)
+        model = self.opened.get(key)
         if model is not None and metrics is not None and model.metrics is not metrics:
             model = None  # the Runs panel reads it again
+            self._forget_feed(key)
         if model is None:
-            model = RunModel(path.name, str(path), self.capacity, self.smoothing, metrics=metrics)
-            model.load(path, metrics=metrics is None)
-            self.opened[str(path)] = model
+            model = RunModel(path.name, key, self.capacity, self.smoothing, metrics=metrics)
+            self.opened[key] = model
+            if wait:
+                model.load(path, metrics=metrics is None)
+            else:
+                from tfstudio.core.run_parts import PartsFeed, PartsReader
+
+                model.loading = True
+                model.metrics.inspector.loading = True
+                if self._reader is None:
+                    self._reader = PartsReader()
+                self._feeds[key] = feed = PartsFeed(path, metrics=metrics is None)
+                self._reader.submit(feed)
         return model
+
+    def follow(self, model: RunModel) -> bool:
+        """Read a reopened run's folder again on the reader thread (what was appended: its
+        metrics when the session reads them, inspector samples, console, system samples,
+        checkpoints, notices, hyperparameters); :meth:`poll` applies it. False when no
+        read was started (the model is not read off this thread, or a read is out)."""
+        feed = self._feeds.get(model.path)
+        if feed is None or self.opened.get(model.path) is not model or self._reader.busy(feed):
+            return False
+        return bool(self._reader.submit(feed))
+
+    def reading(self) -> bool:
+        """Whether a read is out on the reader thread (or finished and not applied yet)."""
+        return self._reader is not None and self._reader.busy()
+
+    def poll(self) -> list[RunModel]:
+        """Apply the reads finished on the reader thread (call it on the models' thread);
+        returns the models that took one."""
+        if self._reader is None:
+            return []
+        changed = []
+        for feed, parts in self._reader.take():
+            key = str(feed.path)
+            model = self.opened.get(key)
+            if model is None or self._feeds.get(key) is not feed:
+                continue  # closed or read afresh meanwhile
+            if isinstance(parts, Exception):
+                model.notes.append(f"cannot read {key}: {type(parts).__name__}: {parts}")
+                model.loading = False
+                model.metrics.inspector.loading = False
+                model.touch("progress")
+            else:
+                model.metrics.inspector.loading = False
+                model.take_parts(parts)
+            changed.append(model)
+        return changed
+
+    def shutdown(self) -> None:
+        """Stop the reader thread (a read in progress is cancelled)."""
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+        self._feeds.clear()
+
+    def _forget_feed(self, key: str) -> None:
+        feed = self._feeds.pop(key, None)
+        if feed is not None:
+            feed.cancel()
 
     def close(self, run_dir: str | Location) -> None:
         """Let go of a run folder's model (the live one is shown if it was)."""
-        model = self.opened.pop(str(location(run_dir)), None)
+        key = str(location(run_dir))
+        self._forget_feed(key)
+        model = self.opened.pop(key, None)
         if model is not None and model is self.shown:
             self.show(self.live)
 

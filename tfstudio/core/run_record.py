@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from tfstudio.core import events as _events
+from tfstudio.core.eventfile_decode import TagColumns
 from tfstudio.core.events import (
     Advice,
     CheckpointDeleted,
@@ -163,23 +165,32 @@ def read_events_log(path: Location) -> tuple[list[object], list[float], list[str
     return out, walls, problems
 
 
-def read_system(run_dir: Location, start_time: float) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """The ``system/...`` scalars of a run folder: tag -> (seconds since start, values)."""
+def read_system(
+    run_dir: Location, start_time: float, columns: Mapping[str, TagColumns] | None = None
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The ``system/...`` scalars of a run folder: tag -> (seconds since start, values).
+
+    ``columns``: the folder's scalars when read already (a reader that follows the
+    folder); None: its event files are read here.
+    """
     from tfstudio.core.run_reading import read_columns
 
     out = {}
-    for tag, cols in read_columns(run_dir).items():
+    for tag, cols in (read_columns(run_dir) if columns is None else columns).items():
         if tag.startswith(SYSTEM_PREFIX) and len(cols):
             order = np.argsort(cols.wall, kind="stable")
             out[tag] = (cols.wall[order] - start_time, cols.values[order])
     return out
 
 
-def read_run_record(run_dir: str | Path | Location) -> RunRecord:
+def read_run_record(
+    run_dir: str | Path | Location, columns: Mapping[str, TagColumns] | None = None
+) -> RunRecord:
     """Read a run folder's console text, checkpoints, notices and system samples.
 
     Never raises for a damaged or partial folder (a run killed mid-write): what can be
-    read is returned and the rest is named in :attr:`RunRecord.problems`.
+    read is returned and the rest is named in :attr:`RunRecord.problems`. ``columns``:
+    the folder's scalars when read already (see :func:`read_system`).
     """
     from tfstudio.core.runs import read_run_json
 
@@ -215,7 +226,7 @@ def read_run_record(run_dir: str | Path | Location) -> RunRecord:
         info = {}
     try:
         start = info.get("start_time")
-        system = read_system(folder, 0.0)
+        system = read_system(folder, 0.0, columns)
         if start is None and system:
             start = min(float(t[0]) for t, _ in system.values())
         record.system = {tag: (t - float(start or 0.0), v) for tag, (t, v) in system.items()}

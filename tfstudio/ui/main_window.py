@@ -54,6 +54,7 @@ from tfstudio.ui.panels.notices import NoticesPanel
 from tfstudio.ui.panels.runs import RunsPanel
 from tfstudio.ui.panels.status import StatusPanel
 from tfstudio.ui.panels.system import SystemPanel
+from tfstudio.ui.shown_run import PartsPump
 from tfstudio.ui.window_parts import (
     MAX_RECENT,
     MESSAGE_MS,
@@ -169,6 +170,16 @@ class MainWindow(WindowChrome, RunsShown, QMainWindow):
             if listeners is not None:  # a command's answer is awaited at the live pace
                 listeners.append(self.bridge.wake)
         self.session.listeners.append(self._show_model)
+        # a reopened run is read on the session's reader thread, followed while it grows
+        self.parts = PartsPump(
+            self.session,
+            (self.metrics, self.console, self.status, self.system, self.checkpoints,
+             self.notices, self.inspector),
+            follow=self.runs.follow_box.isChecked,
+            note=self.console.note,
+            parent=self,
+        )  # fmt: skip
+        self.status.show_live_requested.connect(lambda: self.session.show(self.session.live))
         for panel in (
             self.session,  # first: the live model has each event before any view draws
             self.metrics,
@@ -561,4 +572,5 @@ class MainWindow(WindowChrome, RunsShown, QMainWindow):
             self.launcher.stop()
         self.bridge.stop()
         self.system.stop()
+        self.parts.stop()
         super().closeEvent(event)

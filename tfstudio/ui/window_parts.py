@@ -52,13 +52,19 @@ class RunsShown:
         if not model.live:
             self.statusBar().showMessage(f"Showing recorded run {model.path}", MESSAGE_MS)
 
-    def show_run(self, run_dir: str, metrics: RunStore | None = None) -> RunModel:
+    def show_run(
+        self, run_dir: str, metrics: RunStore | None = None, wait: bool = False
+    ) -> RunModel:
         """Show a recorded run in every view (its metrics, inspector, console, system,
-        checkpoints, notices and status), as a live run is shown."""
-        model = self.session.open(run_dir, metrics)
-        for note in model.notes:
-            self.console.note(note)
+        checkpoints, notices and status), as a live run is shown.
+
+        Its folder is read on the session's reader thread (``wait``: here, now): the
+        views show it at once, "reading…", and draw each part when the read is in
+        (``self.parts``, :class:`~tfstudio.ui.shown_run.PartsPump`).
+        """
+        model = self.session.open(run_dir, metrics, wait=wait)
         self.session.show(model)
+        self.parts.kick()
         return model
 
     def _show_previous(self, script: str, before: float) -> None:

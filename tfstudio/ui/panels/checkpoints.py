@@ -119,6 +119,7 @@ class CheckpointsPanel(QWidget):
         layout.addWidget(self.message)
         self._dirty = True
         self._select_next: str | None = None
+        self._read_at = -1  # a reopened run's checkpoints revision when listed
         self.message.setText(NO_CHECKPOINT)
         self.refresh()
 
@@ -226,7 +227,11 @@ class CheckpointsPanel(QWidget):
         self._dirty = True
 
     def refresh(self) -> None:
-        """Rebuild the table if anything changed (a handful of rows)."""
+        """Rebuild the table if anything changed (a handful of rows; a reopened run's list
+        read again)."""
+        if not self.model.live and self.model.revision("checkpoints") != self._read_at:
+            self._read_at = self.model.revision("checkpoints")
+            self._dirty = True
         if not self._dirty:
             return
         self._dirty = False

@@ -217,6 +217,8 @@ class ConsolePanel(QWidget):
         super().__init__(parent)
         self.model = model if model is not None else RunModel(live=True)
         self._live_document: QTextDocument | None = None  # set aside while a reopened run shows
+        # a reopened run's text as drawn: (loading, console resets, chunks added)
+        self._recorded_drawn: tuple[bool, int, int] = (False, -1, -1)
         self.view = QPlainTextEdit(self)
         # the live text's document is the panel's own: set aside while a reopened run's text
         # is shown (the editor deletes a default document it replaces)
@@ -330,9 +332,13 @@ class ConsolePanel(QWidget):
         """Write everything queued since the last frame in one edit.
 
         Out of sight (its dock closed or behind another tab) the text waits in the
-        buffer, which keeps the newest ``max_lines``, and is written when shown.
+        buffer, which keeps the newest ``max_lines``, and is written when shown. A
+        reopened run's text is written again when it was read (at last, or on: a
+        followed run's new text is appended).
         """
-        if not out_of_sight(self):
+        if not self.model.live:
+            self._draw_recorded()
+        elif not out_of_sight(self):
             self._write_pending()
 
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 (Qt API)
@@ -367,18 +373,44 @@ class ConsolePanel(QWidget):
         doc.setDefaultFont(self.view.font())
         doc.setMaximumBlockCount(self._live_document.maximumBlockCount())
         self.view.setDocument(doc)
+        self._recorded_drawn = (False, -1, -1)
+        self._draw_recorded()
+
+    def _draw_recorded(self) -> None:
+        """A reopened run's text: whole when first shown, read or read afresh; a followed
+        run's new chunks appended."""
+        model, console = self.model, self.model.console
+        drawn = (model.loading, console.resets, console.added)
+        if drawn == self._recorded_drawn:
+            return
+        was_loading, resets, added = self._recorded_drawn
+        self._recorded_drawn = drawn
+        doc = self.view.document()
         cursor = QTextCursor(doc)
-        console = model.console
-        head = f"Output of run '{model.name}', as recorded in its folder"
-        if console.dropped:
-            head += f" ({console.dropped:,} characters at the start left out)"
-        if not len(console):
-            head += ": none was recorded"
-        cursor.insertText(head + "\n", self._formats["tfstudio"])
-        for stream, native, text in console.chunks:
+        chunks = console.chunks
+        if was_loading == model.loading and resets == console.resets and added >= 0:
+            chunks = console.since(added)  # (the head stays)
+            cursor.movePosition(QTextCursor.MoveOperation.End)
+        else:
+            doc.clear()
+            head = f"Output of run '{model.name}', as recorded in its folder"
+            if model.loading:
+                head += ": reading…"
+            else:
+                if console.dropped:
+                    head += f" ({console.dropped:,} characters at the start left out)"
+                if not len(console):
+                    head += ": none was recorded"
+            cursor.insertText(head + "\n", self._formats["tfstudio"])
+        bar = self.view.verticalScrollBar()
+        at_bottom = bar.value() >= bar.maximum() - 2
+        cursor.beginEditBlock()
+        for stream, native, text in chunks:
             name = f"{stream} native" if native else stream
             cursor.insertText(plain_text(text), self._formats.get(name, self._formats["stdout"]))
-        self.view.moveCursor(QTextCursor.MoveOperation.End)
+        cursor.endEditBlock()
+        if at_bottom:
+            self.view.moveCursor(QTextCursor.MoveOperation.End)
 
     def _write_pending(self) -> None:
         if self._live_document is not None:

@@ -60,6 +60,7 @@ class NoticesPanel(QWidget):
         self._own = model is None  # a panel used alone feeds a model of its own
         self.model = model if model is not None else RunModel(live=True)
         self._dirty = False
+        self._read_at = -1  # a reopened run's notices revision when listed
 
         self.list = QListWidget(self)
         self.list.setObjectName("noticesList")
@@ -139,7 +140,10 @@ class NoticesPanel(QWidget):
         self._dirty = True
 
     def refresh(self) -> None:
-        """Show what arrived since the last frame."""
+        """Show what arrived since the last frame (a reopened run's notices read again)."""
+        if not self.model.live and self.model.revision("notices") != self._read_at:
+            self._read_at = self.model.revision("notices")
+            self._dirty = True
         if self._dirty:
             self._rebuild()
 

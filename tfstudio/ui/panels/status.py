@@ -2,14 +2,16 @@
 
 The texts are the progress part of the run model shown (``model.progress``,
 ``model.devices``): the live run's as its events come, or a reopened run's where it
-ended.
+ended. The state is the shown run's too: a reopened run's as its folder says
+("finished — run 'X' (recorded)", "reading… — run 'X'" while it is read), and while a
+live run goes on meanwhile a link says so ("live run running: show it").
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import QEvent, QSize, Qt
+from PySide6.QtCore import QEvent, QSize, Qt, Signal
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QLabel, QProgressBar, QWidget
 
@@ -47,7 +49,12 @@ STATES: dict[str, tuple[str, str]] = {
     "finished": ("finished", "#2e7d32"),
     "failed": ("failed", "#c62828"),
     "error": ("error", "#c62828"),
+    "interrupted": ("interrupted", "#b26b00"),  # a recorded run whose writer is gone
+    "reading": ("reading…", "#b26b00"),  # a reopened run read from its folder
+    "recorded": ("recorded", "#6b6b6b"),  # a folder that says no state (TensorBoard's)
 }
+# The live run's states in which it goes on while a reopened run is shown.
+LIVE_GOING = ("starting", "running", "paused", "stopping", "loading")
 
 
 class StatusPanel(QWidget):
@@ -65,6 +72,8 @@ class StatusPanel(QWidget):
         model: the run shown (the window's session gives it and feeds it; :meth:`show_model`
             changes it); None: one of the panel's own, fed by the panel (a panel used alone).
     """
+
+    show_live_requested = Signal()  # the hint's link: show the live run again
 
     EVENTS = (
         StepEnded,
@@ -86,6 +95,13 @@ class StatusPanel(QWidget):
         self.state = "idle"
         self.state_label = QLabel(self)
         self.state_label.setObjectName("state")
+        # the live run's state while a reopened run is shown: a link back to it
+        self.live_hint = QLabel(self)
+        self.live_hint.setTextFormat(Qt.TextFormat.RichText)
+        self.live_hint.setToolTip("Show the live run in every view")
+        self.live_hint.linkActivated.connect(lambda _link: self.show_live_requested.emit())
+        self._live_state: tuple[str, str] = ("idle", "")  # the window's, for the live run
+        self._shown_state: tuple[object, ...] = ()  # what the state label was drawn from
         self.epoch_label = QLabel(self)
         self.step_label = QLabel(self)
         self.rate_label = QLabel(self)
@@ -105,7 +121,7 @@ class StatusPanel(QWidget):
         self._placed: tuple | None = None  # (width, height, parts) when last placed
         self._hints: dict[QLabel, tuple[str, int]] = {}
         self._dirty = True
-        self._read_at = -1  # the metrics revision a reopened run's progress was drawn at
+        self._read_at: tuple[int, int] = (-1, -1)  # a reopened run's revisions drawn at
         self._explained = ""  # the tooltip that says what a restore did to the counts
         self.set_state("idle")
         self.refresh()
@@ -131,6 +147,7 @@ class StatusPanel(QWidget):
             self.model = model
             self._dirty = True
             self.refresh()
+            self._show_state()
 
     # -- panel protocol ----------------------------------------------------
     def ingest_steps(self, steps: Sequence[StepEnded]) -> None:
@@ -149,9 +166,13 @@ class StatusPanel(QWidget):
 
     def refresh(self) -> None:
         """Redraw the progress texts if anything changed."""
-        if not self.model.live and self.model.metrics.revision != self._read_at:
-            self._read_at = self.model.metrics.revision  # a reopened run read on
-            self._dirty = True
+        model = self.model
+        if not model.live:
+            read = (model.metrics.revision, model.revision("progress"))
+            if read != self._read_at:
+                self._read_at = read  # a reopened run read on (or read at last)
+                self._dirty = True
+                self._show_state()
         if not self._dirty:
             return
         self._dirty = False
@@ -241,9 +262,40 @@ class StatusPanel(QWidget):
         self.refresh()
 
     def set_state(self, state: str, detail: str = "") -> None:
-        """Show the run's state (one of :data:`STATES`), with optional detail text."""
-        text, colour = STATES.get(state, (state, "#6b6b6b"))
+        """The live run's state (one of :data:`STATES`), with optional detail text: shown
+        while the live run is; with a reopened run shown, the hint beside its state."""
         self.state = state
+        self._live_state = (state, detail)
+        self._show_state()
+
+    def _show_state(self) -> None:
+        """The state label: the shown run's state; the hint: the live run's, when it goes on
+        while a reopened run is shown."""
+        model = self.model
+        live_state, live_detail = self._live_state
+        if model.live:
+            state, detail, hint = live_state, live_detail, ""
+        else:
+            name = model.name or "this run"
+            if model.loading:
+                state, detail = "reading", f"run '{name}'"
+            else:
+                status = model.recorded_status
+                if model.metrics.ended is not None and status in ("", "unknown", "running"):
+                    status = model.metrics.ended.status
+                state = status if status in STATES else "recorded"
+                detail = f"run '{name}' (recorded" + (
+                    ", still being written)" if status == "running" else ")"
+                )
+            hint = ""
+            if live_state in LIVE_GOING:
+                live = STATES.get(live_state, (live_state, ""))[0].rstrip("…")
+                hint = f'<a href="live">live run {live}: show it</a>'
+        drawn = (state, detail, hint)
+        if drawn == self._shown_state:
+            return
+        self._shown_state = drawn
+        text, colour = STATES.get(state, (state, "#6b6b6b"))
         shown = f"{text} — {detail}" if detail else text
         self.state_label.setText(shown)
         self.state_label.setToolTip(shown)
@@ -251,7 +303,13 @@ class StatusPanel(QWidget):
             f"QLabel#state {{ color: white; background: {colour}; border-radius: 3px;"
             " padding: 1px 8px; font-weight: bold; }"
         )
+        self.live_hint.setText(hint)
+        self.live_hint.setVisible(bool(hint))
         self._place()
+
+    def hint_text(self) -> str:
+        """The live run's hint as plain text ("" when none is shown)."""
+        return self.live_hint.text().replace('<a href="live">', "").replace("</a>", "")
 
     # -- placing -----------------------------------------------------------
     def _giving_way(self) -> tuple[QLabel, ...]:
@@ -269,6 +327,8 @@ class StatusPanel(QWidget):
         if self.progress_bar.isVisibleTo(self):
             parts.append((self.progress_bar, self.progress_bar.width()))
         parts.append((self.state_label, self.state_label.sizeHint().width()))  # styled: asked
+        if self.live_hint.text():
+            parts.append((self.live_hint, self.live_hint.sizeHint().width()))
         return parts
 
     def _hint(self, label: QLabel) -> int:
@@ -351,6 +411,7 @@ class StatusPanel(QWidget):
         """Every visible text of the panel in one line (for tests and logs)."""
         parts = [
             self.state_label.text(),
+            self.hint_text(),
             self.epoch_label.text(),
             self.step_label.text(),
             self.rate_label.text(),

@@ -127,7 +127,8 @@ class SystemPanel(SystemFigures, QWidget):
         self._own = model is None  # a panel used alone keeps its samples in a model of its own
         self.model = model if model is not None else RunModel(live=True)
         self._sampled_model = self.model  # the live run's: where samples go
-        self._read_at = -1  # the metrics revision a reopened run's step times were drawn at
+        # a reopened run's (metrics, system) revisions when drawn: read on, drawn again
+        self._read_at: tuple[int, int] = (-1, -1)
         self.gpu_reader = gpu_reader
         self.sampler: ProcessSampler | None = None
         self.idle_watch = IdleGpuWatch()
@@ -406,8 +407,9 @@ class SystemPanel(SystemFigures, QWidget):
         Out of sight (the dock closed or behind another) nothing is drawn until shown.
         """
         recorded = not self._shows_live()
-        if recorded and self.model.metrics.revision != self._read_at:
-            self._read_at = self.model.metrics.revision  # a reopened run read on: its steps
+        read = (self.model.metrics.revision, self.model.revision("system"))
+        if recorded and read != self._read_at:
+            self._read_at = read  # a reopened run read on: its steps, its samples
             self._dirty = True
         if self._dirty and not out_of_sight(self):
             self._render(curves=not self.live or recorded)

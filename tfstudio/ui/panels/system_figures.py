@@ -40,6 +40,8 @@ class SystemFigures:
         """The figures of a reopened run: its last samples (and its peak memory)."""
         system = self.model.system
         last = last_values(system)
+        if self.model.loading:
+            return [("run", f"reading run '{html.escape(self.model.name)}' from its folder…")]
         if not last:
             return [("run", f"no system samples were recorded in run '{self.model.name}'")]
         rows = [("run", f"recorded in run '{html.escape(self.model.name)}'")]

@@ -103,8 +103,9 @@ class WeightsView(VariableRowsView):
     def describe(self, shown: int) -> str:
         """How many variables are shown of how many."""
         total = len(self.store.weights)
-        if not total:  # after a run without any: why none came
-            return self.store.empty_text("weights") if self.store.ended else ""
+        if not total:  # after a run without any: why none came (or: being read)
+            said = self.store.ended or self.store.loading
+            return self.store.empty_text("weights") if said else ""
         which = f"{shown} of {total}" if shown < total else f"all {total}"
         store = self.store
         maps = any(not _single(store.shapes.get(p, ()), h.values) for p, h in store.weights.items())

@@ -1,0 +1,256 @@
+"""A run folder's parts read off the thread that owns its model (issue 56).
+
+A reopened run can be big: thousands of inspector samples, hours of system samples,
+megabytes of console text. Reading it on the window's thread would pause the window,
+so reading and applying are apart, as for the metrics
+(:class:`~tfstudio.core.run_loading.FolderFeed`):
+
+- :class:`PartsFeed` reads a folder (any thread) and returns a :class:`FolderParts`:
+  the metrics' chunks when the feed reads them, a filled
+  :class:`~tfstudio.core.inspector_store.InspectorStore`, the
+  :class:`~tfstudio.core.run_record.RunRecord` (console, system samples, checkpoints,
+  notices) and the hyperparameters. It keeps its reader, so reading again (a run
+  followed while it grows) reads only what was appended; the inspector's samples are
+  rebuilt only when new ones came.
+- :class:`PartsReader` runs feeds on a thread of its own; :meth:`PartsReader.take`
+  hands the finished reads to the owner (the window's GUI thread), which applies them
+  with :meth:`~tfstudio.core.run_model.RunModel.take_parts`.
+
+The reader thread builds plain Python and numpy objects only (never a Qt object), so
+the window's rule holds: garbage is collected on the GUI thread (``ui/guards.py``).
+Nothing here imports Qt.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tfstudio.core.eventfile_decode import TagColumns
+from tfstudio.core.inspector_store import InspectorStore
+from tfstudio.core.locations import Location, location
+from tfstudio.core.run_loading import INSPECTOR_PREFIXES, FeedBatch, FolderFeed, fits_from_run_json
+from tfstudio.core.run_reading import RunReader
+from tfstudio.core.run_record import SYSTEM_PREFIX, RunRecord, read_run_record
+
+HParamValue = str | int | float | bool
+
+
+@dataclass
+class FolderParts:
+    """What one read of a run folder brought (to apply on the model's own thread).
+
+    Attributes:
+        path: the folder.
+        batches: the metrics' chunks, in order (empty when the feed does not read them).
+        inspector: the inspector's samples, whole; None when no new sample came since the
+            feed's last read.
+        status: ``run.json``'s status (``"running"`` while the run is written).
+        record: console, system samples, checkpoints and notices; None if unreadable.
+        hparams: the hyperparameters; None if unreadable.
+        notes: what could not be read, in words (say what and where).
+    """
+
+    path: str
+    batches: list[FeedBatch] = field(default_factory=list)
+    inspector: InspectorStore | None = None
+    status: str = "unknown"
+    record: RunRecord | None = None
+    hparams: dict[str, HParamValue] | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+class PartsFeed:
+    """Reads one run folder's parts; call :meth:`read` again to follow it as it grows.
+
+    Meant for one reading thread at a time (a :class:`PartsReader`'s).
+
+    Args:
+        run_dir: the folder (a path or a URL TensorBoard's file layer reads).
+        metrics: read the metrics too (a model with no other source of them).
+    """
+
+    def __init__(self, run_dir: str | Location, metrics: bool = False) -> None:
+        self.path = location(run_dir)
+        self.metrics = FolderFeed(self.path) if metrics else None
+        self.reader = RunReader(self.path)
+        self.cancelled = threading.Event()
+        self.reads = 0  # reads finished (the first one fills the model)
+        self._inspector_seen: tuple[int, int] | None = None  # (scalars, histograms) built from
+
+    def cancel(self) -> None:
+        """Stop reading (from any thread): a read in progress ends early."""
+        self.cancelled.set()
+        self.reader.folder.cancel()
+        if self.metrics is not None:
+            self.metrics.cancel()
+
+    def read(self) -> FolderParts:
+        """Read what the folder holds now (only what was appended since the last read)."""
+        from tfstudio.core.hparams import read_hparams
+        from tfstudio.core.recorded import inspector_events, model_tree
+        from tfstudio.core.runs import read_run_json, run_status
+
+        parts = FolderParts(str(self.path))
+        while self.metrics is not None and not self.cancelled.is_set():
+            batch = self.metrics.read()
+            parts.batches.append(batch)
+            if not batch.more:
+                break
+        self.reader.update()
+        info = read_run_json(self.path)
+        parts.status = run_status(info)
+        seen = self._inspector_points()
+        if seen != self._inspector_seen:
+            self._inspector_seen = seen
+            try:
+                parts.inspector = _inspector(
+                    inspector_events(self.reader.scalars, self.reader.histograms, info),
+                    model_tree(info),
+                    fits_from_run_json(info),
+                    self.path.name,
+                )
+            except Exception as exc:  # noqa: BLE001 - a damaged folder is said, not fatal
+                parts.notes.append(f"{self.path}: its inspector samples: {exc}")
+        try:
+            parts.record = read_run_record(self.path, self._system_columns())
+        except Exception as exc:  # noqa: BLE001
+            parts.notes.append(f"{self.path}: its console, system samples and lists: {exc}")
+        try:
+            parts.hparams = dict(read_hparams(str(self.path)))
+        except Exception as exc:  # noqa: BLE001
+            parts.notes.append(f"{self.path}: its hyperparameters: {exc}")
+        self.reads += 1
+        return parts
+
+    def _inspector_points(self) -> tuple[int, int]:
+        """How many inspector points and histograms were read (a new one: rebuild)."""
+        scalars = sum(
+            len(p.steps) for t, p in self.reader.scalars.items() if t.startswith(INSPECTOR_PREFIXES)
+        )
+        return scalars, sum(len(h) for h in self.reader.histograms.values())
+
+    def _system_columns(self) -> dict[str, TagColumns]:
+        """The ``system/...`` scalars the reader holds, as columns (read once, not again)."""
+        return {
+            tag: TagColumns(
+                np.asarray(p.steps, np.int64),
+                np.asarray(p.values, np.float64),
+                np.asarray(p.wall, np.float64),
+            )
+            for tag, p in self.reader.scalars.items()
+            if tag.startswith(SYSTEM_PREFIX)
+        }
+
+
+def _inspector(events: list[Any], tree: Any, fits: list[Any], name: str) -> InspectorStore:
+    """An inspector store holding a recorded run's samples (built on the reading thread)."""
+    store = InspectorStore()
+    store.recorded_in = name
+    for fit in fits:
+        store.ingest(fit)
+    if tree is not None:
+        store.ingest(tree)
+    for event in events:
+        store.ingest(event)
+    return store
+
+
+def adopt(target: InspectorStore, source: InspectorStore) -> None:
+    """Make ``target`` hold ``source``'s samples (views keep ``target``; its version moves).
+
+    Keeps what the owner set on ``target`` (the fits' labels, the end) where ``source``
+    lacks it.
+    """
+    version = target.version
+    kinds = {**target.kinds, **source.kinds}
+    ended = target.ended or source.ended
+    trees = source.trees or target.trees
+    target.__dict__.update(source.__dict__)
+    target.kinds, target.ended, target.trees = kinds, ended, trees
+    target.version = version + source.version + 1
+
+
+class PartsReader:
+    """Reads :class:`PartsFeed` s on a thread of its own; the owner takes the results.
+
+    ``submit(feed)`` queues a read; finished reads wait in :meth:`take` (the owner calls
+    it, e.g. on a timer on the GUI thread), so reading never blocks the owner's thread.
+    """
+
+    def __init__(self) -> None:
+        self._todo: list[PartsFeed] = []
+        self._done: list[tuple[PartsFeed, FolderParts | Exception]] = []
+        self._lock = threading.Lock()
+        self._has_work = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._reading: PartsFeed | None = None
+
+    def submit(self, feed: PartsFeed) -> bool:
+        """Read ``feed`` once more, soon; False when it is queued or being read already."""
+        with self._lock:
+            if feed in self._todo or feed is self._reading:
+                return False
+            self._todo.append(feed)
+        self._has_work.set()
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._loop, name="tfstudio-parts-reader", daemon=True
+            )
+            self._thread.start()
+        return True
+
+    def busy(self, feed: PartsFeed | None = None) -> bool:
+        """Whether ``feed`` (any feed, when None) is queued, being read, or not taken yet."""
+        with self._lock:
+            if feed is None:
+                return bool(self._todo or self._done or self._reading)
+            return (
+                feed in self._todo or feed is self._reading or any(f is feed for f, _ in self._done)
+            )
+
+    def take(self) -> list[tuple[PartsFeed, FolderParts | Exception]]:
+        """The reads finished since the last call (a failed read gives its exception)."""
+        with self._lock:
+            done, self._done = self._done, []
+        return done
+
+    def close(self) -> None:
+        """Stop the thread (a read in progress is cancelled, and ends early)."""
+        self._stop.set()
+        with self._lock:
+            reading = self._reading
+            for feed in self._todo:
+                feed.cancel()
+        if reading is not None:
+            reading.cancel()
+        self._has_work.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._has_work.wait()
+            with self._lock:
+                feed = self._todo.pop(0) if self._todo else None
+                if feed is None:
+                    self._has_work.clear()
+                    continue
+                self._reading = feed
+            result: FolderParts | Exception
+            if feed.cancelled.is_set():
+                result = RuntimeError("cancelled")
+            else:
+                try:
+                    result = feed.read()
+                except Exception as exc:  # noqa: BLE001 - an unreadable folder is said, not fatal
+                    result = exc
+            with self._lock:
+                self._reading = None
+                if not feed.cancelled.is_set():
+                    self._done.append((feed, result))
