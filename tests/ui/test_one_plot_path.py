@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt
 
 from tests.core.tfevents import write_events
 from tfstudio.core.locations import location
+from tfstudio.core.x_axes import PER_FIT
 from tfstudio.ui.plotting.style import LIVE_COLOUR, short_names
 
 N = 20
@@ -155,6 +156,12 @@ def test_picked_runs_are_overlaid_in_their_swatch_colours_and_named_shortly(
     # the readout names the other run as the legend does
     text = plot.readout(15).replace("<b>", "").replace("</b>", "")
     assert f"194512: loss {LOSS[14] + 1.0:.5g}" in text
+    # step within fit: the run on show's one fit keeps its run's colour, named by run
+    metrics.set_x_mode(PER_FIT)
+    window.bridge.flush()
+    overlay = plot.overlays[("loss (per step)", 0)]
+    assert overlay.opts["pen"].color().name() == first.colour
+    assert plot.legend_labels() == ["194601: 1 m", "194512"]
 
 
 def test_a_recorded_runs_x_range_ends_at_its_last_step(window, qtbot, tmp_path):

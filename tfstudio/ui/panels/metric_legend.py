@@ -56,7 +56,9 @@ class MetricLegend:
             for s in self.spans
             if (primary, s.index) in self.overlays and self._span_shown(s)
         ]
+        layers = self._layer_entries()
         key = (PER_FIT, *((id(item), span.index) for item, span in entries))
+        key += tuple((id(item), label) for item, label in layers)
         if key == self._legend_key:
             return
         self._legend_key = key
@@ -66,9 +68,9 @@ class MetricLegend:
             self.legend.setVisible(False)  # the fit list beside the plots shows the colours
             return
         named = len(entries) <= MAX_NAMED_FITS
+        run = f"{self.short_name(self.own)}: " if layers else ""  # beside other runs: whose
         for item, span in entries:
-            self.legend.addItem(item, span.segment.name if named else span.segment.short)
-        layers = self._layer_entries()
+            self.legend.addItem(item, run + (span.segment.name if named else span.segment.short))
         for item, label in layers:
             self.legend.addItem(item, label)
         self.set_legend_columns(_legend_columns(len(entries) + len(layers)))

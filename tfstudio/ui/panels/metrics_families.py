@@ -17,6 +17,7 @@ from tfstudio.ui.panels.metric_plot import GLOBAL, PER_FIT, FitSpan
 from tfstudio.ui.panels.metrics_sidebar import SIDEBAR_WIDTH
 from tfstudio.ui.plotting import Segment, segment_colour
 from tfstudio.ui.plotting.smoothing import DEFAULT_WEIGHT
+from tfstudio.ui.plotting.style import LIVE_COLOUR
 
 MANY_FAMILIES = 4  # more families than this: only loss and the first metric shown by default
 SETTINGS_GROUP = "metrics"
@@ -29,10 +30,19 @@ class FamiliesAndFits:
     # -- fits ----------------------------------------------------------------
     def spans(self) -> list[FitSpan]:
         """The run's fits as spans of global steps, with their colours and labels."""
+        spans = self.store.spans()
         return [
-            FitSpan(fit.fit_index, start, end, _segment(fit), segment_colour(i))
-            for i, (fit, start, end) in enumerate(self.store.spans())
+            FitSpan(fit.fit_index, start, end, _segment(fit), self._fit_colour(i, len(spans)))
+            for i, (fit, start, end) in enumerate(spans)
         ]
+
+    def _fit_colour(self, index: int, fits: int) -> str:
+        """A fit's colour: one fit alone is in its run's colour (as every line of the run
+        is, beside the other runs); several fits each in a colour of their own."""
+        if fits == 1:
+            style = getattr(self, "run_style", None)
+            return style.colour if style is not None else LIVE_COLOUR
+        return segment_colour(index)
 
     def _update_fit_rows(self) -> None:
         store = self.store
@@ -41,7 +51,7 @@ class FamiliesAndFits:
             loss = store.fit_loss.get(fit.fit_index)
             self.sidebar.set_fit(
                 fit.fit_index,
-                segment_colour(i),
+                self._fit_colour(i, len(store.fits)),
                 fit.model.name,
                 steps,
                 "—" if loss is None else f"{loss:.4g}",
