@@ -78,13 +78,14 @@ def test_every_run_is_smoothed_after_runs_were_dropped_and_drawn_again(finished_
         _, raw = finite(curve.item)
         assert curve.smooth.item.isVisible()
         np.testing.assert_allclose(finite(curve.smooth.item)[1], ema(raw.tolist(), 0.99))
-        # each other run: one line per key, its smoothed line (no stale line left behind)
+        # each other run: one line per key, and its per-step key's smoothed line over the
+        # faint raw one, as the run on show's (no stale line left behind)
         lines = layer_lines(plot)
         keys = ["loss", "val_loss"] if family == "loss" else ["accuracy"]
-        assert len(lines) == 3 * len(keys), family
+        assert len(lines) == 3 * (len(keys) + 1), family
         for layer in plot.layers:
             track = layer.store.steps[family]
-            _, y = finite(layer.curves[family].item)
+            _, y = finite(layer.curves[family].smooth.item)
             _, raw = track.points()
             np.testing.assert_allclose(y, ema(raw.tolist(), 0.99), rtol=1e-6)
             assert y.tolist() != pytest.approx(raw.tolist())
@@ -112,7 +113,7 @@ def test_a_run_shown_with_a_plot_hidden_is_smoothed_when_drawn_behind_a_live_run
     plot = metrics.plots["accuracy"]
     [layer] = plot.layers
     assert layer.store is alpha
-    _, y = finite(layer.curves["accuracy"].item)
+    _, y = finite(layer.curves["accuracy"].smooth.item)  # over its raw line
     _, raw = alpha.steps["accuracy"].points()
     assert len(y) == len(raw) == 20
     np.testing.assert_allclose(y, ema(raw.tolist(), 0.99), rtol=1e-6)
