@@ -358,12 +358,12 @@ class MetricPlot(Readout, ExactZoom, MetricLegend, FitOverlays, LayerLines, Plot
         name = style.name if style is not None and style.name else ""
         name = name or (store.name if store is not None else "") or LIVE_NAME
         colour = style.colour if style is not None else LIVE_COLOUR
+        self.own.store = store
         if colour != self.own.colour:
             self._recolour_own(colour)
         if name != self.own.name:
             self.own.name = name
             self._legend_stale = True
-        self.own.store = store
         if store is self.store:
             return
         self.store = store
