@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tfstudio.core.events import DeviceMemory, RunDevices, RunEnded, RunStarted
+from tfstudio.core.events import DeviceMemory, RunDevices, RunEnded, RunStarted, SystemSampled
 from tfstudio.core.gpu import GpuReader, GpuSample
 from tfstudio.core.system import (
     PeakTracker,
@@ -164,3 +164,35 @@ def test_resource_watch_gpu_peaks_from_nvml_and_tensorflow(tree):
     assert summary.endswith(", GPU:0 3.00 GiB (TensorFlow peak 2.50 GiB)")  # GPU 1: unused
     assert watch.peaks.gpu_process == {"GPU:0": 3 * GB, "GPU:1": 0}
     assert nvml.shutdowns == 1  # close() let NVML go
+
+
+def test_resource_watch_takes_the_workers_samples_and_samples_nothing_itself(tree, monkeypatch):
+    """The worker samples its run once a second (SystemSampled): the headless watch takes
+    its peaks from those events and never samples the worker from outside as well."""
+    from tests.fake_nvml import GB, H100, FakeNvml
+    from tfstudio.core import system
+
+    made = []
+
+    class Counted(system.ProcessSampler):
+        def __init__(self, *args, **kwargs):
+            made.append(args)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(system, "ProcessSampler", Counted)
+    nvml = FakeNvml([dict(H100, procs=[])])
+    with ResourceWatch(interval=0.05, gpu_reader=GpuReader(nvml)) as watch:
+        watch.ingest(RunStarted("/x/train.py", ("train.py",), "/x", 0.0, tree.pid))
+        for t, rss, held in ((1.0, 100 * MB, 1 * GB), (2.0, 300 * MB, 3 * GB), (3.0, 200 * MB, 0)):
+            values = {"process/rss_bytes": float(rss), "gpu0/process_memory_bytes": float(held)}
+            values["gpu1_mig2/process_memory_bytes"] = float(held // 2)
+            watch.ingest(SystemSampled(t, int(t), values))
+        time.sleep(0.4)  # (eight intervals: a watch sampling from outside would have)
+        watch.ingest(RunEnded("finished", 0, 1, 10, 3.0))
+        summary = watch.summary()
+    assert made == [] and watch.outside_samples == 0 and watch.worker_samples == 3
+    assert nvml.inits == 0  # NVML was not even opened here
+    # the worker's figures, and the worker's own high-water mark (read, not sampled)
+    assert watch.peaks.host_rss >= 300 * MB
+    assert watch.peaks.gpu_process == {"GPU:0": 3 * GB, "GPU:1 MIG 2": 3 * GB // 2}
+    assert summary.startswith("peak memory: host ") and "GPU:0 3.00 GiB" in summary

@@ -103,3 +103,28 @@ def test_ctrl_c_stops_a_headless_run_at_a_batch_boundary(write_script):
         proc.kill()
     assert proc.returncode == 130, err
     assert "Run stopped" in err and "after fit" not in out
+
+
+def test_headless_peak_memory_comes_from_the_workers_samples(write_script, capfd, monkeypatch):
+    """The worker samples its run once a second (SystemSampled, recorded as system/...):
+    the terminal's peak-memory line is made of those samples, and the viewer samples the
+    worker from outside no more (one sampling, not two)."""
+    from tfstudio import headless
+
+    watches = []
+
+    class Kept(headless.ResourceWatch):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            watches.append(self)
+
+    monkeypatch.setattr(headless, "ResourceWatch", Kept)
+    path = write_script(
+        "import time\nblock = bytearray(64 << 20)\ntime.sleep(1.5)\nprint('done', len(block))\n"
+    )
+    assert run_headless(str(path)) == 0
+    _, err = capfd.readouterr()
+    [watch] = watches
+    assert watch.worker_samples >= 1 and watch.outside_samples == 0
+    assert watch.peaks.host_rss >= 64 << 20  # the script's block is in the worker's figures
+    assert re.search(r"tfstudio: peak memory: host \d", err), err

@@ -9,9 +9,10 @@ and its GPUs once a second on a thread of its own and emits them as
 :class:`~tfstudio.core.events.SystemSampled` events (recorded as ``system/...``
 scalars, shown live).
 
-For the headless runner, :class:`ResourceWatch` follows a run's events, samples
-its worker once a second in a thread, and words the device line printed at the
-start and the peak-memory line of the run summary.
+For the headless runner, :class:`ResourceWatch` follows a run's events (the
+worker's ``SystemSampled`` among them: it samples nothing itself unless the worker
+sends none) and words the device line printed at the start and the peak-memory line
+of the run summary.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -244,6 +245,24 @@ class PeakTracker:
                 name = gpu.device
                 self.gpu_process[name] = max(self.gpu_process.get(name, 0), gpu.process_memory)
 
+    def add_values(self, values: Mapping[str, float], pid: int = 0) -> None:
+        """Take a worker's sample as ``SystemSampled`` carries it (``process/rss_bytes``,
+        ``gpu0/process_memory_bytes``, ...), and the high-water mark of ``pid`` (the
+        worker) where the OS keeps one: the peak between two samples."""
+        rss = values.get("process/rss_bytes")
+        if rss is not None:
+            self.host_rss = max(self.host_rss, int(rss))
+        hwm = peak_rss_of(pid) if pid > 0 else None
+        if hwm is not None:
+            self.host_rss = max(self.host_rss, hwm)
+        for name, value in values.items():
+            key, _, figure = name.partition("/")
+            if figure != "process_memory_bytes" or not key.startswith("gpu"):
+                continue
+            index, _, mig = key[len("gpu") :].partition("_mig")
+            device = f"GPU:{index}" + (f" MIG {mig}" if mig else "")
+            self.gpu_process[device] = max(self.gpu_process.get(device, 0), int(value))
+
     def add_device_memory(self, event: DeviceMemory) -> None:
         """Take TensorFlow's own current/peak figures from the worker."""
         for name, current, peak in zip(event.devices, event.current, event.peak, strict=False):
@@ -277,28 +296,49 @@ def device_line(event: RunDevices) -> str:
 
 
 class ResourceWatch:
-    """Follows a run's events and samples its worker in a thread; for the headless runner.
+    """Follows a run's events for the headless runner: its device line and peak memory.
 
-    Feed every event to :meth:`ingest`; it starts sampling at ``RunStarted``
-    (``pid`` 0 samples this process) and stops at ``RunEnded``. It returns the
-    line to print for ``RunDevices``. :meth:`summary` words the run's peak
-    memory. Call :meth:`close` when done (also a context manager).
+    Feed every event to :meth:`ingest`. The worker samples its own processes, the
+    machine and its GPUs once a second (:class:`SystemSampling`): its ``SystemSampled``
+    events are the peaks' samples, and nothing is sampled twice. Only a run whose
+    worker sends none within ``fallback_s`` of ``RunStarted`` is sampled from outside,
+    in a thread (``pid`` 0 samples this process), until ``RunEnded``. It returns the
+    line to print for ``RunDevices``. :meth:`summary` words the run's peak memory.
+    Call :meth:`close` when done (also a context manager).
 
     Args:
-        interval: seconds between samples.
-        gpu_reader: NVML access; a default :class:`GpuReader` when None.
+        interval: seconds between samples (taken from outside).
+        gpu_reader: NVML access for samples from outside; a default :class:`GpuReader`
+            when None (NVML is only opened if it samples).
+        fallback_s: how long to wait for the worker's first sample before sampling from
+            outside (default: three intervals).
     """
 
     def __init__(
-        self, interval: float = SAMPLE_INTERVAL_S, gpu_reader: GpuReader | None = None
+        self,
+        interval: float = SAMPLE_INTERVAL_S,
+        gpu_reader: GpuReader | None = None,
+        fallback_s: float | None = None,
     ) -> None:
         self.interval = interval
-        self.gpu_reader = gpu_reader if gpu_reader is not None else GpuReader()
+        self.fallback_s = 3 * interval if fallback_s is None else fallback_s
+        self._gpu_reader = gpu_reader
         self.peaks = PeakTracker()
+        self.worker_samples = 0  # SystemSampled events taken (this run)
+        self.outside_samples = 0  # samples taken from outside (this run)
+        self._pid = 0
         self._sampler: ProcessSampler | None = None
+        self._failed = False  # sampling from outside failed (said once)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+
+    @property
+    def gpu_reader(self) -> GpuReader:
+        """NVML access for samples from outside (opened on first use)."""
+        if self._gpu_reader is None:
+            self._gpu_reader = GpuReader()
+        return self._gpu_reader
 
     def __enter__(self) -> ResourceWatch:
         return self
@@ -308,7 +348,12 @@ class ResourceWatch:
 
     def ingest(self, event: object) -> str | None:
         """Follow one event; returns a line to print (for ``RunDevices``), else None."""
-        if isinstance(event, RunStarted):
+        if isinstance(event, SystemSampled):
+            with self._lock:
+                self.worker_samples += 1
+                self.peaks.add_values(event.values, self._pid)
+            self._stop.set()  # the worker samples: none from outside (or no more)
+        elif isinstance(event, RunStarted):
             self.start(event.pid)
         elif isinstance(event, RunDevices):
             return device_line(event)
@@ -320,28 +365,35 @@ class ResourceWatch:
         return None
 
     def start(self, pid: int) -> None:
-        """Begin sampling ``pid`` (0: this process) once a second; forgets an earlier run."""
+        """A run of ``pid`` (0: this process) started: forgets an earlier run; samples it
+        from outside once a second only if its worker sends no sample (``fallback_s``)."""
         self.stop()
-        self.peaks = PeakTracker()
-        self._sampler = ProcessSampler(pid)
+        with self._lock:
+            self.peaks = PeakTracker()
+            self.worker_samples = self.outside_samples = 0
+        self._pid = pid
+        self._sampler = None
+        self._failed = False
         self._stop.clear()
-        self._sample_once()
         self._thread = threading.Thread(target=self._loop, name="tfstudio-resources", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop sampling (one last sample first); the peaks are kept."""
+        """Stop following the run (sampled from outside: one last sample first); the peaks
+        are kept."""
         thread, self._thread = self._thread, None
         if thread is None:
             return
         self._stop.set()
         thread.join(timeout=5)
-        self._sample_once()
+        if not self.worker_samples and not self._failed:
+            self._sample_once()
 
     def close(self) -> None:
         """Stop sampling and let NVML go."""
         self.stop()
-        self.gpu_reader.close()
+        if self._gpu_reader is not None:
+            self._gpu_reader.close()
 
     def summary(self) -> str:
         """The run's peak memory, one line (see :meth:`PeakTracker.summary`)."""
@@ -349,21 +401,26 @@ class ResourceWatch:
             return self.peaks.summary()
 
     def _loop(self) -> None:
+        if self._stop.wait(self.fallback_s) or self.worker_samples:
+            return  # the worker samples its run (or the run ended first)
+        self._sample_once()
         while not self._stop.wait(self.interval):
             self._sample_once()
 
     def _sample_once(self) -> None:
-        sampler = self._sampler
-        if sampler is None:
-            return
         try:
+            if self._sampler is None:
+                self._sampler = ProcessSampler(self._pid)
+            sampler = self._sampler
             sample = sampler.sample()
             gpus = self.gpu_reader.read(sampler.pids())
         except Exception as exc:  # noqa: BLE001 - a monitor never ends a run
             print(f"tfstudio: resource sampling failed: {exc!r}", file=sys.stderr)
-            self._sampler = None
+            self._failed = True
+            self._stop.set()
             return
         with self._lock:
+            self.outside_samples += 1
             self.peaks.add_sample(sample)
             self.peaks.add_gpus(gpus)
 
