@@ -156,6 +156,7 @@ def test_picked_runs_are_overlaid_in_their_swatch_colours_and_named_shortly(
     # the readout names the other run as the legend does
     text = plot.readout(15).replace("<b>", "").replace("</b>", "")
     assert f"194512: loss {LOSS[14] + 1.0:.5g}" in text
+    assert f"194601 · loss (per step): {LOSS[14]:.5g}" in text  # and the run on show
     # step within fit: the run on show's one fit keeps its run's colour, named by run
     metrics.set_x_mode(PER_FIT)
     window.bridge.flush()

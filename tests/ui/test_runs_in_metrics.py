@@ -91,7 +91,9 @@ def test_picked_runs_show_in_the_metrics_view_with_every_tool(window, qtbot, tmp
     assert y.tolist() == pytest.approx(ema(b[:10], 0.8) + ema(b[10:], 0.8))
     # the hover readout names run, fit and value
     text = plot.readout(15)
-    assert "b-20260101-000001 fit 2: loss" in text and "a-20260101-000000" not in text
+    assert "b-20260101-000001 fit 2: loss" in text
+    # the run on show's lines are named as its legend entry (not listed as another run)
+    assert "a-20260101-000000 · loss (per step)" in text and "a-20260101-000000:" not in text
     # step within fit: each of its fits from 0
     metrics.set_x_mode(PER_FIT)
     window.bridge.flush()

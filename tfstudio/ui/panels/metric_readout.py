@@ -32,6 +32,9 @@ class Readout:
         span = self.span_at(step) if len(self.spans) > 1 else None
         lo, hi = (span.start, span.end) if span is not None else (-np.inf, np.inf)
         rows: list[str] = []
+        others = [row for layer in self.layers for row in self._layer_rows(layer, x)]
+        # beside other runs, the run on show's rows are named as its legend entry is
+        whose = f"{self.short_name(self.own)} · " if others else ""
         for curve in self.curves():
             if curve.item is None or not self._reaches(curve, x):
                 continue
@@ -45,10 +48,9 @@ class Readout:
                 near = smoothed.nearest(step, lo, hi)
                 if near is not None:
                     where += f", smoothed <b>{_fmt(near[1])}</b>"
-            rows.append(_row(curve.colour, curve.label, y0, y1, where))
+            rows.append(_row(curve.colour, whose + curve.label, y0, y1, where))
         own = len(rows)  # the run on show's rows (its step goes in the head)
-        for layer in self.layers:
-            rows.extend(self._layer_rows(layer, x))
+        rows.extend(others)
         if not rows:
             return ""
         rows = _cap(rows, self.max_readout_rows)
