@@ -160,3 +160,42 @@ def test_a_session_opens_a_folder_once_and_shows_any_model(tmp_path):
     assert session.shown is model
     session.close(run)
     assert session.shown is session.live
+
+
+def test_a_folder_read_on_the_sessions_reader_thread_fills_the_model_as_a_read_here(tmp_path):
+    """Session.open(wait=False): the model exists at once, loading; poll() applies the read
+    made on the reader thread; every part equals the model read on this thread."""
+    import time
+
+    from tests.ui.test_shown_run_reading import write_big_run
+
+    run = tmp_path / "big-1"
+    write_big_run(run)
+    here = Session().open(run)
+    session = Session()
+    model = session.open(run, wait=False)
+    assert model.loading and model.inspector.loading and not model.inspector.weights
+    deadline = time.monotonic() + 60
+    while model.loading and time.monotonic() < deadline:
+        session.poll()
+        time.sleep(0.01)
+    assert not model.loading and not model.inspector.loading and model.notes == []
+    assert model.recorded_status == here.recorded_status == "finished"
+    for name, history in here.inspector.weights.items():
+        assert model.inspector.weights[name].steps == history.steps
+        assert model.inspector.weights[name].hists == history.hists
+    assert model.inspector.trees.keys() == here.inspector.trees.keys()
+    assert model.inspector.ended and model.inspector.recorded_in == "big-1"
+    np.testing.assert_array_equal(
+        model.metrics.steps["loss"].points()[1], here.metrics.steps["loss"].points()[1]
+    )
+    assert model.console.text() == here.console.text()
+    assert model.system.series == here.system.series and model.hparams == here.hparams
+    # a read again (the run followed) with nothing new moves no part
+    revisions = {part: model.revision(part) for part in PARTS}
+    assert session.follow(model)
+    while session.reading():
+        session.poll()
+        time.sleep(0.01)
+    assert {part: model.revision(part) for part in PARTS} == revisions
+    session.shutdown()

@@ -24,6 +24,7 @@ Nothing here imports Qt.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,11 @@ from tfstudio.core.run_reading import RunReader
 from tfstudio.core.run_record import SYSTEM_PREFIX, RunRecord, read_run_record
 
 HParamValue = str | int | float | bool
+# A followed run's inspector samples are rebuilt whole from what was read (new samples
+# came): at most this share of the reader thread's time, and not more often than
+# FOLLOW_INSPECTOR_S.
+INSPECTOR_SHARE = 0.05
+FOLLOW_INSPECTOR_S = 2.0
 
 
 @dataclass
@@ -80,6 +86,7 @@ class PartsFeed:
         self.cancelled = threading.Event()
         self.reads = 0  # reads finished (the first one fills the model)
         self._inspector_seen: tuple[int, int] | None = None  # (scalars, histograms) built from
+        self._inspector_next = 0.0  # (monotonic) a followed run's samples rebuilt from then
 
     def cancel(self) -> None:
         """Stop reading (from any thread): a read in progress ends early."""
@@ -90,7 +97,7 @@ class PartsFeed:
 
     def read(self) -> FolderParts:
         """Read what the folder holds now (only what was appended since the last read)."""
-        from tfstudio.core.hparams import read_hparams
+        from tfstudio.core.hparams import clean, read_hparams
         from tfstudio.core.recorded import inspector_events, model_tree
         from tfstudio.core.runs import read_run_json, run_status
 
@@ -104,8 +111,10 @@ class PartsFeed:
         info = read_run_json(self.path)
         parts.status = run_status(info)
         seen = self._inspector_points()
-        if seen != self._inspector_seen:
+        over = parts.status != "running"
+        if seen != self._inspector_seen and (over or time.monotonic() >= self._inspector_next):
             self._inspector_seen = seen
+            began = time.monotonic()
             try:
                 parts.inspector = _inspector(
                     inspector_events(self.reader.scalars, self.reader.histograms, info),
@@ -115,12 +124,18 @@ class PartsFeed:
                 )
             except Exception as exc:  # noqa: BLE001 - a damaged folder is said, not fatal
                 parts.notes.append(f"{self.path}: its inspector samples: {exc}")
+            took = time.monotonic() - began
+            self._inspector_next = began + max(FOLLOW_INSPECTOR_S, took / INSPECTOR_SHARE)
         try:
             parts.record = read_run_record(self.path, self._system_columns())
         except Exception as exc:  # noqa: BLE001
             parts.notes.append(f"{self.path}: its console, system samples and lists: {exc}")
+        recorded = info.get("hparams")
         try:
-            parts.hparams = dict(read_hparams(str(self.path)))
+            if isinstance(recorded, dict) and recorded:
+                parts.hparams = dict(clean(recorded))
+            elif not self.reads:  # (a foreign folder's HParams data: read once, it stays)
+                parts.hparams = dict(read_hparams(str(self.path)))
         except Exception as exc:  # noqa: BLE001
             parts.notes.append(f"{self.path}: its hyperparameters: {exc}")
         self.reads += 1
