@@ -139,6 +139,8 @@ class PartsFeed:
         except Exception as exc:  # noqa: BLE001
             parts.notes.append(f"{self.path}: its hyperparameters: {exc}")
         self.reads += 1
+        if over:  # no more will come: the points are the model's now, not kept twice here
+            self.reader = RunReader(self.path)
         return parts
 
     def _inspector_points(self) -> tuple[int, int]:
