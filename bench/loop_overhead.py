@@ -55,6 +55,7 @@ lower ratio of steps/s, i.e. of mean step times, reader and pump CPU charged).
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import platform
 import random
@@ -195,6 +196,10 @@ def graph_interleaved(args: argparse.Namespace, corpus: bool = False) -> tuple[f
         cpus: dict[tuple[int, bool], list[float]] = {(i, m): [] for i, m, _ in calls}
         order = random.Random(0)
         clock, process = time.perf_counter, time.process_time
+        # a full collection of the process's ~400k objects (TensorFlow's graphs) pauses
+        # for ~0.5 s and lands on one side's call at random: none while timed
+        gc.collect()
+        gc.freeze()
         helpers = _helper_clock(interceptor.reader.thread, side.pump, side.pump.pipe._thread)  # noqa: SLF001
         for _ in range(args.steps):
             order.shuffle(calls)
@@ -212,6 +217,7 @@ def graph_interleaved(args: argparse.Namespace, corpus: bool = False) -> tuple[f
                     times[i, False].append(clock() - t)
                 # the training's own CPU (TensorFlow's pools included, the helpers not)
                 cpus[i, monitored].append(process() - p - (helpers() - h))
+        gc.unfreeze()
         # What the reader and the pump cost per step of a run that is all monitored: a
         # stretch of monitored steps alone, their threads' CPU time over its steps.
         reader, alone = interceptor.reader.thread, args.steps
