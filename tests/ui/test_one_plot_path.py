@@ -185,3 +185,31 @@ def test_short_names_strip_what_every_name_shares_to_a_separator():
     assert short_names(["alpha-1", "beta-1"]) == ["alpha-1", "beta-1"]
     assert short_names(["run-a", "run-a"]) == ["run-a", "run-a"]  # nothing would be left
     assert short_names(["only-one"]) == ["only-one"]
+
+
+def test_a_legend_filled_as_runs_come_in_keeps_rows_as_tall_as_its_text(qtbot):
+    """The legend is made again as each run comes in (one run's lines, then each run
+    named and each kind of line); every row stays one line of text, its sample beside
+    its label (pyqtgraph sized the legend from its rows' current, stretched heights: on
+    the wall-time screenshot its rows stayed twice as tall, samples under the labels)."""
+    import pyqtgraph as pg
+
+    from tfstudio.ui.plotting import PlotView
+
+    view = PlotView("loss")
+    qtbot.addWidget(view.widget)
+    view.widget.resize(1400, 300)
+    view.widget.show()
+    qtbot.waitUntil(lambda: view.plot.geometry().width() > 1200)
+    kinds = ["loss (per step)", "loss (epoch mean)", "val_loss"]
+    runs = ["191846", "191636", "191542"]
+    for shown in (kinds, runs[:2] + kinds, runs + kinds):
+        view.legend.clear()
+        for name in shown:
+            view.legend.addItem(pg.PlotDataItem(pen="k"), name)
+        view.set_legend_columns(len(shown) if len(shown) <= 3 else (len(shown) + 1) // 2)
+        qtbot.wait(20)
+    for sample, label in view.legend.items:
+        hint = label.effectiveSizeHint(Qt.SizeHint.PreferredSize).height()
+        assert label.geometry().height() <= hint + 1, label.text
+        assert abs(sample.geometry().top() - label.geometry().top()) < hint / 2, label.text

@@ -6,6 +6,7 @@ import html
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
 
 from tfstudio.ui.plotting.style import FOREGROUND
 
@@ -128,6 +129,30 @@ class _Legend(pg.LegendItem):
     the data the title row keeps clear."""
 
     text_bottom = 0.0  # in its own coordinates (0: unknown, the whole box)
+
+    def updateSize(self) -> None:  # noqa: N802 (pyqtgraph API)
+        """Its size from its entries' preferred sizes. pyqtgraph sums their current
+        sizes, which the layout had stretched to the size set before: a legend that was
+        once taller (entries wrapped, more rows while runs came in) kept rows twice as
+        tall as their text, the samples drawn below their labels."""
+        if self.size is not None:
+            return
+        layout = self.layout
+        heights: list[float] = []
+        width = 0.0
+        for row in range(layout.rowCount()):
+            hints = [
+                item.effectiveSizeHint(Qt.SizeHint.PreferredSize)
+                for col in range(layout.columnCount())
+                if (item := layout.itemAt(row, col))
+            ]
+            if hints:
+                heights.append(max(h.height() for h in hints))
+                gaps = layout.horizontalSpacing() * (len(hints) - 1)
+                width = max(width, sum(h.width() for h in hints) + gaps)
+        left, top, right, bottom = layout.getContentsMargins()
+        height = sum(heights) + layout.verticalSpacing() * max(0, len(heights) - 1)
+        self.setGeometry(0, 0, width + left + right, max(0.0, height) + top + bottom)
 
     def paint(self, p: object, *args: object) -> None:
         """Draw the frame (the labels and samples are items of their own); an empty
