@@ -434,7 +434,7 @@ def test_a_batch_the_window_cannot_read_is_reported_and_the_run_goes_on(tmp_path
     The reader used to die with it: the run never ended in the window, and the worker
     blocked on its full socket.
     """
-    import tfstudio.core.events as events_module
+    import tfstudio.core.events_fit as events_module
 
     unpack = events_module._unpack_steps
     failed: list[bool] = []
