@@ -7,7 +7,7 @@ emitter a graph loop's reader drains.
 from __future__ import annotations
 
 from tfstudio.core.channel import Channel
-from tfstudio.core.events import StepEnded, step_rows
+from tfstudio.core.events import StepColumns, StepEnded, step_rows
 from tfstudio.engine.loops.emission import LoopEmitter
 from tfstudio.engine.loops.series import LoopBook, Series
 from tfstudio.engine.monitor import RunMonitor
@@ -48,3 +48,49 @@ def test_a_graph_loops_norm_says_it_is_sampled() -> None:
     assert series.norm_name("gradient norm") == "gradient norm (sampled)"
     series.norm_sampled = False  # a graph that writes it at every step (a stateful random op)
     assert series.norm_name("gradient norm") == "gradient norm"
+
+
+def test_a_loop_of_two_series_reports_each_steps_own_values_and_none_it_lacks() -> None:
+    channel = Channel()
+    emitter = LoopEmitter(RunMonitor(channel), None)
+    book = LoopBook()
+    loop = book.new_loop(0)
+    critic = Series(frozenset({1}), "critic", [], ["W", "b"])
+    generator = Series(frozenset({2}), "generator", [], [])
+    book.add(critic, loop)
+    book.add(generator, loop)
+    nan = float("nan")
+    critic.add(1.0, nan, (0.5, 0.25))  # no gradients to measure at its first step
+    critic.add(2.0, 3.0, None)  # its tiny variables not read at this step
+    critic.add(4.0, 5.0, (0.75, 0.125))
+    generator.add(8.0, nan, None)
+    generator.add(9.0, 6.0, None)
+    emitter.end(loop, running={"acc": 0.5})
+    blocks = [e for e in channel.drain() if isinstance(e, StepColumns)]
+    assert len(blocks) == 1
+    block = blocks[0]
+    # each key as soon as a step has it: the order the plots appear in
+    assert list(block.values) == [
+        "loss (critic)",
+        "loss (generator)",
+        "W",
+        "b",
+        "gradient norm (critic)",
+        "gradient norm (generator)",
+    ]
+    rows = list(block)
+    assert [r.global_step for r in rows] == [1, 2, 3]
+    assert rows[0].values == {"loss (critic)": 1.0, "loss (generator)": 8.0, "W": 0.5, "b": 0.25}
+    assert rows[1].values == {
+        "loss (critic)": 2.0,
+        "gradient norm (critic)": 3.0,
+        "loss (generator)": 9.0,
+        "gradient norm (generator)": 6.0,
+    }
+    assert rows[2].values == {
+        "loss (critic)": 4.0,
+        "gradient norm (critic)": 5.0,
+        "W": 0.75,
+        "b": 0.125,
+    }
+    assert [r.running for r in rows] == [{}, {}, {"acc": 0.5}]
