@@ -26,6 +26,7 @@ import numpy as np
 from tfstudio.core.eventfile import TagColumns
 from tfstudio.core.events import CheckpointRestored, FitStarted, ModelSummary, RunEnded
 from tfstudio.core.exact_points import overview_of
+from tfstudio.core.feed_reader import FeedReader
 from tfstudio.core.keras_folders import RAW, KerasSteps, is_mean, keras_tag
 from tfstudio.core.locations import Location, location
 from tfstudio.core.run_store import (
@@ -372,73 +373,17 @@ def load_folder(run_dir: str | Location, store: RunStore | None = None) -> RunSt
             return store
 
 
-class FolderLoader:
+class FolderLoader(FeedReader[FolderFeed, FeedBatch]):
     """Reads run folders on a thread of its own; the owner applies the batches.
 
     ``submit(feed)`` queues a read; finished reads wait in :meth:`take` (called by
     the store's owner, e.g. once per frame on the UI thread), so reading never
-    blocks that thread and the store is only touched by its owner.
+    blocks that thread and the store is only touched by its owner. A folder holding
+    more than one read takes is read on at once, so a run appears chunk by chunk.
     """
 
-    def __init__(self) -> None:
-        self._todo: list[FolderFeed] = []
-        self._done: list[tuple[FolderFeed, FeedBatch | Exception]] = []
-        self._lock = threading.Lock()
-        self._has_work = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._reading = False
+    thread_name = "tfstudio-run-reader"
 
-    def submit(self, feed: FolderFeed) -> None:
-        """Read ``feed`` once more, soon (a feed already waiting is not queued twice)."""
-        with self._lock:
-            if feed not in self._todo:
-                self._todo.append(feed)
-        self._has_work.set()
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._loop, name="tfstudio-run-reader", daemon=True
-            )
-            self._thread.start()
-
-    def idle(self) -> bool:
-        """Whether nothing is queued, being read, or waiting to be taken."""
-        with self._lock:
-            return not (self._todo or self._done or self._reading)
-
-    def take(self) -> list[tuple[FolderFeed, FeedBatch | Exception]]:
-        """The reads finished since the last call (a failed read gives its exception)."""
-        with self._lock:
-            done, self._done = self._done, []
-        return done
-
-    def close(self) -> None:
-        """Stop the thread (a read in progress finishes first)."""
-        self._stop.set()
-        self._has_work.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-            self._thread = None
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            self._has_work.wait()
-            with self._lock:
-                feed = self._todo.pop(0) if self._todo else None
-                if feed is None:
-                    self._has_work.clear()
-                    continue
-                self._reading = True
-            if feed.cancelled.is_set():
-                with self._lock:
-                    self._reading = False
-                continue
-            try:
-                result: FeedBatch | Exception = feed.read()
-            except Exception as exc:  # noqa: BLE001 - an unreadable folder is said, not fatal
-                result = exc
-            with self._lock:
-                self._reading = False
-                self._done.append((feed, result))
-                if isinstance(result, FeedBatch) and result.more and feed not in self._todo:
-                    self._todo.append(feed)  # read on: the run appears chunk by chunk
+    def read_on(self, result: FeedBatch) -> bool:
+        """Read on while the folder holds more than was read."""
+        return result.more

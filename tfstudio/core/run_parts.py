@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from tfstudio.core.eventfile_decode import TagColumns
+from tfstudio.core.feed_reader import FeedReader
 from tfstudio.core.inspector_store import InspectorStore
 from tfstudio.core.locations import Location, location
 from tfstudio.core.run_loading import INSPECTOR_PREFIXES, FeedBatch, FolderFeed, fits_from_run_json
@@ -191,83 +192,11 @@ def adopt(target: InspectorStore, source: InspectorStore) -> None:
     target.version = version + source.version + 1
 
 
-class PartsReader:
+class PartsReader(FeedReader[PartsFeed, FolderParts]):
     """Reads :class:`PartsFeed` s on a thread of its own; the owner takes the results.
 
     ``submit(feed)`` queues a read; finished reads wait in :meth:`take` (the owner calls
     it, e.g. on a timer on the GUI thread), so reading never blocks the owner's thread.
     """
 
-    def __init__(self) -> None:
-        self._todo: list[PartsFeed] = []
-        self._done: list[tuple[PartsFeed, FolderParts | Exception]] = []
-        self._lock = threading.Lock()
-        self._has_work = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._reading: PartsFeed | None = None
-
-    def submit(self, feed: PartsFeed) -> bool:
-        """Read ``feed`` once more, soon; False when it is queued or being read already."""
-        with self._lock:
-            if feed in self._todo or feed is self._reading:
-                return False
-            self._todo.append(feed)
-        self._has_work.set()
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._loop, name="tfstudio-parts-reader", daemon=True
-            )
-            self._thread.start()
-        return True
-
-    def busy(self, feed: PartsFeed | None = None) -> bool:
-        """Whether ``feed`` (any feed, when None) is queued, being read, or not taken yet."""
-        with self._lock:
-            if feed is None:
-                return bool(self._todo or self._done or self._reading)
-            return (
-                feed in self._todo or feed is self._reading or any(f is feed for f, _ in self._done)
-            )
-
-    def take(self) -> list[tuple[PartsFeed, FolderParts | Exception]]:
-        """The reads finished since the last call (a failed read gives its exception)."""
-        with self._lock:
-            done, self._done = self._done, []
-        return done
-
-    def close(self) -> None:
-        """Stop the thread (a read in progress is cancelled, and ends early)."""
-        self._stop.set()
-        with self._lock:
-            reading = self._reading
-            for feed in self._todo:
-                feed.cancel()
-        if reading is not None:
-            reading.cancel()
-        self._has_work.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-            self._thread = None
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            self._has_work.wait()
-            with self._lock:
-                feed = self._todo.pop(0) if self._todo else None
-                if feed is None:
-                    self._has_work.clear()
-                    continue
-                self._reading = feed
-            result: FolderParts | Exception
-            if feed.cancelled.is_set():
-                result = RuntimeError("cancelled")
-            else:
-                try:
-                    result = feed.read()
-                except Exception as exc:  # noqa: BLE001 - an unreadable folder is said, not fatal
-                    result = exc
-            with self._lock:
-                self._reading = None
-                if not feed.cancelled.is_set():
-                    self._done.append((feed, result))
+    thread_name = "tfstudio-parts-reader"
