@@ -1,13 +1,12 @@
 """The events of custom loops: ``FitStarted(kind="loop")``, steps (as columns), ``FitEnded``.
 
-A step is reported once the next step of the loop's first series exists (so a
-GAN's two losses share one event), at once for a loop of one series once it is
-announced, and at the end of the loop. Graph steps arrive in batches (one read
-every 200 ms); each step's time is spread evenly since the previous read.
+A step is reported once the next step of the loop's first series exists (so a GAN's two
+losses share one event), at once for an announced loop of one series, and at the loop's end.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -15,19 +14,14 @@ import numpy as np
 from tfstudio.core.events import FitEnded, FitStarted, ModelSummary, StepColumns
 from tfstudio.engine.loop_inspect import LoopInspector
 from tfstudio.engine.loops.owners import size
-from tfstudio.engine.loops.series import Loop
+from tfstudio.engine.loops.series import Loop, Series
 from tfstudio.engine.monitor import RunMonitor
 
-_NO_RUNNING: dict[str, float] = {}  # a loop step's running means (shared, never mutated)
+_NO_RUNNING: dict[str, float] = {}  # a logged step's running means (shared, never mutated)
 
 
 class LoopEmitter:
-    """Turns a run's loops into events on the run's channel.
-
-    Args:
-        monitor: the run (its channel is looked up at each emit, never cached).
-        inspector: the inspector's sampler, or None when the run turned it off.
-    """
+    """Turns a run's loops into events on the run's channel (looked up at each emit)."""
 
     def __init__(self, monitor: RunMonitor, inspector: LoopInspector | None) -> None:
         self.monitor = monitor
@@ -86,14 +80,10 @@ class LoopEmitter:
     ) -> None:
         """Report the loop's steps whose next primary step exists (all of them if final).
 
-        A loop of one series, once announced, reports every step at once: no other
-        series can join it any more.
-
         Args:
-            running: values of the loop's Keras metrics read now: they go with the newest
-                step reported (dropped when no step is). They may also hold the updates of
-                the step that was running meanwhile (one at most): in its graph the
-                metrics' updates and the step counter's are not ordered.
+            running: the loop's Keras metrics read now, sent with the newest step reported.
+                They may also hold the updates of the step running meanwhile (one at most):
+                in its graph the metrics' updates and the step counter's are not ordered.
             hold_newest: keep the newest step back even so (an eager loop whose metrics,
                 read at a step's update, hold the steps before it).
         """
@@ -115,14 +105,7 @@ class LoopEmitter:
         now = mon.now()
         start = now if loop.read_at is None else loop.read_at
         loop.read_at = now
-        tick = (now - start) / (limit - first)
-        fit_index = loop.fit_index
-        columns = []
-        for s, n in zip(series, counts, strict=True):
-            upto = min(limit, n)
-            losses, norms = s.values(first, max(upto, first))
-            columns.append((s.loss_key, s.norm_key, losses, norms, upto - first))
-        extras = [s for s in series if s.has_extra()]
+        n = limit - first
         if running and not whole and not hold_newest and len(series) == 1:
             # A graph loop's first read, before it is announced: its newest step is held
             # back, and metrics read now hold that step's updates (or later ones), never
@@ -132,70 +115,35 @@ class LoopEmitter:
             running = None  # a step after the last sample: it would read as per-step values
         elif running:
             loop.metrics_step = limit
-        g0 = mon.global_step
-        s0 = g0 - loop.start_step
-        n = limit - first
-        if len(columns) == 1 and not extras and columns[0][4] == n:
-            # The common case (one series, graph steps read in bulk): the steps as columns
-            # at once, the least Python per step (the reader competes with training).
-            loss_key, norm_key, losses, norms, _ = columns[0]
-            ks = np.arange(1, n + 1, dtype=np.int64)
-            norm = np.asarray(norms, dtype=np.float64)
-            values = {loss_key: np.asarray(losses, dtype=np.float64), norm_key: norm}
-            missing = np.isnan(norm)  # no gradients to measure at that step
-            absent = {norm_key: missing} if missing.any() else {}
-            if missing.all():
-                del values[norm_key]
-                absent = {}
-            columns_running: dict[str, np.ndarray] = {}
-            running_absent: dict[str, np.ndarray] = {}
-            if running:
-                earlier = np.ones(n, dtype=bool)
-                earlier[-1] = False  # only the newest step has them
-                for key, value in running.items():
-                    col = np.full(n, np.nan)
-                    col[-1] = value
-                    columns_running[key] = col
-                    running_absent[key] = earlier
-            mon.channel.emit(
-                StepColumns(
-                    fit_index,
-                    g0 + ks,
-                    np.zeros(n, dtype=np.int64),
-                    s0 + ks,
-                    np.ones(n, dtype=np.int64),
-                    start + tick * ks,
-                    values,
-                    columns_running,
-                    absent,
-                    running_absent,
-                )
+        g0, s0 = mon.global_step, mon.global_step - loop.start_step
+        ks = np.arange(1, n + 1, dtype=np.int64)
+        values, absent = _values(series, counts, first, limit)
+        newest: dict[str, np.ndarray] = {}
+        for key, value in (running or {}).items():
+            newest[key] = np.full(n, np.nan)
+            newest[key][-1] = value
+        earlier = np.arange(n) < n - 1  # the running means go with the newest step only
+        mon.channel.emit(
+            StepColumns(
+                loop.fit_index,
+                g0 + ks,
+                np.zeros(n, dtype=np.int64),
+                s0 + ks,
+                np.ones(n, dtype=np.int64),
+                start + (now - start) / n * ks,
+                values,
+                newest,
+                absent,
+                dict.fromkeys(newest, earlier) if n > 1 else {},
             )
-            columns = []
-        step_row = mon.channel.step
-        for k in range(0 if columns else n, n):
-            values: dict[str, float] = {}
-            for loss_key, norm_key, losses, norms, count in columns:
-                if k < count:
-                    values[loss_key] = losses[k]
-                    norm = norms[k]
-                    if norm == norm:  # not NaN: the step had gradients to measure
-                        values[norm_key] = norm
-            for s in extras:
-                values.update(s.extra(first + k))
-            means = running if running and k == n - 1 else _NO_RUNNING
-            step_row(fit_index, g0 + k + 1, 0, s0 + k + 1, 1, values, means, start + tick * (k + 1))
-        mon.global_step = g0 + (limit - first)
+        )
+        mon.global_step = g0 + n
         loop.emitted = limit
         for s in series:
             s.trim(limit)
 
     def end(self, loop: Loop, running: dict[str, float] | None = None) -> None:
-        """Report the loop's last steps and close its segment (once).
-
-        Args:
-            running: the loop's Keras metrics read now, for its last step.
-        """
+        """Report the loop's last steps (``running``: its metrics now) and close its segment."""
         if loop.ended:
             return
         self.drain(loop, final=True, running=running)
@@ -205,7 +153,6 @@ class LoopEmitter:
         loop.ended = True
         if loop.announced:
             mon = self.monitor
-            # (ended on the training thread: at the next loop's first step, or the run's end)
             mon.channel.emit(
                 FitEnded(
                     loop.fit_index,
@@ -221,3 +168,42 @@ class LoopEmitter:
         """One ``monitor.log`` call's scalars as a step."""
         mon = self.monitor
         mon.channel.step(fit_index, global_step, 0, step, 1, scalars, _NO_RUNNING, mon.now())
+
+
+def _values(
+    series: list[Series], counts: list[int], first: int, limit: int
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The loop's steps ``first..limit-1`` as columns: each series' loss and gradient norm,
+    the tiny variables' value lines; a mask where a step lacks a key (a series with fewer
+    steps, a step with no gradients to measure). Keys come in the order steps first have
+    them (the order their plots appear in)."""
+    n = limit - first
+    f64 = np.float64
+    columns: list[tuple[str, np.ndarray, Any]] = []  # (key, values, rows having it: None = all)
+    for s, count in zip(series, counts, strict=True):
+        have = min(max(count, first), limit) - first
+        losses, norms = s.values(first, first + have)
+        pad = [math.nan] * (n - have)
+        norm = np.array(norms + pad, dtype=f64)
+        present = None if have == n else np.arange(n) < have
+        columns.append((s.loss_key, np.array(losses + pad, dtype=f64), present))
+        columns.append((s.norm_key, norm, ~np.isnan(norm)))
+    for s in series:
+        if s.has_extra():  # eager: the guide's W and b, where they were read
+            rows = [s.extra(first + k) for k in range(n)]
+            for label in s.small_labels:
+                present = [label in r for r in rows]
+                col = np.array([r.get(label, math.nan) for r in rows], dtype=f64)
+                columns.append((label, col, None if all(present) else np.array(present)))
+    order: dict[str, tuple[int, np.ndarray, Any]] = {}  # key -> (its first row, values, mask)
+    for key, col, present in columns:
+        if present is None or present.all():
+            order[key] = (0, col, None)
+        elif present[i := int(present.argmax())]:
+            order[key] = (i, col, ~present)
+    values, absent = {}, {}
+    for key in sorted(order, key=lambda k: order[k][0]):  # stable: within a step, series order
+        _, values[key], mask = order[key]
+        if mask is not None:
+            absent[key] = mask
+    return values, absent
