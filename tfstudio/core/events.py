@@ -37,6 +37,7 @@ from tfstudio.core.events_fit import (
     StepColumns,
     StepEnded,
     join_steps,
+    step_batches,
     step_rows,
 )
 from tfstudio.core.events_inspector import (
@@ -157,5 +158,6 @@ __all__ = [
     "VariableStats",
     "WeightStats",
     "join_steps",
+    "step_batches",
     "step_rows",
 ]

@@ -5,7 +5,7 @@ Part of the event vocabulary: import them from :mod:`tfstudio.core.events`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -273,6 +273,23 @@ def step_rows(events: Iterable[object]) -> list[object]:
         else:
             out.append(event)
     return out
+
+
+def step_batches(events: Iterable[object]) -> Iterator[object]:
+    """``events`` in order, each run of consecutive :class:`StepEnded` as one list and a
+    :class:`StepColumns` block whole: how a consumer takes steps (one block at a time)
+    and every other event (one by one). A step block is a ``list`` or a ``StepColumns``."""
+    run: list[StepEnded] = []
+    for event in events:
+        if type(event) is StepEnded:
+            run.append(event)
+            continue
+        if run:
+            yield run
+            run = []
+        yield event
+    if run:
+        yield run
 
 
 def _pick(columns: Mapping[str, np.ndarray], absent: Mapping[str, np.ndarray], i: int) -> dict:

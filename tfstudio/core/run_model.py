@@ -57,6 +57,7 @@ from tfstudio.core.events import (
     StepColumns,
     StepEnded,
     SystemSampled,
+    step_batches,
 )
 from tfstudio.core.locations import Location, location
 from tfstudio.core.progress import Progress, ProgressTracker
@@ -184,25 +185,14 @@ class RunModel:
         each part it concerns (a restored checkpoint truncates the metrics and the
         inspector alike, the rule every view follows).
         """
-        run: list[StepEnded] = []
-        for event in events:
+        for event in step_batches(events):
             kind = type(event)
-            if kind is StepEnded:
-                run.append(event)
-                continue
-            if run:
-                self._steps(run)
-                run = []
-            if kind is StepColumns:
+            if kind is list or kind is StepColumns:
                 self._steps(event)
-                continue
-            handler = _HANDLERS.get(kind)
-            if handler is not None:
+            elif (handler := _HANDLERS.get(kind)) is not None:
                 handler(self, event)
             else:  # metrics and inspector events (unknown kinds are ignored)
                 self.metrics.add_event(event)
-        if run:
-            self._steps(run)
 
     def _steps(self, steps: list[StepEnded] | StepColumns) -> None:
         self.metrics.add_steps(steps)

@@ -37,6 +37,7 @@ from tfstudio.core.events import (
     RunStarted,
     StepColumns,
     StepEnded,
+    step_batches,
 )
 from tfstudio.core.inspector_store import InspectorStore
 from tfstudio.core.run_clock import RunClock
@@ -265,21 +266,11 @@ class RunStore:
     # -- the one entry point ---------------------------------------------------
     def add(self, events: Iterable[object]) -> None:
         """Take events in order (consecutive steps are taken as one batch)."""
-        run: list[StepEnded] = []
-        for event in events:
-            kind = type(event)
-            if kind is StepEnded:
-                run.append(event)
-                continue
-            if run:
-                self.add_steps(run)
-                run = []
-            if kind is StepColumns:
-                self.add_step_columns(event)
+        for event in step_batches(events):
+            if type(event) is list or type(event) is StepColumns:
+                self.add_steps(event)
             else:
                 self.add_event(event)
-        if run:
-            self.add_steps(run)
 
     def add_steps(self, steps: Sequence[StepEnded] | StepColumns) -> None:
         """Take a run of consecutive step events (oldest first), or a block of columns."""

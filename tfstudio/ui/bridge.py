@@ -57,6 +57,7 @@ from tfstudio.core.events import (
     RunStarted,
     StepColumns,
     StepEnded,
+    step_batches,
 )
 
 DEFAULT_FPS = 30
@@ -314,17 +315,9 @@ class Bridge(QObject):
         if self.resting and not self.live:
             self.resting = False
             self._retime()
-        run: list[StepEnded] = []
-        for event in events:
+        for event in step_batches(events):
             self._dirty = True
-            kind = type(event)
-            if kind is StepEnded:
-                run.append(event)
-                continue
-            if run:
-                self._hand_steps(run)
-                run = []
-            if kind is StepColumns:  # a block of steps: handed on as one run
+            if type(event) is list or type(event) is StepColumns:  # handed on as one run
                 self._hand_steps(event)
                 continue
             for panel in self._routes.get(type(event), ()):
@@ -355,8 +348,6 @@ class Bridge(QObject):
                 self.fit_ended.emit(event)
             elif isinstance(event, MonitorError):
                 self.monitor_error.emit(event)
-        if run:
-            self._hand_steps(run)
         if self._dirty and (not self.live or self._due(t0)):
             self._redraw(t0)
         self._plan_pull(t0)
