@@ -19,6 +19,8 @@ from tfstudio.core.events import (
     FitEnded,
     FitStarted,
     GradientStats,
+    GradientVariable,
+    LayerOutput,
     LayerOutputs,
     LearningRate,
     ModelBuilt,
@@ -28,6 +30,7 @@ from tfstudio.core.events import (
     StepColumns,
     StepEnded,
     SystemSampled,
+    VariableStats,
     WeightStats,
 )
 from tfstudio.core.run_record import LOGGED_EVENTS, SYSTEM_PREFIX
@@ -177,6 +180,15 @@ def _edges(lo: float, hi: float, bins: int) -> np.ndarray:
     return lo + (hi - lo) * np.arange(bins + 1, dtype=np.float64) / bins  # lo + (hi-lo)*i/bins
 
 
+def _histogram(
+    rec: Recorder, tag: str, step: int, stats: VariableStats | GradientVariable | LayerOutput
+) -> None:
+    """``stats``' histogram (counts over even bins from its min to its max), if it has one."""
+    if stats.hist:
+        edges = _edges(stats.min, stats.max, len(stats.hist))
+        rec.histogram(tag, step, edges, stats.hist, rec._now_wall())
+
+
 def _weight_stats(rec: Recorder, e: WeightStats) -> None:
     values: dict[str, float] = {}
     shapes = rec.info.setdefault("variables", {})  # run.json: each variable's shape
@@ -187,14 +199,7 @@ def _weight_stats(rec: Recorder, e: WeightStats) -> None:
             values[f"weights/{v.path}/values/{j}"] = value
         if v.path not in shapes:
             shapes[v.path] = list(v.shape)
-        if v.hist:
-            rec.histogram(
-                f"weights/{v.path}",
-                e.step,
-                _edges(v.min, v.max, len(v.hist)),
-                v.hist,
-                rec._now_wall(),
-            )
+        _histogram(rec, f"weights/{v.path}", e.step, v)
     rec.scalars(e.step, values, rec._now_wall())
 
 
@@ -202,14 +207,7 @@ def _gradient_stats(rec: Recorder, e: GradientStats) -> None:
     values = {"gradients/global_norm": e.global_norm}
     for v in e.variables:
         values[f"gradients/{v.path}/norm"] = v.norm
-        if v.hist:
-            rec.histogram(
-                f"gradients/{v.path}",
-                e.step,
-                _edges(v.min, v.max, len(v.hist)),
-                v.hist,
-                rec._now_wall(),
-            )
+        _histogram(rec, f"gradients/{v.path}", e.step, v)
     rec.scalars(e.step, values, rec._now_wall())
 
 
@@ -218,9 +216,7 @@ def _layer_outputs(rec: Recorder, e: LayerOutputs) -> None:
     for layer in e.layers:
         for name in ("mean", "std", "zero_fraction", "dead_fraction"):
             values[f"outputs/{layer.path}/{name}"] = getattr(layer, name)
-        if layer.hist:
-            edges = _edges(layer.min, layer.max, len(layer.hist))
-            rec.histogram(f"outputs/{layer.path}", e.step, edges, layer.hist, rec._now_wall())
+        _histogram(rec, f"outputs/{layer.path}", e.step, layer)
     rec.scalars(e.step, values, rec._now_wall())
 
 
