@@ -487,6 +487,21 @@ _HANDLERS: dict[type, Callable[[RunModel, Any], None]] = {
     RunState: _progress_and_metrics,
 }
 
+# The kinds that move a model's progress part (its progress, devices and device memory):
+# what a view of it (the status bar, the System view) is handed.
+PROGRESS_EVENTS: tuple[type, ...] = (
+    StepEnded,
+    RunStarted,
+    RunEnded,
+    RunDevices,
+    DeviceMemory,
+    FitStarted,
+    EpochEnded,
+    FitEnded,
+    RunState,
+    CheckpointRestored,
+)
+
 
 def register(kind: type, handler: Callable[[RunModel, Any], None]) -> None:
     """Route events of ``kind`` to ``handler(model, event)`` (a part another module adds)."""

@@ -16,20 +16,14 @@ from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QLabel, QProgressBar, QWidget
 
 from tfstudio.core.events import (
-    CheckpointRestored,
     DeviceMemory,
-    EpochEnded,
-    FitEnded,
-    FitStarted,
     RunDevices,
-    RunEnded,
     RunStarted,
-    RunState,
     StepColumns,
     StepEnded,
 )
 from tfstudio.core.progress import Progress, ProgressTracker, format_duration, format_value
-from tfstudio.core.run_model import RunModel
+from tfstudio.core.run_model import PROGRESS_EVENTS, RunModel
 from tfstudio.core.system import format_bytes
 
 MARGIN = 6  # px left and right of the panel's contents
@@ -75,18 +69,7 @@ class StatusPanel(QWidget):
 
     show_live_requested = Signal()  # the hint's link: show the live run again
 
-    EVENTS = (
-        StepEnded,
-        RunStarted,
-        RunDevices,
-        DeviceMemory,
-        FitStarted,
-        EpochEnded,
-        FitEnded,
-        RunState,
-        CheckpointRestored,
-        RunEnded,
-    )  # the kinds the bridge hands ingest_event / ingest_steps (and no others)
+    EVENTS = PROGRESS_EVENTS  # the kinds the bridge hands ingest_event / ingest_steps
 
     def __init__(self, parent: QWidget | None = None, model: RunModel | None = None) -> None:
         super().__init__(parent)

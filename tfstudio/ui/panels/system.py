@@ -42,7 +42,7 @@ from tfstudio.core.events import (
     StepEnded,
 )
 from tfstudio.core.gpu import GpuReader, GpuSample, IdleGpuWatch, run_utilization
-from tfstudio.core.run_model import RunModel
+from tfstudio.core.run_model import PROGRESS_EVENTS, RunModel
 from tfstudio.core.series import Series
 from tfstudio.core.system import ProcessSampler, SystemSample
 from tfstudio.core.system_sampling import (
@@ -103,18 +103,7 @@ class SystemPanel(SystemFigures, QWidget):
     notice_shown = Signal(str)  # the input-pipeline notice, once per run
     machine_sampled = Signal(int, float)  # cpu_count, machine CPU % (each sample of a run)
 
-    EVENTS = (
-        StepEnded,
-        RunStarted,
-        RunEnded,
-        RunDevices,
-        DeviceMemory,
-        FitStarted,
-        EpochEnded,
-        FitEnded,
-        RunState,
-        CheckpointRestored,
-    )  # the kinds the bridge hands ingest_event / ingest_steps (and no others)
+    EVENTS = PROGRESS_EVENTS  # the kinds the bridge hands ingest_event / ingest_steps
 
     def __init__(
         self,
