@@ -1,8 +1,7 @@
-"""Stop, pause, checkpoints and learning rate for custom loops: the run's controls at steps.
+"""Stop, pause, checkpoints and learning rate at custom-loop steps (``engine/control.py``).
 
-The controls (``engine/control.py``) begin at a loop's first step, with what
-checkpoints hold (``engine/loop_state.py``: the models, modules and optimizers
-discovery found) as their "model", and run at each step boundary.
+The controls begin at a loop's first step, with what checkpoints hold as their "model"
+(``engine/loop_state.py``: the models, modules and optimizers discovery found).
 """
 
 from __future__ import annotations
@@ -16,14 +15,8 @@ from tfstudio.engine.script import RunStopped
 
 
 class LoopControls:
-    """The run's :class:`TrainingController` driven from custom-loop steps.
-
-    Args:
-        monitor: the run (its controller is made here when no fit made one).
-        book: the run's loops (the current one's optimizer is the one the controls set).
-        on_due: called (from any thread) when the controller has work for the next step
-            boundary (see ``TrainingController.due``).
-    """
+    """The run's :class:`TrainingController` (made here when no fit made one) driven from
+    custom-loop steps; ``on_due`` is called, from any thread, when it has work."""
 
     def __init__(
         self, monitor: RunMonitor, book: LoopBook, on_due: Callable[[], None] = lambda: None
@@ -69,8 +62,7 @@ class LoopControls:
             raise RunStopped()
 
     def new_loop(self) -> None:
-        """Another loop began: the controls begin again at its first step boundary, with
-        its optimizer (the rate shown and set is the loop's own)."""
+        """Another loop began: the controls begin again at its first step, with its optimizer."""
         if not self.started:
             return
         self.started = False
@@ -82,15 +74,14 @@ class LoopControls:
                 self.monitor.report_error("controls (custom loop end)", exc)
 
     def beat(self) -> None:
-        """From the graph reader's thread: a schedule's rate (read, never assigned) is
-        asked for once its last value is LR_MIN_S old, as a fit's batch hook reads it."""
+        """From the reader's thread: ask for a schedule's rate once its last read is old."""
         control = self.control
         if control is not None and not control.due and control.rate_due():
             control.due = True
             self.on_due()
 
     def end(self) -> None:
-        """The run's loops are over: the controls finish (a final checkpoint, ...)."""
+        """The run's loops are over: the controls finish (a final checkpoint...)."""
         if self.started and self.monitor.control is not None:
             try:
                 self.monitor.control.end()

@@ -189,7 +189,7 @@ def _values(
         columns.append((s.loss_key, np.array(losses + pad, dtype=f64), present))
         columns.append((s.norm_key, norm, ~np.isnan(norm)))
     for s in series:
-        if s.has_extra():  # eager: the guide's W and b, where they were read
+        if s.small_labels:  # eager: the guide's W and b, where they were read
             rows = [s.extra(first + k) for k in range(n)]
             for label in s.small_labels:
                 present = [label in r for r in rows]

@@ -1,9 +1,4 @@
-"""The explicit API's sink: what ``tfstudio.monitor.log`` and ``.watch`` do inside a run.
-
-``monitor.watch(obj)`` names the loops that train ``obj``'s variables after it;
-``monitor.log(step, ...)`` reports scalars in the current loop, or, when no loop
-was found, in a segment of its own (``monitor.log``).
-"""
+"""The explicit API's sink: what ``tfstudio.monitor.log`` and ``.watch`` do inside a run."""
 
 from __future__ import annotations
 
@@ -17,14 +12,7 @@ from tfstudio.engine.monitor import RunMonitor
 
 
 class ExplicitApi:
-    """Installed as ``tfstudio.monitor._sink`` while a run lasts.
-
-    Args:
-        monitor: the run.
-        book: the run's loops (a logged step goes into the current one).
-        emitter: emits the steps and the explicit segment.
-        lock: the interceptor's lock.
-    """
+    """Installed as ``tfstudio.monitor._sink`` while a run lasts."""
 
     def __init__(
         self, monitor: RunMonitor, book: LoopBook, emitter: LoopEmitter, lock: threading.RLock
@@ -59,7 +47,7 @@ class ExplicitApi:
             self.monitor.report_error("monitor.watch", exc)
 
     def log(self, step: int, scalars: dict[str, float]) -> None:
-        """``monitor.log``: scalars at a step, in the current loop or a segment of their own."""
+        """``monitor.log``: scalars at a step, in the current loop, else a segment of their own."""
         mon = self.monitor
         with self.lock:
             current = self.book.current()

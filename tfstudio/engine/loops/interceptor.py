@@ -1,11 +1,4 @@
-"""``LoopInterceptor``: one run's custom-loop monitoring, put together.
-
-Patching (``patching.py``) routes the script's tape gradients and updates here, and
-``tf.function`` calls to the sampler (``sampling.py``); step detection (``steps.py``)
-pairs a gradient with its update; a step goes into its series and loop (``series.py``,
-named by ``owners.py``); eager steps are reported at once, graph steps through the
-device ring buffer and its reader (``ring.py``); events come from ``emission.py``.
-"""
+"""``LoopInterceptor``: one run's custom-loop monitoring, put together (see ``__init__``)."""
 
 from __future__ import annotations
 
@@ -30,11 +23,7 @@ from tfstudio.engine.script import RunStopped
 
 
 class LoopInterceptor:
-    """Observes custom training loops for one run; a context manager.
-
-    Args:
-        monitor: the run's shared state; each loop becomes a segment.
-    """
+    """Observes one run's custom training loops while entered (the hooks ``patching`` calls)."""
 
     def __init__(self, monitor: RunMonitor) -> None:
         self.monitor = monitor
@@ -44,7 +33,6 @@ class LoopInterceptor:
         self._patches = Patches()
         self.book = LoopBook()
         self.detector = StepDetector(None)
-        # the inspector (engine/loop_inspect.py): None when the run turned it off
         self.inspector: LoopInspector | None = (
             LoopInspector(monitor, lambda: self.sampler.probing_context())
             if monitor.options.inspector
@@ -72,7 +60,6 @@ class LoopInterceptor:
         # ended begins that loop again (see _function_called)
         self.fn_series: dict[int, Series] = {}
 
-    # -- install / restore ---------------------------------------------
     def __enter__(self) -> LoopInterceptor:
         self.explicit.install()
         from tfstudio.engine.instrument import patch_on_import
@@ -110,7 +97,6 @@ class LoopInterceptor:
         self.metrics.clear()
         self.tf = None
 
-    # -- hooks the wrappers call -----------------------------------------
     def eager(self) -> bool:
         """Whether the script's code runs eagerly now (False while a tf.function traces)."""
         tf = self.tf
@@ -141,12 +127,8 @@ class LoopInterceptor:
             self.monitor.report_error(where, exc)
 
     def sync(self, metrics: bool = False) -> None:
-        """Report every graph step that ran (a device sync): the controls see the true step.
-
-        Args:
-            metrics: send the loops' Keras metrics with their newest steps (the reader's
-                beat, at most every ``metrics.SAMPLE_EVERY_S``).
-        """
+        """Report every graph step that ran (a device sync), with the loops' Keras metrics
+        when ``metrics`` (the reader's beat)."""
         with self._lock:
             for loop in self.book.loops:
                 if not loop.ended and loop.is_graph():
@@ -154,15 +136,12 @@ class LoopInterceptor:
                     self.emitter.drain(loop, running=running)
 
     def _read(self) -> None:
-        """The reader thread's beat: report the graph steps (with the loops' metrics),
-        ask for a schedule's rate. (A traced step function's metrics are found on the
-        training thread once its trace is over: a graph read here could still grow.)"""
+        """The reader's beat: report the graph steps and metrics, ask for a schedule's rate."""
         self.sync(metrics=True)
         self.controls.beat()
 
     def _function_called(self, fid: int) -> None:
-        """Before a call of a step function of no open loop (the wrapper's full path, on the
-        training thread): its loop ended when another began; it goes on in a new one."""
+        """Before a call of a step function whose loop ended: it goes on in a new loop."""
         try:
             with self._lock:
                 series = self.fn_series.get(fid)
@@ -171,7 +150,6 @@ class LoopInterceptor:
         except Exception as exc:  # noqa: BLE001
             self.monitor.report_error("custom loop (next loop)", exc)
 
-    # -- a step --------------------------------------------------------
     def _step(self, found: PendingStep, optimizer: Any) -> None:
         eager = self.eager()
         if eager and self.monitor.stop_requested.is_set():
@@ -200,9 +178,8 @@ class LoopInterceptor:
         if eager:
             loss = scalar(found.target)
             # the loop's Keras metrics as of its previous step (read before this one's
-            # update_state), reported with that step: this one waits for the next. Only
-            # at its first series' updates: a GAN's second update of a step comes before
-            # the step's metrics are updated, so it could tell them from nothing
+            # update_state), reported with that step. Only at its first series' updates: a
+            # GAN's second update comes before the step's metrics are updated
             running = None
             if not loop.series or series is loop.series[0]:
                 running = self.metrics.eager_step(loop, self.tf)
@@ -267,11 +244,8 @@ class LoopInterceptor:
         self._loop_changed()
 
     def _end_current(self) -> None:
-        """End the current loop (another begins): its last steps, its metrics, its controls.
-
-        Called while a ``tf.function`` traces, too: the reads run eagerly (``init_scope``),
-        never as ops of the graph being traced.
-        """
+        """End the current loop (another begins). Also while a ``tf.function`` traces: the
+        reads run eagerly (``init_scope``), never as ops of the graph being traced."""
         previous = self.book.current()
         if previous is None:
             return
@@ -281,8 +255,7 @@ class LoopInterceptor:
             self.controls.new_loop()
 
     def _loop_changed(self) -> None:
-        """The current loop or its step functions changed: the wrapper's quiet path is for
-        the current loop's functions only."""
+        """The current loop or its step functions changed (the quiet path is for its functions)."""
         current = self.book.current()
         self.sampler.current_loop(
             {fid for fid, s in self.fn_series.items() if current is not None and s.loop is current}
@@ -291,7 +264,7 @@ class LoopInterceptor:
 
 def _function_code(function: Any) -> Any:
     """What tells a ``tf.function``'s steps from another's: its Python function's code (a
-    retrace, or the same function wrapped again, is the same loop), else the object's id."""
+    retrace, or the same function wrapped again, is the same loop), else its id."""
     if function is None:
         return None
     python = getattr(function, "python_function", None)

@@ -1,16 +1,11 @@
-"""Keras metrics a ``tf.function`` training step updates, sampled while its loop runs.
+"""The Keras metrics a custom loop's training step updates (``train_acc.update_state``).
 
-A custom loop keeps its own metrics (``train_acc.update_state(y, logits)`` inside the
-step) and prints them at an epoch's end; without this they never reach the plots. When
-a step function is traced, its graph is noted; once the call that traced it returns
-(the trace is over: the ``tf.function`` wrapper, on the training thread; the reader's
-beat once looked mid-trace, at a graph still growing) every Keras metric whose
-variables that graph captures is one of the loop's training metrics. A metric only an
-evaluation step updates is not (its graph has no gradient step). At the reader's beats
-(a mean at each, other metrics at most every :data:`RESULT_EVERY_S`) each metric's
-value is read on the reader's thread and sent with the newest step as a *running*
-value, which is what it is: the metric accumulates until the script resets it. A metric just
-reset (all its variables zero) has no value to show and is skipped.
+A graph loop's metrics are the Keras metrics whose variables its step function's graph
+captures, looked at once the call that traced it returns (a graph read mid-trace may still
+grow); an evaluation step's metric is not (its graph has no gradient step). An eager loop's
+are those that changed between its first two updates. Their values are sent with the newest
+step as *running* values (a metric accumulates until the script resets it); a metric just
+reset (all its variables zero) has no value and is skipped.
 """
 
 from __future__ import annotations
@@ -37,11 +32,8 @@ EAGER_READ_EVERY_S = 0.2
 
 
 class LoopMetrics:
-    """The training metrics of a run's graph loops.
-
-    Args:
-        report_error: told of a failure (training goes on, the metrics are dropped).
-    """
+    """The training metrics of a run's loops (``report_error``: told of a failure, after which
+    training goes on and the metrics are dropped)."""
 
     def __init__(self, report_error: Any) -> None:
         self._report_error = report_error
@@ -57,10 +49,8 @@ class LoopMetrics:
         self._eager_read: dict[int, float] = {}  # loop -> when its metrics were last read
 
     def traced(self, graph: Any, loop: Any) -> None:
-        """A step of ``loop`` is being traced in ``graph`` (called while tracing, on the
-        training thread): note the graph, and the Keras metrics the script's code in
-        the call stack can reach (its functions' locals and globals, one attribute
-        deep: ``self.train_acc``), to be matched once the trace is over."""
+        """While a step of ``loop`` is traced in ``graph``: note the graph and the Keras metrics
+        the script's frames reach (``self.train_acc``), to match once the trace is over."""
         outer = graph
         while getattr(outer, "outer_graph", None) is not None and hasattr(
             outer.outer_graph, "external_captures"
@@ -97,15 +87,11 @@ class LoopMetrics:
             self._report_error("custom loop (metrics)", exc)
 
     def eager_step(self, loop: Any, tf: Any) -> dict[str, float] | None:
-        """At an eager step's optimizer update (the training thread): the loop's metrics
-        due a read, as they were after the loop's previous step, or None.
+        """At an eager step's update: the loop's metrics due a read, or None.
 
-        An eager step has no graph to tell its metrics: the Keras metrics the script's
-        frames reach at the loop's first update are read there and at its second; those
-        that changed in between are the loop's training metrics (an evaluation metric
-        changes only between epochs). The guides update them after the optimizer's
-        update, so a read at an update holds the steps before it: the caller reports it
-        with the previous step (:meth:`holds` says when to keep the newest step back).
+        The metrics the script's frames reach at the loop's first update that changed by its
+        second are its training metrics. The guides update them after the optimizer's update,
+        so a read holds the steps before it: it goes with the previous step (:meth:`holds`).
         """
         key = id(loop)
         pending = self._eager.get(key)
@@ -135,8 +121,8 @@ class LoopMetrics:
         return self.sample(loop, now)
 
     def carry(self, ended: Any, loop: Any) -> None:
-        """``loop`` goes on with the series of ``ended``: and with its metrics (a step
-        function traced once is not traced again to find them)."""
+        """``loop`` goes on with the series of ``ended``, and with its metrics (a step function
+        is not traced again to find them)."""
         found = self._metrics.get(id(ended))
         if found is not None:
             self._metrics[id(loop)] = list(found)
@@ -146,13 +132,8 @@ class LoopMetrics:
         return bool(self._metrics.get(id(loop)))
 
     def sample(self, loop: Any, now: float | None = None, settle: bool = False) -> dict[str, float]:
-        """The values of the loop's metrics due a read now (a reset one has none).
-
-        Args:
-            settle: read off the training thread (the reader's beat): a mean read as 0
-                is read again a moment later, so a reset the training thread is half-way
-                through (``total`` zeroed, ``count`` not yet) is not taken for a value.
-        """
+        """The values of the loop's metrics due a read now (a reset one has none); ``settle``:
+        off the training thread, where a reset may be half done (see ``_reader``)."""
         found = self._metrics.get(id(loop))
         if not found:
             return {}
@@ -182,7 +163,6 @@ class LoopMetrics:
 
 
 def _state(metric: Any) -> list[np.ndarray]:
-    """A metric's variables' values now (eagerly)."""
     return [np.array(v.numpy(), copy=True) for v in metric.variables]
 
 
@@ -194,12 +174,9 @@ def _same(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
 
 
 def _reachable_metrics(frame: Any) -> list[Any]:
-    """Keras metrics the script's frames on the stack hold: in their locals and globals,
-    and one level inside them (an object's attributes, a list's or dict's items).
-
-    Not ``gc.get_objects()``: from a thread beside training it can take a reference to a
-    tuple another thread is still resizing (CPython then raises SystemError there).
-    """
+    """Keras metrics the script's frames hold in their locals and globals, and one level
+    inside them. (Not ``gc.get_objects()``: from a thread beside training it can take a
+    reference to a tuple another thread is still resizing: CPython raises SystemError.)"""
     import keras
 
     metric_type = keras.metrics.Metric
@@ -248,7 +225,7 @@ _LIBRARY_PATHS = (
 
 
 def _handle(variable: Any) -> Any:
-    """The resource handle a graph captures for a (Keras or TensorFlow) variable."""
+    """The resource handle a graph captures for a Keras or TensorFlow variable."""
     inner = getattr(variable, "value", variable)  # a Keras variable wraps a tf.Variable
     return getattr(inner, "handle", None)
 
@@ -264,24 +241,13 @@ def _key(metric: Any, found: list[tuple[str, Any, Any]]) -> str:
 
 
 def _reader(tf: Any, metric: Any) -> Any:
-    """A function giving the metric's value now, or None while it holds nothing (reset).
-
-    A mean (``total`` / ``count``: accuracies, ``Mean``) is two raw variable reads;
-    any other metric calls its ``result()`` (eagerly, ~0.5 ms).
-    """
+    """A function giving the metric's value now, or None while it holds nothing (reset): a
+    mean (``total`` / ``count``: accuracies, ``Mean``) is two raw variable reads, another
+    metric one traced call of its ``result()``."""
     from tensorflow.python.ops import gen_resource_variable_ops
 
     read = gen_resource_variable_ops.read_variable_op
     parts = {getattr(v, "name", "").rsplit("/", 1)[-1].split(":")[0]: v for v in metric.variables}
-    everything = [(_handle(v), v.dtype) for v in metric.variables]
-
-    def empty() -> bool:
-        return all(
-            not np.any(read(h, tf.as_dtype(dtype)).numpy())
-            for h, dtype in everything
-            if h is not None
-        )
-
     if set(parts) == {"total", "count"}:
         total = (_handle(parts["total"]), tf.as_dtype(parts["total"].dtype))
         count = (_handle(parts["count"]), tf.as_dtype(parts["count"].dtype))
@@ -311,20 +277,13 @@ def _reader(tf: Any, metric: Any) -> Any:
         held = [tf.reduce_any(tf.not_equal(tf.convert_to_tensor(v), 0)) for v in metric.variables]
         return metric.result(), tf.reduce_any(tf.stack(held))
 
-    try:  # one graph call (~0.2 ms for an AUC), not a dozen eager ops (~3 ms)
-        traced = tf.function(both, autograph=False).get_concrete_function()
-    except Exception:  # noqa: BLE001 - eagerly, then
-        traced = None
+    # one graph call (~0.2 ms for an AUC), not a dozen eager ops (~3 ms)
+    traced = tf.function(both, autograph=False).get_concrete_function()
 
     def result(settle: bool = False) -> float | None:
-        if traced is not None:
-            value, held = traced()
-            if not bool(held):
-                return None
-        elif empty():
+        value, held = traced()
+        if not bool(held):
             return None
-        else:
-            value = metric.result()
         value = np.asarray(value)
         return float(value) if value.size == 1 else None
 

@@ -1,17 +1,12 @@
-"""Whose variables a custom loop trains: the name a loop is shown under.
+"""Whose variables a custom loop trains: the name a loop is shown under (once per series).
 
-A loop is named after the model or module that owns the variables it updates
-(its name, or the script's name for it when Keras gave it a generic one such as
-``sequential_3``), found among the bindings of the frames that run the step.
-A Keras model may hold raw ``tf.Variable`` attributes that its
-``trainable_variables`` does not list (TensorFlow's "basic training loops"
-guide does this): those attributes count as its variables too. With no owner
-the loop is named after the script function that runs the step (or, at a script's
-top level, after the script's names for its variables), and never after a variable's
-class (``tf.Variable``'s default name is ``"Variable"``) nor after tfstudio's own code
-(the worker runs as ``python -m tfstudio.worker``: its module is ``__main__`` too).
-
-Runs once per series (when a loop's step is first seen), never per step.
+A loop is named after the model or module that owns the variables it updates (its name,
+or the script's name for it where Keras gave a generic one such as ``sequential_3``), found
+among the bindings of the frames that run the step; a Keras model's raw ``tf.Variable``
+attributes count as its variables (the "basic training loops" guide). With no owner, after
+the script function that runs the step, or at top level the script's names for its
+variables; never after ``tf.Variable``'s default name nor tfstudio's own code (the worker's
+module is ``__main__`` too).
 """
 
 from __future__ import annotations
@@ -23,9 +18,10 @@ import sysconfig
 from types import FrameType, ModuleType
 from typing import Any, NamedTuple
 
+from tfstudio.engine.script import execute
+
 _AUTO_NAME = re.compile(r"^(sequential|functional|model|module)(_\d+)?$")
 _DEFAULT_VARIABLE = re.compile(r"^Variable(_\d+)?$")
-_LIBRARIES = ("tensorflow", "keras", "tfstudio", "tf_keras")
 MAX_FRAMES = 80  # how far up the stack bindings are looked for (a trace's stack is deep)
 MAX_ATTRIBUTES = 200  # an object's attributes looked at for an owner (``self.model``)
 MAX_NAMES = 4  # a top-level loop of at most this many bare variables is named after them
@@ -42,26 +38,12 @@ def _library_roots() -> tuple[str, ...]:
 
 _LIBRARY_ROOTS = _library_roots()  # tfstudio's package, the standard library, site-packages
 _user_files: dict[str, bool] = {}
-
-
-def _runner_code() -> Any:
-    from tfstudio.engine.script import execute
-
-    return execute.__code__
-
-
-# The frame that runs the user's script (engine/script.py): frames older than it are
-# whatever started the run (the worker, a test's harness), never the user's code.
-_RUNNER = _runner_code()
+_RUNNER = execute.__code__  # frames older than the script's runner are never the user's
 
 
 def is_user_file(filename: str) -> bool:
-    """Whether code from ``filename`` is the user's (their script or their own modules).
-
-    Not tfstudio's, not a library's (site-packages, the standard library), not frozen
-    or generated code (``<frozen ...>``, ``<string>``); autograph's converted copies of
-    the user's functions run from temporary files and are told by their ``tf__`` names.
-    """
+    """Whether code from ``filename`` is the user's: not tfstudio's, a library's or generated
+    (``<string>``). Autograph's copies of user functions are told by their ``tf__`` names."""
     known = _user_files.get(filename)
     if known is None:
         known = not (
@@ -75,11 +57,8 @@ def is_user_file(filename: str) -> bool:
 
 
 def user_site(depth: int = 2) -> tuple[Any, int] | None:
-    """The innermost user frame on the caller's stack: (its code, its line), or None.
-
-    An eager step is told apart from another on the same variables by where the
-    script runs it (two loops over one model and optimizer are two loops).
-    """
+    """The innermost user frame on the caller's stack, (its code, its line), or None: where
+    the script runs an eager step (two loops over one model and optimizer are two loops)."""
     frame: FrameType | None = sys._getframe(depth)
     while frame is not None:
         code = frame.f_code
@@ -95,21 +74,12 @@ def user_site(depth: int = 2) -> tuple[Any, int] | None:
 
 
 class Owner(NamedTuple):
-    """What discovery found for the variables of one series.
+    """What discovery found for the variables of one series."""
 
-    Args:
-        name: what the loop (or this series of a loop) is called.
-        obj: the model or module, or None.
-        holds_all: ``obj``'s ``trainable_variables`` holds every variable (so a
-            checkpoint of ``obj`` saves them); False for raw attributes.
-        labels: a readable name per variable id (the variable's own name, or the
-            attribute or binding that holds it where its name is TensorFlow's default).
-    """
-
-    name: str
-    obj: Any
-    holds_all: bool
-    labels: dict[int, str]
+    name: str  # what the series (its loop) is called
+    obj: Any  # the model or module, or None
+    holds_all: bool  # its trainable_variables hold every variable (its checkpoint saves them)
+    labels: dict[int, str]  # variable id -> a readable name (its attribute where TF named it)
 
 
 def discover(variables: list[Any], watched: dict[int, tuple[str, Any]]) -> Owner:
@@ -130,8 +100,7 @@ def discover(variables: list[Any], watched: dict[int, tuple[str, Any]]) -> Owner
     inside: list[tuple[str, Any]] = []  # objects of user frames, to look into if need be
     depth = 0
 
-    def consider(binding: str, obj: Any) -> bool:
-        """Whether ``obj`` owns every variable (then it may be the best owner so far)."""
+    def consider(binding: str, obj: Any) -> bool:  # owns every variable (the best so far?)
         nonlocal best
         owned = variables_of(obj)
         if owned is None:
@@ -147,7 +116,8 @@ def discover(variables: list[Any], watched: dict[int, tuple[str, Any]]) -> Owner
         script = _script_function(frame)
         if not function:
             function = script
-        in_script = _in_user_code(frame)
+        code = frame.f_code
+        in_script = code.co_name.startswith("tf__") or is_user_file(code.co_filename)
         if in_script and not script_file:
             script_file = frame.f_code.co_filename
         for scope in (frame.f_locals, frame.f_globals):
@@ -180,7 +150,7 @@ def discover(variables: list[Any], watched: dict[int, tuple[str, Any]]) -> Owner
 
 
 def variables_of(obj: Any) -> list[Any] | None:
-    """The variables a model or module trains: its ``trainable_variables`` and raw attributes."""
+    """A model's or module's ``trainable_variables`` and raw variable attributes (else None)."""
     try:
         if not (hasattr(obj, "trainable_variables") and hasattr(obj, "name")):
             return None
@@ -199,7 +169,6 @@ def variables_of(obj: Any) -> list[Any] | None:
 
 
 def trainable_ids(obj: Any) -> set[int]:
-    """Ids of ``obj.trainable_variables`` (what a checkpoint of ``obj`` saves)."""
     try:
         return {id(v) for v in obj.trainable_variables}
     except Exception:  # noqa: BLE001
@@ -207,7 +176,7 @@ def trainable_ids(obj: Any) -> set[int]:
 
 
 def is_variable(x: Any) -> bool:
-    """Whether ``x`` is a trainable variable (a tf.Variable or a Keras Variable)."""
+    """Whether ``x`` is a tf.Variable or a Keras Variable."""
     return hasattr(x, "assign_sub") and hasattr(x, "trainable")
 
 
@@ -217,7 +186,6 @@ def variable_label(variable: Any) -> str:
 
 
 def size(variable: Any) -> int:
-    """How many numbers a variable holds."""
     n = 1
     for d in tuple(variable.shape):
         n *= int(d or 1)
@@ -247,7 +215,7 @@ def _attribute_values(obj: Any) -> list[Any]:
 
 
 def _attribute_items(obj: Any) -> list[tuple[str, Any]]:
-    """An object's attributes (at most :data:`MAX_ATTRIBUTES`), lists' items named by index."""
+    """An object's attributes (at most MAX_ATTRIBUTES), a list's items named by index."""
     if isinstance(obj, dict):
         items = list(obj.items())
     elif isinstance(obj, list | tuple):
@@ -266,12 +234,6 @@ def _bound_names(variables: list[Any], bound: dict[int, str]) -> str:
     if len(names) > MAX_NAMES or not all(names):
         return ""
     return ", ".join(dict.fromkeys(names))
-
-
-def _in_user_code(frame: FrameType) -> bool:
-    """Whether ``frame`` runs the user's code (autograph's converted copies included)."""
-    code = frame.f_code
-    return code.co_name.startswith("tf__") or is_user_file(code.co_filename)
 
 
 def _attribute_names(obj: Any, ids: set[int]) -> dict[int, str]:
@@ -295,8 +257,7 @@ def _labels(
 
 
 def _script_function(frame: FrameType) -> str:
-    """The name of the user's function running in ``frame`` ("" for library code and a
-    module's top level)."""
+    """The user's function running in ``frame`` ("" for library code and top level)."""
     code = frame.f_code
     name = code.co_name
     if name.startswith("tf__"):  # autograph's converted copy of the user's function

@@ -1,14 +1,9 @@
-"""Discovery by patching: what is wrapped while a run lasts, and the wrappers.
+"""Discovery by patching: the wrappers put in while a run lasts (and put back after).
 
-``tf.GradientTape.gradient`` (a gradient may begin a step), the Keras
-optimizer's ``apply`` (``apply_gradients`` calls it), ``assign_sub`` /
-``assign_add`` of TensorFlow's resource variables and of Keras variables (an
-update completes a step), and ``tf.function``'s ``__call__`` (the sampler's
-wrapper, ``sampling.py``: a call of a step function is a step boundary). Every
-replaced attribute is put back on exit.
-
-The wrappers only route to :class:`LoopHooks` (the interceptor), whose methods
-report their own failures: a wrapper adds no ``try`` of its own to the script's call.
+A tape gradient may begin a step; the Keras optimizer's ``apply`` or a variable's
+``assign_sub``/``assign_add`` completes it; a call of a step function (``tf.function``'s
+``__call__``, the sampler's wrapper) is a step boundary. The wrappers only route to
+:class:`LoopHooks`, whose methods report their own failures: a wrapper adds no ``try``.
 """
 
 from __future__ import annotations
@@ -33,14 +28,9 @@ class LoopHooks(Protocol):
     detector: StepDetector
     sampler: Sampler
 
-    def eager(self) -> bool:
-        """Whether the script's code runs eagerly now."""
-
-    def gradient_taken(self, target: Any, sources: Any, grads: Any) -> None:
-        """A tape gradient was taken outside a fit."""
-
-    def updated(self, variables: list[Any], optimizer: Any, where: str) -> None:
-        """Variables were updated outside a fit and outside an optimizer's apply."""
+    def eager(self) -> bool: ...
+    def gradient_taken(self, target: Any, sources: Any, grads: Any) -> None: ...
+    def updated(self, variables: list[Any], optimizer: Any, where: str) -> None: ...
 
 
 class Patches:
@@ -65,18 +55,11 @@ class Patches:
     def restore(self) -> None:
         """Put back every replaced attribute (inherited ones are deleted again)."""
         for (cls, name), (saved, _) in reversed(self._replaced.items()):
-            _put_back(cls, name, saved)
+            if saved is not _MISSING:
+                setattr(cls, name, saved)
+            elif name in cls.__dict__:
+                delattr(cls, name)
         self._replaced = {}
-
-
-def _put_back(cls: type, name: str, saved: Any) -> None:
-    if saved is _MISSING:
-        try:
-            delattr(cls, name)
-        except AttributeError:
-            pass
-    else:
-        setattr(cls, name, saved)
 
 
 def patch_tensorflow(tf: Any, patches: Patches, it: LoopHooks) -> None:

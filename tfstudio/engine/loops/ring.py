@@ -1,17 +1,11 @@
 """The graph ring buffer: a ``tf.function`` step's loss and gradient norm, kept on the device.
 
-Inside a ``tf.function`` a step's values exist only when the graph runs. At trace
-time the step gets a write of its loss into a device-side ring buffer (a
-``tf.Variable[RING]`` per series, made with ``tf.init_scope`` so a retrace reuses
-it) at a step counter, and the counter's increment. Steps that measure the
-gradient norm (a twin's, on the sampling cadence; see ``sampling.py``) also write a
-row into a second, smaller ring
-(:data:`NORM_RING` rows, at ``step % NORM_RING``): the gradients' ``l2_loss`` summed, and
-the step's number in two float32 columns (``step // 2**24`` and ``step % 2**24``:
-integers a float32 holds exactly), so a reader tells a norm of this step from one
-written a lap of the ring ago (or never).
-A background thread (:class:`RingReader`) reads the buffers every
-:data:`READ_EVERY` seconds: three reads, the counter, the losses and the norm rows.
+At trace time a step gets a write of its loss into a device-side ring (a
+``tf.Variable[RING]`` per series, made in ``init_scope`` so a retrace reuses it) at a step
+counter, then the counter's increment. A step that measures the gradient norm (a twin's)
+also writes a row of a smaller ring: the gradients' ``l2_loss`` summed and the step's
+number in two float32 columns (each part exact), so a reader tells this step's norm from
+one a lap of the ring ago. :class:`RingReader` reads the buffers every ``READ_EVERY`` s.
 """
 
 from __future__ import annotations
@@ -24,10 +18,7 @@ from typing import Any
 import numpy as np
 
 RING = 16384  # steps a graph series' buffer holds between two reads (80,000 steps/s)
-# Rows of the norm ring. Twins write it (on the sampling cadence; a step function with a
-# stateful random op, every step), so it is a quarter of RING: a row lasts until a later
-# step's row lands on its slot, at least 4,096 steps.
-NORM_RING = 4096
+NORM_RING = 4096  # rows of the norm ring: written on the sampling cadence (rarely every step)
 STEP_SPLIT = 1 << 24  # ... split here: each part is exact in float32 (steps < 2**48)
 # Seconds between reads of the graph buffers: 5 plot updates a second. Each read costs
 # a thread wake and a few eager reads (~0.5 ms of CPU on a busy 2-core VM): every 50 ms
@@ -40,21 +31,14 @@ class GraphRing:
 
     def __init__(self) -> None:
         self.losses: Any = None  # tf.Variable[RING] float32: each step's loss
-        # tf.Variable[NORM_RING, 3] float32: the sum of the gradients' l2_loss (half the
-        # squared global norm) of a step that measured it, then that step's number in two
-        # exact parts (-1: no step yet)
+        # tf.Variable[NORM_RING, 3] float32: half the squared global norm, the step (-1: none)
         self.norms: Any = None
         self.counter: Any = None  # tf.Variable int64: steps written
         self._tf: Any = None
 
     def write(self, tf: Any, target: Any, pairs: list[tuple[Any, Any]], norm: bool) -> None:
-        """At trace time: add the ops that write the step's loss (and gradient norm), then count it.
-
-        Args:
-            target: the loss the gradient was taken of.
-            pairs: ``(variable, gradient)`` for each variable that got a gradient.
-            norm: whether this trace measures the gradient norm (else the loss only).
-        """
+        """At trace time: the ops that write the step's loss ``target`` (and, if ``norm``, its
+        gradients' global norm), then count it."""
         if target is not None and target.dtype == tf.float32 and target.shape.rank == 0:
             value = target  # the usual scalar float32 loss: no op needed
         elif target is not None:
@@ -82,12 +66,9 @@ class GraphRing:
             self.counter.assign_add(1, read_value=False)
 
     def read(self, known: int) -> tuple[int, list[float], list[float]]:
-        """Steps written so far, and the losses and global norms of steps ``known..count-1``.
-
-        Steps overwritten before this read are NaN, and so is the norm of a step that
-        did not measure it (or whose row a later step's took). Called by the reader
-        thread (eagerly) or while a trace asks how far its loop is (in ``init_scope``).
-        """
+        """Steps written so far, and the losses and global norms of steps ``known..count-1``
+        (NaN: overwritten before this read, or no norm measured). Eagerly (the reader), or
+        while a trace asks how far its loop is (in ``init_scope``)."""
         tf = self._tf
         if tf is None:  # its first trace is still writing the ops (the reader came between)
             return known, [], []
@@ -126,7 +107,7 @@ class GraphRing:
         return count, out_losses, out_norms
 
     def written(self) -> int:
-        """Steps written so far, read now (eagerly; the counter alone)."""
+        """Steps written so far (eagerly; the counter alone)."""
         if self._tf is None:
             return 0
         from tfstudio.engine.probes.values import read_handle
@@ -134,7 +115,6 @@ class GraphRing:
         return int(read_handle(self.counter.handle, self._tf.int64))
 
     def _make(self, tf: Any) -> None:
-        """Create the buffers and counter (outside any traced function), once."""
         if self.losses is None:
             with tf.init_scope():
                 self.losses = tf.Variable(tf.zeros([RING], tf.float32), trainable=False)
@@ -146,36 +126,26 @@ class GraphRing:
 
 
 class RingReader:
-    """A thread that reports the graph steps that ran, every :data:`READ_EVERY` seconds.
-
-    Args:
-        sync: reads the buffers and emits the steps (under the interceptor's lock).
-        on_error: told of a failed read (the thread goes on).
-    """
+    """A thread that calls ``sync`` (read the buffers, emit the steps) every ``READ_EVERY`` s."""
 
     def __init__(self, sync: Callable[[], None], on_error: Callable[[BaseException], None]) -> None:
         self._sync = sync
         self._on_error = on_error
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    @property
-    def thread(self) -> threading.Thread | None:
-        """The reading thread, once started (benchmarks charge its CPU time)."""
-        return self._thread
+        self.thread: threading.Thread | None = None
 
     def start(self) -> None:
         """Start reading (once; later calls do nothing)."""
-        if self._thread is not None:
+        if self.thread is not None:
             return
-        self._thread = threading.Thread(target=self._loop, name="tfstudio-loop-reader", daemon=True)
-        self._thread.start()
+        self.thread = threading.Thread(target=self._loop, name="tfstudio-loop-reader", daemon=True)
+        self.thread.start()
 
     def stop(self) -> None:
         """Stop the thread and wait for it (briefly)."""
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=2.0)
+        if self.thread is not None:
+            self.thread.join(timeout=2.0)
 
     def _loop(self) -> None:
         while not self._stop.wait(READ_EVERY):

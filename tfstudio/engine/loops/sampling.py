@@ -1,19 +1,16 @@
 """Sampling: which ``tf.function`` calls are steps, and which run the step function's twin.
 
-A ``tf.function`` whose trace found a step is a *step function*; each call of one is a
-step boundary. Its own graph writes each step's loss (``ring.py``). On the loop's
-sampling cadence (``Cadence``: the inspector's budget, or ``--sample-every``; also when
-the inspector is off) a call runs the function's *twin* instead: the same Python
-function traced again (``Function._clone``), whose graph also writes the gradient norm
-and, with the inspector on, the gradients' summaries (``engine/loop_inspect.py``). A
-step function whose graph draws from a stateful random op (its state lives in the op,
-so a twin would replay the draws) gets no twin: its own graph writes the norm at every
-step.
+Each call of a *step function* (a ``tf.function`` whose trace found a step) is a step
+boundary; its graph writes each step's loss (``ring.py``). On the loop's sampling cadence
+(the inspector's budget or ``--sample-every``) a call runs its *twin* instead
+(``Function._clone``: the same Python function traced again), whose graph also writes the
+gradient norm and, with the inspector on, the gradients' summaries. A step function with a
+stateful random op (its state lives in the op, so a twin would replay the draws) gets no
+twin: its own graph writes the norm at every step.
 
-:meth:`Sampler.wrap` makes the ``Function.__call__`` wrapper. Between special calls it
-takes a quiet path, a count and a comparison, until call :attr:`Sampler.quiet_until`;
-anything the training thread must see at the next call (a stop, a command, a control's
-work, a new step function) sets that to 0, and the next call takes the full path.
+The ``Function.__call__`` wrapper (:meth:`Sampler.wrap`) takes a quiet path (a count and a
+comparison) until call ``quiet_until``; whatever the training thread must see at the next
+call (a stop, a command, a control's work, a new step function) sets that to 0.
 """
 
 from __future__ import annotations
@@ -53,16 +50,9 @@ RANDOM_NOTE = (
 class Sampler:
     """The run's step functions, their calls, and the sampled calls that run a twin.
 
-    Args:
-        monitor: the run.
-        inspector: the inspector's sampler, or None when the run turned it off.
-        book: the run's loops.
-        emitter: announces a loop before its sample is emitted.
-        controls: the controls run at step boundaries.
-        lock: the interceptor's lock (the reader thread drains loops too).
-        sync: reports every graph step that ran (under ``lock``).
-        resumed: told the id of a step function of an ended loop before its call.
-        traced: called after a full-path call (a trace may have ended in it).
+    ``sync`` reports every graph step that ran; ``resumed`` is told the id of an ended
+    loop's step function before its call; ``traced`` runs after each full-path call (a
+    trace may have ended in it).
     """
 
     def __init__(
@@ -111,9 +101,8 @@ class Sampler:
             self.probing -= 1
 
     def calling_function(self) -> Any:
-        """The ``tf.function`` the script is calling (and tracing), or None: the outermost
-        frame of the wrapper on this thread's stack (a twin's call runs in the frame of the
-        function it twins; a nested function's call is inside it). At trace time only."""
+        """At trace time: the ``tf.function`` the script is calling, or None (the outermost
+        wrapper frame: a twin's call runs in its function's frame, a nested call inside it)."""
         found = None
         frame = sys._getframe(1)
         while frame is not None:
@@ -124,8 +113,7 @@ class Sampler:
 
     def traced_step(self, graph: Any) -> bool:
         """A trace found a step: the function called is a step function. Returns whether
-        this trace writes the gradient norm (a twin's, or a graph with a stateful random op,
-        which gets no twin)."""
+        this trace writes the gradient norm (a twin's, or one with a stateful random op)."""
         found = self.calling_function()
         if found is not None:
             self.step_fns.add(id(found))
@@ -140,8 +128,8 @@ class Sampler:
         self.quiet_until = 0
 
     def wake(self) -> None:
-        """The controls have work (any thread): the next step function's call is special.
-        A wake while :meth:`_special` runs is kept (it looks at ``_woken`` after)."""
+        """The controls have work (any thread): the next step function's call is special
+        (a wake while :meth:`_special` runs is kept: it looks at ``_woken`` after)."""
         self._woken = True
         self.special_call = 0
         self.quiet_until = 0
@@ -163,8 +151,7 @@ class Sampler:
         resume, stop = monitor.resume, monitor.stop_requested
         step_fns, current = self.step_fns, self.current_fns
 
-        def waiting() -> bool:
-            """Whether a stop, a pause or a command waits for the next step boundary."""
+        def waiting() -> bool:  # a stop, a pause or a command waits for a step boundary
             return bool(commands) or stop.is_set() or not resume.is_set()
 
         def __call__(function: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N807
@@ -215,8 +202,7 @@ class Sampler:
         return __call__
 
     def _special(self, function: Any, original: Callable[..., Any], args: Any, kwargs: Any) -> Any:
-        """A step function's call at or after :attr:`special_call`: the controls' work, and
-        the twin's call when a sample is due."""
+        """A step function's call at or after ``special_call``: the controls' work, the twin."""
         self._woken = False
         control = self.controls.control
         if control is not None and control.due:  # a rate the script set: sent at this step
@@ -232,9 +218,8 @@ class Sampler:
     def _sampled_call(
         self, function: Any, original: Callable[..., Any], args: Any, kwargs: Any
     ) -> Any:
-        """Run this step with the twin; the sample ends once every step function ran its
-        twin (a GAN may train its two models in two ``tf.function``s), or when a function
-        of the round is called again."""
+        """Run this step with the twin; the sample ends once every step function ran its twin
+        (a GAN's two ``tf.function``s), or when a function of the round is called again."""
         fid = id(function)
         if fid in self._round:
             self._finish_sample()
@@ -261,7 +246,6 @@ class Sampler:
         if fid not in self._twins:
             twin = None
             try:
-                # a stateful random op, found once the whole graph exists: no twin
                 if any(
                     draws_stateful_random(c.graph) for c in function._list_all_concrete_functions()
                 ):
@@ -304,11 +288,8 @@ class Sampler:
 
 
 def draws_stateful_random(graph: Any) -> bool:
-    """Whether ``graph``, a function it calls or a graph it is traced in has a stateful random op.
-
-    Args:
-        graph: a ``FuncGraph`` (while tracing: the ops made so far).
-    """
+    """Whether a ``FuncGraph`` (while tracing: its ops so far), a function it calls or a graph
+    it is traced in has a stateful random op."""
     seen: set[str] = set()
     while graph is not None:
         for op in graph.get_operations():
@@ -319,10 +300,8 @@ def draws_stateful_random(graph: Any) -> bool:
 
 
 def _calls_random(graph: Any, node: Any, seen: set[str]) -> bool:
-    """Whether a node's function attributes (a call, a loop's body...) name a random function.
-
-    A function that cannot be looked up counts as random: no twin is the safe side.
-    """
+    """Whether a node's function attributes (a call, a loop's body...) name a random function
+    (one that cannot be looked up counts as random: no twin is the safe side)."""
     for attr in node.attr.values():
         names = [attr.func.name] if attr.HasField("func") else [f.name for f in attr.list.func]
         for name in names:

@@ -1,15 +1,11 @@
 """Series and loops: how a run's custom-loop steps are grouped.
 
-Steps are grouped into *series* keyed by the variables they update (a GAN's
-discriminator and generator are two series) and by where the script runs them: an
-eager step by the line of the script that runs it, a traced step by the Python
-function of its ``tf.function`` (an eager loop and a ``tf.function`` loop of the
-same model and optimizer are two loops; a retrace, or the same function wrapped
-again, is the same loop). Series are grouped into *loops*: a series that appears
-before its loop's first series has done two steps joins that loop, a later one
-starts the next loop. Each loop is a segment of the run. A series whose loop ended
-(another loop came) and whose steps come again continues in a new loop: the next
-segment, counted from its first step there.
+A *series* is keyed by the variables its steps update (a GAN's discriminator and generator
+are two) and where the script runs them: an eager step's script line, a traced step's
+``tf.function`` Python function (a retrace is the same loop). A series that appears before
+its loop's first series has done two steps joins that loop, a later one starts the next
+*loop* (a segment of the run). A series whose steps come again after its loop ended goes
+on in a new loop, counted from its first step there.
 """
 
 from __future__ import annotations
@@ -22,15 +18,8 @@ from tfstudio.engine.loops.ring import GraphRing
 
 
 class Series:
-    """The steps that update one set of variables.
-
-    Losses and global gradient norms not yet reported are kept from step ``_base``
-    on (eager: appended as the steps happen; graph: read from the device ring
-    buffer); reported ones are dropped.
-
-    Args:
-        small_labels: the names of the value lines of tiny scalar variables (eager).
-    """
+    """The steps that update one set of variables: the values of those not yet reported
+    (eager: added as they happen; graph: read from its device ring buffer)."""
 
     def __init__(
         self,
@@ -45,7 +34,7 @@ class Series:
         self.site = site
         self.name = name
         self.variables = variables
-        self.small_labels = small_labels
+        self.small_labels = small_labels  # the value lines of tiny scalar variables (eager)
         self.optimizer: Any = None  # the Keras optimizer that updates them (if any)
         self.loop: Loop | None = None
         self.loss_key = "loss"
@@ -67,8 +56,7 @@ class Series:
         self._origin = 0
 
     def rebase(self) -> None:
-        """The series goes on in a new loop: its steps count from 0 again there (those of
-        its last loop were all reported when that loop ended)."""
+        """The series goes on in a new loop: its steps count from 0 again there."""
         self._origin = self._base = self._count
         self._losses, self._norms, self._extra = [], [], []
 
@@ -81,10 +69,9 @@ class Series:
         return self.ring
 
     def norm_name(self, name: str) -> str:
-        """The metric name of its gradient norm: ``name``, saying so when steps sample it."""
+        """``gradient norm (generator)``, or ``gradient norm (generator, sampled)``."""
         if not self.norm_sampled:
             return name
-        # "gradient norm (generator)" -> "gradient norm (generator, sampled)"
         return f"{name[:-1]}, sampled)" if name.endswith(")") else f"{name} (sampled)"
 
     def add(self, loss: float, norm: float, small: tuple[float, ...] | None) -> None:
@@ -97,11 +84,11 @@ class Series:
         self._count += 1
 
     def step_count(self) -> int:
-        """Steps seen so far in its loop (eager; graph: as of the last read)."""
+        """Steps of its loop seen so far (graph: as of the last read)."""
         return self._count - self._origin
 
     def snapshot(self) -> int:
-        """How many steps of its loop exist now (graph: read from the device buffer)."""
+        """Steps of its loop that exist now (graph: read from the device buffer)."""
         if self.ring is not None:
             count, losses, norms = self.ring.read(self._count)
             if count > self._count:
@@ -111,12 +98,12 @@ class Series:
         return self._count - self._origin
 
     def written(self) -> int:
-        """How many steps of its loop exist now (graph: its ring's counter alone, read now)."""
+        """Steps of its loop that exist now (graph: its ring's counter alone)."""
         count = self.ring.written() if self.ring is not None else self._count
         return count - self._origin
 
     def trim(self, emitted: int) -> None:
-        """Forget the values of steps already reported (its loop's first ``emitted``)."""
+        """Forget the values of its loop's first ``emitted`` steps (reported)."""
         emitted += self._origin
         if emitted > self._base:
             drop = emitted - self._base
@@ -126,8 +113,7 @@ class Series:
             self._base = emitted
 
     def values(self, first: int, last: int) -> tuple[list[float], list[float]]:
-        """Losses and global gradient norms of its loop's steps ``first..last-1`` (NaN where
-        unknown)."""
+        """Losses and global gradient norms of its loop's steps ``first..last-1`` (NaN: unknown)."""
         i, k = first + self._origin - self._base, last + self._origin - self._base
         losses, norms = self._losses[i:k], self._norms[i:k]
         missing = (last - first) - len(losses)
@@ -136,12 +122,8 @@ class Series:
             norms = norms + [math.nan] * missing
         return losses, norms
 
-    def has_extra(self) -> bool:
-        """Whether value lines of tiny variables are kept for unreported steps."""
-        return bool(self._extra)
-
     def extra(self, j: int) -> dict[str, float]:
-        """Values of the tiny variables at its loop's step ``j`` (empty when not tracked)."""
+        """Values of the tiny variables at its loop's step ``j`` (empty: not read there)."""
         i = j + self._origin - self._base
         if 0 <= i < len(self._extra):
             return dict(zip(self.small_labels, self._extra[i], strict=False))
@@ -177,10 +159,6 @@ class Loop:
         self.step0: int | None = None  # the step of the first sample
         self.first_cost = 0.0  # what the first sample cost (traces included)
 
-    def primary_count(self) -> int:
-        """Steps of the loop's first series so far (graph: read now)."""
-        return self.series[0].snapshot() if self.series else 0
-
     def is_graph(self) -> bool:
         """Whether any of its series runs inside a ``tf.function``."""
         return any(s.graph for s in self.series)
@@ -194,25 +172,19 @@ class LoopBook:
         self.loops: list[Loop] = []
 
     def current(self) -> Loop | None:
-        """The most recent loop (None before the first)."""
         return self.loops[-1] if self.loops else None
 
     def joins_current(
         self, key: frozenset[int] | None = None, site: tuple[Any, ...] | None = None
     ) -> bool:
-        """Whether a series seen now joins the current loop (else it starts the next one).
-
-        A second series joins while its loop's first series has done at most one step
-        (a GAN's generator step follows the discriminator's first), if it trains other
-        variables than the loop's series do and runs as they do (eagerly, or traced):
-        one eager step of a model, then a ``tf.function`` loop of it, are two loops.
-
-        Args:
-            key, site: the new series' variables and where it runs (None: the loop's
-                age alone).
-        """
+        """Whether a series of ``key``'s variables run at ``site`` joins the current loop: while
+        its first series has done at most one step (a GAN's generator step follows the
+        discriminator's first), with other variables, run as its series are (eagerly, or
+        traced: one eager step, then a ``tf.function`` loop of it, are two loops)."""
         loop = self.current()
-        if loop is None or loop.ended or loop.announced or loop.primary_count() > 1:
+        if loop is None or loop.ended or loop.announced:
+            return False
+        if loop.series and loop.series[0].snapshot() > 1:
             return False
         if key is None or site is None:
             return True
@@ -225,15 +197,13 @@ class LoopBook:
         return loop
 
     def add(self, series: Series, loop: Loop) -> None:
-        """Record ``series`` as part of ``loop``."""
         self.series[(series.key, series.site)] = series
         loop.series.append(series)
         series.loop = loop
 
     def find(self, key: frozenset[int], site: tuple[Any, ...]) -> Series | None:
-        """The series of ``key``'s variables run at ``site``; else, while the current loop
-        is young (see :meth:`joins_current`), its series of the same variables run
-        elsewhere (a loop whose step alternates two lines is one series), or None."""
+        """The series of ``key``'s variables run at ``site``, else a young current loop's series
+        of them run elsewhere (a step alternating two lines is one series), or None."""
         series = self.series.get((key, site))
         if series is not None:
             return series
@@ -256,5 +226,4 @@ class LoopBook:
         return again
 
     def open_graph_loops(self) -> list[Loop]:
-        """Loops not ended whose steps run in a ``tf.function`` (read from the device)."""
         return [lp for lp in self.loops if not lp.ended and lp.is_graph()]

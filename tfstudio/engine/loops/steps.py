@@ -1,9 +1,8 @@
 """Step detection: a tape gradient of variables, then an update of those variables.
 
-A gradient whose sources include variables is kept as a :class:`PendingStep`;
-the next optimizer ``apply`` or ``assign_sub``/``assign_add`` that touches one
-of them completes the step. A gradient of inputs only (saliency maps) is no
-step, and code that only evaluates updates nothing.
+A gradient of variables waits as a :class:`PendingStep` until an optimizer ``apply`` or
+``assign_sub``/``assign_add`` of one of them completes it. A gradient of inputs only
+(saliency maps) is no step, and code that only evaluates updates nothing.
 """
 
 from __future__ import annotations
@@ -20,37 +19,22 @@ KEEP = 4  # gradients waiting for their update (older ones were evaluation, not 
 
 
 class PendingStep(NamedTuple):
-    """A tape gradient of variables, waiting for the update that makes it a step.
+    """A tape gradient of variables, waiting for the update that makes it a step."""
 
-    Args:
-        key: ids of the variables the gradient was taken for (the series' key).
-        match: ids an update may name: ``key`` and the ``tf.Variable`` inside each Keras
-            variable (a Keras variable's ``assign_sub`` updates the one it wraps).
-        target: the loss the gradient was taken of.
-        variables: the variables, in the tape's order.
-        small: eager: the values of tiny scalar variables the loss was computed with.
-        norm: eager: the global gradient norm (NaN in a trace or without gradients).
-        pairs: ``(variable, gradient)`` for each variable that got a gradient.
-    """
-
-    key: frozenset[int]
-    match: frozenset[int]
-    target: Any
-    variables: list[Any]
-    small: tuple[float, ...] | None
-    norm: float
-    pairs: list[tuple[Any, Any]]
+    key: frozenset[int]  # ids of the variables (the series' key)
+    match: frozenset[int]  # ids an update may name: key's and the tf.Variable in a Keras one
+    target: Any  # the loss
+    variables: list[Any]  # in the tape's order
+    small: tuple[float, ...] | None  # eager: the tiny scalar variables' values
+    norm: float  # eager: the global gradient norm (NaN in a trace or without gradients)
+    pairs: list[tuple[Any, Any]]  # (variable, gradient) for each that got a gradient
 
 
 _new_pending = tuple.__new__  # the record without NamedTuple's Python-level __new__ (per step)
 
 
 class StepDetector:
-    """Pairs tape gradients with the updates that follow them.
-
-    Args:
-        tf: the ``tensorflow`` module.
-    """
+    """Pairs tape gradients with the updates that follow them."""
 
     def __init__(self, tf: Any) -> None:
         self.tf = tf
@@ -119,7 +103,7 @@ def host_float(tf: Any, value: Any) -> bool:
 
 
 def global_norm(tf: Any, grads: list[Any]) -> float:
-    """The global norm of eager gradients (``tf.linalg.global_norm``'s value), computed cheaply.
+    """The global norm of eager gradients (``tf.linalg.global_norm``'s value), cheaply.
 
     Float32/64 gradients in host memory are read in place by numpy (~25 us for the
     benchmark's MLP); ``tf.linalg.global_norm`` runs a dozen eager ops (~0.3-1 ms, ~3%
@@ -147,15 +131,9 @@ def small_variables(variables: list[Any]) -> list[Any]:
 def flat(x: Any) -> list[Any]:
     """The leaves of nested lists, tuples and dicts (a tape's sources and gradients)."""
     if isinstance(x, dict):
-        out: list[Any] = []
-        for v in x.values():
-            out.extend(flat(v))
-        return out
+        x = list(x.values())
     if isinstance(x, list | tuple):
-        out = []
-        for v in x:
-            out.extend(flat(v))
-        return out
+        return [leaf for v in x for leaf in flat(v)]
     return [x]
 
 
