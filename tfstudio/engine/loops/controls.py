@@ -61,17 +61,16 @@ class LoopControls:
         if self.monitor.stop_requested.is_set():
             raise RunStopped()
 
-    def new_loop(self) -> None:
-        """Another loop began: the controls begin again at its first step, with its optimizer."""
-        if not self.started:
-            return
-        self.started = False
+    def end(self) -> None:
+        """A loop ended: the controls finish (a final checkpoint...), and begin again at the
+        next loop's first step, with its optimizer."""
         control, self.control = self.control, None
-        if control is not None:
+        if self.started and control is not None:
             try:
                 control.end()
             except Exception as exc:  # noqa: BLE001
                 self.monitor.report_error("controls (custom loop end)", exc)
+        self.started = False
 
     def beat(self) -> None:
         """From the reader's thread: ask for a schedule's rate once its last read is old."""
@@ -79,14 +78,6 @@ class LoopControls:
         if control is not None and not control.due and control.rate_due():
             control.due = True
             self.on_due()
-
-    def end(self) -> None:
-        """The run's loops are over: the controls finish (a final checkpoint...)."""
-        if self.started and self.monitor.control is not None:
-            try:
-                self.monitor.control.end()
-            except Exception as exc:  # noqa: BLE001
-                self.monitor.report_error("controls (custom loop end)", exc)
 
     def _begin(self) -> None:
         self.started = True

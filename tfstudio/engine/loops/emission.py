@@ -1,7 +1,7 @@
 """The events of custom loops: ``FitStarted(kind="loop")``, steps (as columns), ``FitEnded``.
 
 A step is reported once the next step of the loop's first series exists (so a GAN's two
-losses share one event), at once for an announced loop of one series, and at the loop's end.
+losses share one row), at once for an announced loop of one series, and at the loop's end.
 """
 
 from __future__ import annotations
@@ -78,15 +78,9 @@ class LoopEmitter:
         running: dict[str, float] | None = None,
         hold_newest: bool = False,
     ) -> None:
-        """Report the loop's steps whose next primary step exists (all of them if final).
-
-        Args:
-            running: the loop's Keras metrics read now, sent with the newest step reported.
-                They may also hold the updates of the step running meanwhile (one at most):
-                in its graph the metrics' updates and the step counter's are not ordered.
-            hold_newest: keep the newest step back even so (an eager loop whose metrics,
-                read at a step's update, hold the steps before it).
-        """
+        """Report the loop's steps whose next primary step exists (all if ``final``), with
+        ``running`` (its Keras metrics read now) on the newest. ``hold_newest``: keep that step
+        back even so (an eager loop's metrics, read at an update, hold the steps before it)."""
         if not loop.series:
             return
         series = loop.series
@@ -107,9 +101,9 @@ class LoopEmitter:
         loop.read_at = now
         n = limit - first
         if running and not whole and not hold_newest and len(series) == 1:
-            # A graph loop's first read, before it is announced: its newest step is held
-            # back, and metrics read now hold that step's updates (or later ones), never
-            # only those up to `limit`'s. The next beat reads them again.
+            # A graph loop's first read, before it is announced: its newest step is held back,
+            # and metrics read now hold that step's updates (in its graph the metrics' updates
+            # and the step counter's are not ordered). The next beat reads them again.
             running = None
         elif running and limit - loop.metrics_step < 2:
             running = None  # a step after the last sample: it would read as per-step values
@@ -173,10 +167,9 @@ class LoopEmitter:
 def _values(
     series: list[Series], counts: list[int], first: int, limit: int
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """The loop's steps ``first..limit-1`` as columns: each series' loss and gradient norm,
-    the tiny variables' value lines; a mask where a step lacks a key (a series with fewer
-    steps, a step with no gradients to measure). Keys come in the order steps first have
-    them (the order their plots appear in)."""
+    """Steps ``first..limit-1`` as columns (each series' loss and gradient norm, the tiny
+    variables' value lines) and masks of the steps that lack a key, keys in the order steps
+    first have them (the order their plots appear in)."""
     n = limit - first
     f64 = np.float64
     columns: list[tuple[str, np.ndarray, Any]] = []  # (key, values, rows having it: None = all)

@@ -252,7 +252,7 @@ class LoopInterceptor:
         with self.tf.init_scope():
             if not previous.ended:
                 self.emitter.end(previous, self.metrics.sample(previous, math.inf))
-            self.controls.new_loop()
+            self.controls.end()
 
     def _loop_changed(self) -> None:
         """The current loop or its step functions changed (the quiet path is for its functions)."""

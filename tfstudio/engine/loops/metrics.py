@@ -11,7 +11,6 @@ reset (all its variables zero) has no value and is skipped.
 from __future__ import annotations
 
 import math
-import os
 import sys
 import time
 import types
@@ -19,6 +18,8 @@ import weakref
 from typing import Any
 
 import numpy as np
+
+from tfstudio.engine.loops.owners import is_user_file
 
 # Seconds between reads of a metric: a mean (four raw variable reads, ~90 us) at every
 # beat of the graph reader; another metric (one traced read, ~0.13 ms) twice a second.
@@ -45,7 +46,7 @@ class LoopMetrics:
         self._metrics: dict[int, list[tuple[str, Any, Any]]] = {}
         self._last: dict[int, float] = {}  # metric id -> when it was last read
         # eager loops: loop -> (the metrics its first update could reach, their states)
-        self._eager: dict[int, tuple[list[Any], list[list[np.ndarray]]]] = {}
+        self._eager: dict[int, tuple[list[Any], list[list[bytes]]]] = {}
         self._eager_read: dict[int, float] = {}  # loop -> when its metrics were last read
 
     def traced(self, graph: Any, loop: Any) -> None:
@@ -104,7 +105,7 @@ class LoopMetrics:
                 del self._eager[key]
                 chosen = self._metrics.setdefault(key, [])
                 for metric, before in zip(*pending, strict=True):
-                    if len(chosen) < MAX_METRICS and not _same(before, _state(metric)):
+                    if len(chosen) < MAX_METRICS and before != _state(metric):
                         chosen.append((_key(metric, chosen), metric, _reader(tf, metric)))
                 return None
         except Exception as exc:  # noqa: BLE001
@@ -162,15 +163,9 @@ class LoopMetrics:
         self._eager_read.clear()
 
 
-def _state(metric: Any) -> list[np.ndarray]:
-    return [np.array(v.numpy(), copy=True) for v in metric.variables]
-
-
-def _same(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
-    """Whether two states are bit for bit the same."""
-    if len(a) != len(b):
-        return False
-    return all(x.shape == y.shape and x.tobytes() == y.tobytes() for x, y in zip(a, b, strict=True))
+def _state(metric: Any) -> list[bytes]:
+    """A metric's variables' values, bit for bit."""
+    return [np.asarray(v.numpy()).tobytes() for v in metric.variables]
 
 
 def _reachable_metrics(frame: Any) -> list[Any]:
@@ -201,8 +196,7 @@ def _reachable_metrics(frame: Any) -> list[Any]:
 
     scanned: set[int] = set()
     while frame is not None:
-        name = frame.f_code.co_filename
-        if not any(part in name for part in _LIBRARY_PATHS):
+        if is_user_file(frame.f_code.co_filename):  # autograph's copies too (temporary files)
             for pool in (frame.f_locals, frame.f_globals):
                 if id(pool) not in scanned:
                     scanned.add(id(pool))
@@ -214,14 +208,6 @@ def _reachable_metrics(frame: Any) -> list[Any]:
 
 _SKIPPED = (types.ModuleType, type, types.FunctionType, types.MethodType, str, bytes)
 _MAX_ITEMS = 1000
-# code of these is not the script's (autograph's converted functions run from temporary
-# files but keep the script's globals: they are scanned)
-_LIBRARY_PATHS = (
-    "site-packages",
-    "dist-packages",
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-    "<frozen",
-)
 
 
 def _handle(variable: Any) -> Any:

@@ -64,10 +64,7 @@ def user_site(depth: int = 2) -> tuple[Any, int] | None:
         code = frame.f_code
         if code is _RUNNER:
             return None
-        known = _user_files.get(code.co_filename)
-        if known is None:
-            known = is_user_file(code.co_filename)
-        if known and not code.co_name.startswith("tf__"):
+        if is_user_file(code.co_filename) and not code.co_name.startswith("tf__"):
             return code, frame.f_lineno
         frame = frame.f_back
     return None
@@ -89,8 +86,7 @@ def discover(variables: list[Any], watched: dict[int, tuple[str, Any]]) -> Owner
         if id(v) in watched:
             name, obj = watched[id(v)]
             owned = trainable_ids(obj)
-            labels = _labels(variables, _attribute_names(obj, ids), {})
-            return Owner(name, obj, ids <= owned, labels)
+            return Owner(name, obj, ids <= owned, _labels(variables, obj, {}))
     best: tuple[int, str, Any, bool] | None = None
     bound: dict[int, str] = {}  # variable id -> a binding that holds it (bare variables)
     function = ""  # the innermost script function running the step
@@ -141,8 +137,8 @@ def discover(variables: list[Any], watched: dict[int, tuple[str, Any]]) -> Owner
                     consider(binding, obj)
     if best is not None:
         _, name, obj, holds_all = best
-        return Owner(name, obj, holds_all, _labels(variables, _attribute_names(obj, ids), bound))
-    labels = _labels(variables, {}, bound)
+        return Owner(name, obj, holds_all, _labels(variables, obj, bound))
+    labels = _labels(variables, None, bound)
     name = function or _common_prefix(variables) or _bound_names(variables, bound)
     if not name and script_file:
         name = os.path.splitext(os.path.basename(script_file))[0]
@@ -159,10 +155,11 @@ def variables_of(obj: Any) -> list[Any] | None:
             return None  # e.g. autograph's Undefined, whose every attribute is itself
         out = list(owned)
         known = {id(v) for v in out}
-        for value in _attribute_values(obj):
-            if id(value) not in known and is_variable(value):
-                known.add(id(value))
-                out.append(value)
+        for value in list(getattr(obj, "__dict__", {}).values()):
+            for v in value if isinstance(value, list | tuple) else (value,):
+                if id(v) not in known and is_variable(v):
+                    known.add(id(v))
+                    out.append(v)
         return out or None
     except Exception:  # noqa: BLE001 - properties of arbitrary objects
         return None
@@ -200,20 +197,6 @@ def _name_of(obj: Any, binding: str) -> str:
     return name
 
 
-def _attribute_values(obj: Any) -> list[Any]:
-    try:
-        values = list(vars(obj).values())
-    except TypeError:
-        return []
-    out: list[Any] = []
-    for value in values:
-        if isinstance(value, list | tuple):
-            out.extend(value)
-        else:
-            out.append(value)
-    return out
-
-
 def _attribute_items(obj: Any) -> list[tuple[str, Any]]:
     """An object's attributes (at most MAX_ATTRIBUTES), a list's items named by index."""
     if isinstance(obj, dict):
@@ -236,17 +219,10 @@ def _bound_names(variables: list[Any], bound: dict[int, str]) -> str:
     return ", ".join(dict.fromkeys(names))
 
 
-def _attribute_names(obj: Any, ids: set[int]) -> dict[int, str]:
-    try:
-        items = list(vars(obj).items())
-    except TypeError:
-        return {}
-    return {id(value): name for name, value in items if id(value) in ids}
-
-
-def _labels(
-    variables: list[Any], attributes: dict[int, str], bound: dict[int, str]
-) -> dict[int, str]:
+def _labels(variables: list[Any], obj: Any, bound: dict[int, str]) -> dict[int, str]:
+    """A readable name per variable id: its own, else (TensorFlow's default ``Variable``) the
+    attribute of ``obj`` or the script's binding that holds it."""
+    attributes = {id(v): k for k, v in list(getattr(obj, "__dict__", {}).items())}
     out: dict[int, str] = {}
     for v in variables:
         own = variable_label(v)

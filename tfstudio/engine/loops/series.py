@@ -40,14 +40,10 @@ class Series:
         self.loss_key = "loss"
         self.norm_key = "gradient norm"
         self.ring: GraphRing | None = None  # graph: the device buffer of its steps
-        self.graph = False
-        # graph: the norm is written at sampled steps only (the twin's; not when the step
-        # function's own graph writes it at every step)
-        self.norm_sampled = False
+        self.norm_sampled = False  # graph: only twins write its norm (not every step's graph)
         self.grads: Any = None  # graph: the inspector's device buffers (loop_inspect)
         self.tree: Any = None  # the inspector's (ModelNode, summary text) of the owner
-        # Step numbers below are the series' own (graph: its ring's counter); its loop's
-        # count from _origin on (a series continued in a later loop: see rebase)
+        # step numbers: the series' own (graph: its ring's counter); its loop's from _origin
         self._count = 0  # steps seen so far
         self._losses: list[float] = []  # losses of steps _base.._count-1
         self._norms: list[float] = []  # their global gradient norms
@@ -64,7 +60,6 @@ class Series:
         """The device buffer this series' traced steps write (made at the first)."""
         if self.ring is None:
             self.ring = GraphRing()
-            self.graph = True
             self.norm_sampled = True
         return self.ring
 
@@ -144,8 +139,7 @@ class Loop:
         self.announced = False
         self.ended = False
         self.start_step = 0
-        # bytes the script had written when the loop's first step ran (RunMonitor's
-        # output_mark): a viewer puts the loop's line there among the script's output
+        # the script's output mark at its first step: where viewers put its line among the output
         self.output: tuple[int, int] | None = None
         self.read_at: float | None = None  # run time of the last read of its steps
         # the inspector's sampling (engine/loop_inspect.py)
@@ -161,7 +155,7 @@ class Loop:
 
     def is_graph(self) -> bool:
         """Whether any of its series runs inside a ``tf.function``."""
-        return any(s.graph for s in self.series)
+        return any(s.ring is not None for s in self.series)
 
 
 class LoopBook:
