@@ -219,40 +219,35 @@ class LoopInterceptor:
         else:  # raw variables (of no module, or attributes a Keras model does not track)
             for v in variables:
                 self.controls.track(owner.labels.get(id(v)) or "variable", v, [v])
-        book = self.book
-        if book.joins_current(key, site):
-            loop = book.current()
-        else:
-            self._end_current()
-            mon = self.monitor
-            loop = book.new_loop(mon.fits + len(book.loops), new_cadence(mon))
-            loop.output = mon.output_mark()  # its first step: before the script prints it
-            mon.loops = len(book.loops)
+        loop = self.book.current() if self.book.joins_current(key, site) else self._next_loop()
         assert loop is not None
-        book.add(series, loop)
+        self.book.add(series, loop)
         self._loop_changed()
         return series
 
     def _continue(self, ended: Loop) -> None:
         """An ended loop's steps come again: the current loop ends, a new one holds its series."""
-        self._end_current()
-        mon = self.monitor
-        loop = self.book.reopen(ended, mon.fits + len(self.book.loops), new_cadence(mon))
-        loop.output = mon.output_mark()
-        mon.loops = len(self.book.loops)
-        self.metrics.carry(ended, loop)
+        self.metrics.carry(ended, self._next_loop(ended))
         self._loop_changed()
 
-    def _end_current(self) -> None:
-        """End the current loop (another begins). Also while a ``tf.function`` traces: the
-        reads run eagerly (``init_scope``), never as ops of the graph being traced."""
+    def _next_loop(self, ended: Loop | None = None) -> Loop:
+        """End the current loop and start the next (with ``ended``'s series, if given). Also
+        while a ``tf.function`` traces: the reads run eagerly (``init_scope``), never as ops of
+        the graph being traced."""
         previous = self.book.current()
-        if previous is None:
-            return
-        with self.tf.init_scope():
-            if not previous.ended:
-                self.emitter.end(previous, self.metrics.sample(previous, math.inf))
-            self.controls.end()
+        if previous is not None:
+            with self.tf.init_scope():
+                if not previous.ended:
+                    self.emitter.end(previous, self.metrics.sample(previous, math.inf))
+                self.controls.end()
+        mon, book = self.monitor, self.book
+        index, cadence = mon.fits + len(book.loops), new_cadence(mon)
+        loop = (
+            book.new_loop(index, cadence) if ended is None else book.reopen(ended, index, cadence)
+        )
+        loop.output = mon.output_mark()  # its first step: before the script prints it
+        mon.loops = len(book.loops)
+        return loop
 
     def _loop_changed(self) -> None:
         """The current loop or its step functions changed (the quiet path is for its functions)."""
