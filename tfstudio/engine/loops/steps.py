@@ -61,8 +61,9 @@ class StepDetector:
         norm = math.nan
         if eager:
             tiny = self._small.get(key)
-            if tiny is None:
-                tiny = self._small[key] = small_variables(variables)
+            if tiny is None:  # a tiny model's scalar variables, else none
+                scalars = len(variables) <= SMALL and all(size(v) == 1 for v in variables)
+                tiny = self._small[key] = variables if scalars else []
             if tiny:  # the guide's W and b: the values this loss was computed with
                 small = tuple(scalar(v) for v in tiny)
             if pairs:
@@ -119,13 +120,6 @@ def global_norm(tf: Any, grads: list[Any]) -> float:
             total += float(np.dot(a, a))
         return math.sqrt(total)
     return float(tf.linalg.global_norm(values))
-
-
-def small_variables(variables: list[Any]) -> list[Any]:
-    """The scalar variables of a tiny model (the guide's W and b), or ``[]``."""
-    if sum(size(v) for v in variables) > SMALL or any(size(v) != 1 for v in variables):
-        return []
-    return list(variables)
 
 
 def flat(x: Any) -> list[Any]:
