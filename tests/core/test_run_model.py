@@ -199,3 +199,23 @@ def test_a_folder_read_on_the_sessions_reader_thread_fills_the_model_as_a_read_h
         time.sleep(0.01)
     assert {part: model.revision(part) for part in PARTS} == revisions
     session.shutdown()
+
+
+def test_a_followed_run_json_caught_half_rewritten_keeps_its_last_status(tmp_path):
+    """A followed run whose run.json is read while another writer rewrites it in place
+    (truncated, then written) stays "running" and shows "finished" once it is: a half
+    file read as no status stopped the following for good."""
+    import json
+
+    from tfstudio.core.run_parts import PartsFeed
+
+    info = {"status": "running", "updated": 4e9, "hparams": {"fit0.epochs": 2}}
+    (tmp_path / "run.json").write_text(json.dumps(info))
+    feed = PartsFeed(tmp_path)
+    assert feed.read().status == "running"
+    (tmp_path / "run.json").write_text(json.dumps(info)[:17])  # caught mid-write
+    half = feed.read()
+    assert half.status == "running"
+    assert half.hparams == {"fit0.epochs": 2}
+    (tmp_path / "run.json").write_text(json.dumps({**info, "status": "finished"}))
+    assert feed.read().status == "finished"

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QSettings
 from tensorboard.compat.proto import event_pb2
-from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
 
+from tests.core.tfevents import masked_crc32c
 from tfstudio.core.events import EpochEnded, FitStarted, ModelSummary, RunStarted, StepColumns
 from tfstudio.core.run_loading import load_folder
 from tfstudio.core.run_store import RunStore

@@ -86,6 +86,7 @@ class PartsFeed:
         self.reader = RunReader(self.path)
         self.cancelled = threading.Event()
         self.reads = 0  # reads finished (the first one fills the model)
+        self._info: dict[str, Any] = {}  # run.json as last read whole
         self._inspector_seen: tuple[int, int] | None = None  # (scalars, histograms) built from
         self._inspector_next = 0.0  # (monotonic) a followed run's samples rebuilt from then
 
@@ -109,7 +110,10 @@ class PartsFeed:
             if not batch.more:
                 break
         self.reader.update()
-        info = read_run_json(self.path)
+        # a run.json caught half rewritten (by a writer that does not replace it whole)
+        # reads as nothing: what the last read found stands, so following goes on
+        info = read_run_json(self.path) or self._info
+        self._info = info
         parts.status = run_status(info)
         seen = self._inspector_points()
         over = parts.status != "running"
