@@ -62,6 +62,7 @@ from tfstudio.ui.panels.system_figures import (  # GAP_*: the step-time line's g
     recorded_step_ms,
 )
 from tfstudio.ui.panels.visibility import out_of_sight
+from tfstudio.ui.plotting.axes import MenuOnDemandViewBox
 from tfstudio.ui.plotting.view import quiet_axes
 
 SAMPLE_MS = 1000
@@ -187,7 +188,9 @@ class SystemPanel(SystemFigures, QWidget):
         layout.addWidget(self.plots, 1)
 
     def _plot(self, row: int, label: str) -> pg.PlotItem:
-        plot = self.plots.addPlot(row=2 * row, col=0, axisItems=quiet_axes())
+        plot = self.plots.addPlot(
+            row=2 * row, col=0, axisItems=quiet_axes(), viewBox=MenuOnDemandViewBox()
+        )
         plot.setLabel("left", label)
         # Horizontal major lines only: a full grid cost ~90 ms a paint (as in metrics.py).
         plot.showGrid(x=False, y=True, alpha=0.15)

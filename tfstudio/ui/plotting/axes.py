@@ -6,8 +6,31 @@ import time
 from typing import Any
 
 import pyqtgraph as pg
+from pyqtgraph.graphicsItems.ViewBox.ViewBoxMenu import ViewBoxMenu
 from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QGraphicsItem
+
+
+class MenuOnDemandViewBox(pg.ViewBox):
+    """A ViewBox whose right-click menu (View All, axes, export...) is built when first
+    asked for: pyqtgraph builds it with every plot (~3 ms each, a sixth of the window's
+    construction), and most plots are never right-clicked."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(enableMenu=False, **kwargs)
+        self.state["enableMenu"] = True  # on; self.menu stays None until asked for
+
+    def getMenu(self, ev: Any) -> Any:  # noqa: N802 (pyqtgraph API)
+        """The menu, built now if it was never asked for."""
+        if self.menu is None and self.menuEnabled():
+            self.menu = ViewBoxMenu(self)
+            self.updateViewLists()
+        return self.menu
+
+    def getContextMenus(self, event: Any) -> list[Any]:  # noqa: N802 (pyqtgraph API)
+        """The menu's actions (a child item's menu shows them too)."""
+        menu = self.getMenu(event)
+        return menu.actions() if menu is not None else []
 
 
 class TimedPlotWidget(pg.PlotWidget):
@@ -18,6 +41,7 @@ class TimedPlotWidget(pg.PlotWidget):
     """
 
     def __init__(self, paint_clock: list[float], **kwargs: object) -> None:
+        kwargs.setdefault("viewBox", MenuOnDemandViewBox())
         super().__init__(**kwargs)
         self._paint_clock = paint_clock
         self.paints = 0
