@@ -27,7 +27,7 @@ def test_ruff_format():
 
 
 def test_import_layers():
-    """core imports no TF/Qt, engine no Qt, ui no TF/Keras (ARCHITECTURE.md)."""
+    """core imports no TF/Qt, engine no Qt, ui no TF/Keras (docs/architecture.md, "Layers")."""
     beside = Path(sys.executable).parent / "lint-imports"  # this environment's, if any
     exe = str(beside) if beside.exists() else shutil.which("lint-imports")
     if exe is None:

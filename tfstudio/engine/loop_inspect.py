@@ -346,13 +346,17 @@ def schedule(loop: Any, step: int, cost: float, now: float) -> int:
     return gap
 
 
+def host_float(tf: Any, value: Any) -> bool:
+    """Whether an eager tensor is float32/64 in host memory: numpy reads it in place."""
+    return value.dtype in (tf.float32, tf.float64) and value.device.endswith("CPU:0")
+
+
 def _eager_gradients(pairs: list[tuple[Any, Any]]) -> list[GradientVariable]:
     """The sampled eager step's gradients summarised: float32/64 ones in host memory by
     numpy (no eager ops: a dozen of them a gradient, ~1 ms, more at their first run),
     others (on a GPU, half precision) on their device."""
     import tensorflow as tf
 
-    from tfstudio.engine.loops.steps import host_float
     from tfstudio.engine.probes.model import variable_path
     from tfstudio.engine.probes.weights import BINS, summarize, summarize_host
 

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
+from tfstudio.engine.loop_inspect import host_float
 from tfstudio.engine.loops.owners import is_variable, size
 
 SMALL = 4  # series whose variables hold this many numbers at most are plotted as value lines
@@ -96,11 +97,6 @@ class StepDetector:
     def small_variables(self, key: frozenset[int]) -> list[Any]:
         """The tiny scalar variables of a series (plotted as value lines), in tape order."""
         return self._small.get(key) or []
-
-
-def host_float(tf: Any, value: Any) -> bool:
-    """Whether an eager tensor is float32/64 in host memory: numpy reads it in place."""
-    return value.dtype in (tf.float32, tf.float64) and value.device.endswith("CPU:0")
 
 
 def global_norm(tf: Any, grads: list[Any]) -> float:
