@@ -31,7 +31,6 @@ picked) and each view is given the model it shows. Nothing here imports Qt.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -59,6 +58,7 @@ from tfstudio.core.events import (
     SystemSampled,
     step_batches,
 )
+from tfstudio.core.hparams import HParamValue
 from tfstudio.core.locations import Location, location
 from tfstudio.core.progress import Progress, ProgressTracker
 from tfstudio.core.run_model_parts import (  # noqa: F401 - re-exported: a model's parts
@@ -81,7 +81,6 @@ PARTS = (
 )
 """The parts of a run model, each with its own revision (:meth:`RunModel.revision`)."""
 
-HParamValue = str | int | float | bool
 STREAMS = ("stdout", "stderr")  # the script's own output (not tfstudio's notes)
 
 
@@ -270,29 +269,12 @@ class RunModel:
             self.advice[:] = advice
             self.touch("notices")
 
-    def load_record(self, run_dir: str | Location) -> None:
-        """The console, system samples, checkpoints, notices and hyperparameters of a run
-        folder (``read_run_record`` and ``read_hparams``); a part that cannot be read
-        stays empty and :attr:`notes` says why."""
-        record_module = _optional("tfstudio.core.run_record")
-        if record_module is not None:
-            try:
-                record = record_module.read_run_record(str(run_dir))
-            except Exception as exc:  # noqa: BLE001 - a damaged folder is said, not fatal
-                self.notes.append(f"{run_dir}: its console, system samples and lists: {exc}")
-            else:
-                self.take_record(record)
-        else:
-            self.notes.append("this tfstudio cannot read a run's console and system samples")
-        self.read_hparams(run_dir)
-
     def read_hparams(self, run_dir: str | Location) -> None:
         """The hyperparameters recorded in a run folder (run.json or TensorBoard's HParams)."""
-        module = _optional("tfstudio.core.hparams")
-        if module is None:
-            return
+        from tfstudio.core.hparams import read_hparams
+
         try:
-            hparams = module.read_hparams(str(run_dir))
+            hparams = read_hparams(str(run_dir))
         except Exception as exc:  # noqa: BLE001 - a damaged folder is said, not fatal
             self.notes.append(f"{run_dir}: its hyperparameters: {exc}")
             return
@@ -455,16 +437,6 @@ def _same_system(
         np.array_equal(a[k][0], b[k][0]) and np.array_equal(a[k][1], b[k][1], equal_nan=True)
         for k in a
     )
-
-
-def _optional(name: str) -> Any:
-    """A module another part of tfstudio provides, or None where it is not there yet."""
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name != name:
-            raise
-        return None
 
 
 _HANDLERS: dict[type, Callable[[RunModel, Any], None]] = {

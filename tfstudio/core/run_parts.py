@@ -32,13 +32,13 @@ import numpy as np
 
 from tfstudio.core.eventfile_decode import TagColumns
 from tfstudio.core.feed_reader import FeedReader
+from tfstudio.core.hparams import HParamValue
 from tfstudio.core.inspector_store import InspectorStore
 from tfstudio.core.locations import Location, location
 from tfstudio.core.run_loading import INSPECTOR_PREFIXES, FeedBatch, FolderFeed, fits_from_run_json
 from tfstudio.core.run_reading import RunReader
 from tfstudio.core.run_record import SYSTEM_PREFIX, RunRecord, read_run_record
 
-HParamValue = str | int | float | bool
 # A followed run's inspector samples are rebuilt whole from what was read (new samples
 # came): at most this share of the reader thread's time, and not more often than
 # FOLLOW_INSPECTOR_S.
