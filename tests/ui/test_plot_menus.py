@@ -11,7 +11,7 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 
 
-def _right_click(qtbot, widget, vb) -> None:
+def _right_click(widget, vb) -> None:
     """A right click at the middle of ``vb``, as a user gives it."""
     scene_point = vb.mapToScene(vb.boundingRect().center())
     view_point = widget.mapFromScene(scene_point)
@@ -28,7 +28,7 @@ def test_a_right_click_in_a_metric_plot_opens_its_menu(window, run, qtbot):
     plot = window.metrics.plots["loss"]
     vb = plot.vb
     assert vb.menuEnabled()
-    _right_click(qtbot, plot.widget, vb)
+    _right_click(plot.widget, vb)
     qtbot.waitUntil(lambda: vb.menu is not None and vb.menu.isVisible(), timeout=5_000)
     assert "View All" in _texts(vb.menu)
     vb.menu.hide()
