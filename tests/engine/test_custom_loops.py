@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import types
 from pathlib import Path
 
 import numpy as np
@@ -299,10 +300,10 @@ def test_a_graph_loops_own_keras_metrics_are_plotted_as_running_values() -> None
     assert kinds.index(RunDevices) < kinds.index(FitStarted)
 
 
-def test_a_command_or_stop_sent_during_quiet_calls_is_taken_before_the_next_call() -> None:
+def test_a_command_or_stop_sent_between_calls_is_taken_before_the_next_call() -> None:
     # The Function.__call__ wrapper with stand-ins for the call and the boundary: a step
-    # function's calls between samples take its quiet path; a command or a stop that
-    # arrives during one of them is the boundary before the next call, not after it.
+    # function's plain calls run no boundary work; a command or a stop that arrives
+    # between two calls is the boundary before the next call, and no step runs after a stop.
     import threading
 
     from tfstudio.core.channel import Channel
@@ -325,34 +326,37 @@ def test_a_command_or_stop_sent_during_quiet_calls_is_taken_before_the_next_call
     def boundary(loss):
         log.append("boundary")
         monitor.channel.take_commands()
+        controls.control.due = False
 
     book = LoopBook()
     controls = LoopControls(monitor, book)
     controls.started = True
+    controls.control = types.SimpleNamespace(due=False)  # the controls began, nothing due
     controls.after_step = boundary
     sampler = Sampler(
         monitor, None, book, LoopEmitter(monitor, None), controls, threading.RLock(),
-        lambda: None, lambda fid: None, lambda: None,
+        lambda: None, lambda fid: None, lambda: None, {},
     )  # fmt: skip
     step = object()  # a step function of the current loop (its trace found a step)
-    sampler.current_loop({id(step)})
+    sampler.current_fns.add(id(step))
     sampler.step_fns.add(id(step))
     sampler.graph_active = True
-    sampler.special_call = sampler.sample_call = 10**9  # no sample due
-    monitor.on_stop = sampler.stop_due
+    sampler.sample_call = 10**9  # no sample due
     call = sampler.wrap(original)
-    assert call(step) == "loss"  # the full path arms the quiet one
-    assert sampler.quiet_until == 10**9
+    assert call(step) == "loss"
     call(step)
     call(step)
-    assert log == [0, 1, 2] and sampler.calls == 3  # quiet calls, counted
+    assert log == [0, 1, 2] and sampler.calls == 3  # plain calls, counted
     monitor.channel.send(SaveCheckpoint())
     call(step)
     assert log[3:] == ["boundary", 4]
+    controls.control.due = True  # a rate the script set: sent before the next call
+    call(step)
+    assert log[5:] == ["boundary", 6]
     monitor.request_stop()
     with pytest.raises(RunStopped):
         call(step)
-    assert len(log) == 5  # stopped before the call: no step after the stop
+    assert len(log) == 7  # stopped before the call: no step after the stop
 
 
 def test_a_mean_read_while_the_script_is_half_way_through_a_reset_is_not_a_zero(monkeypatch):

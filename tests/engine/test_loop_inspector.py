@@ -337,9 +337,8 @@ def test_save_now_and_restore_a_custom_loop_bit_exact(tmp_path, mode, update) ->
 
 
 def test_a_graph_loops_steps_are_all_counted_and_a_pause_holds_at_the_next_call() -> None:
-    # Between sampled calls a graph step's call takes the wrapper's quiet path: a count
-    # and a comparison. Every step must be counted, and a command sent meanwhile must be
-    # applied at the next call, with every step that ran reported.
+    # Every step of a graph loop must be counted, and a command sent while a step runs
+    # must be applied at the next call, with every step that ran reported.
     session, seen = _start("graph", "adam")
     try:
         wait_for(lambda: len(seen.steps()) >= 20)

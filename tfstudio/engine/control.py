@@ -96,10 +96,8 @@ class TrainingController(CheckpointControl, LearningRateControl):
         self._lr_assigned = False  # it was assigned since the last step
         self._schedule_fn: tuple[Any, Any, Any] | None = None  # (schedule, optimizer, its read)
         # The next step boundary has work (a rate assigned, a schedule's value to send): a
-        # graph loop, whose calls skip the step boundary when it has none, is told
-        # (on_due) and looks at this before its next call.
+        # graph loop's calls, which skip the step boundary when it has none, look at this.
         self.due = False
-        self.on_due: Callable[[], None] = lambda: None
         self.eager: bool | None = self.options.eager
         self.stop_at_reached = False
         # A model whose train_step applies optimizers of its own (a GAN's d_opt and g_opt)

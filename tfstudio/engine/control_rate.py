@@ -10,7 +10,6 @@ optimizers of its own (a GAN's) is followed after the fit's first step.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 from tfstudio.core.commands import SetLearningRate
@@ -54,7 +53,6 @@ class LearningRateControl:
     model: Any
     optimizer: Any
     due: bool
-    on_due: Callable[[], None]
     _lr_sent: tuple[float, bool] | None
     _lr_step: int
     _lr_time: float
@@ -97,7 +95,6 @@ class LearningRateControl:
         def assign(value: Any, *args: Any, **kwargs: Any) -> Any:
             result = original(value, *args, **kwargs)
             self._lr_assigned = self.due = True
-            self.on_due()
             return result
 
         try:

@@ -55,9 +55,6 @@ class RunMonitor:
         # that must not wait for the pump's next beat: a process that dies right after a
         # fit still told the viewer how far it got.
         self.flush: Callable[[], None] = lambda: None
-        # Tells the training thread's per-call fast path that a stop is due (a graph
-        # loop's tf.function wrapper: engine/loops/patching.py); called after the flag is set.
-        self.on_stop: Callable[[], None] = lambda: None
         # Bytes the script wrote to its sys.stdout and sys.stderr so far (the worker counts
         # them), for the events a viewer places among that output; None: not counted.
         self.output_mark: Callable[[], tuple[int, int] | None] = lambda: None
@@ -90,7 +87,6 @@ class RunMonitor:
         """Ask the run to stop at the next batch boundary; releases a pause."""
         self.stop_requested.set()
         self.resume.set()
-        self.on_stop()
 
     def report_devices(self) -> None:
         """Send the run's devices once, as soon as TensorFlow has initialised them."""

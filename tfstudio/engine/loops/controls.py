@@ -6,7 +6,6 @@ The controls begin at a loop's first step, with what checkpoints hold as their "
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from tfstudio.engine.loops.series import LoopBook
@@ -16,20 +15,17 @@ from tfstudio.engine.script import RunStopped
 
 class LoopControls:
     """The run's :class:`TrainingController` (made here when no fit made one) driven from
-    custom-loop steps; ``on_due`` is called, from any thread, when it has work."""
+    custom-loop steps."""
 
-    def __init__(
-        self, monitor: RunMonitor, book: LoopBook, on_due: Callable[[], None] = lambda: None
-    ) -> None:
+    def __init__(self, monitor: RunMonitor, book: LoopBook) -> None:
         self.monitor = monitor
         self.book = book
-        self.on_due = on_due
         self.started = False
         self.optimizer: Any = None  # the last Keras optimizer seen applying gradients
         self.control: Any = None  # the run's TrainingController, once the controls began
         self._state: Any = None  # what checkpoints hold (engine/loop_state.py)
         opts = monitor.options
-        # whether every graph call must sync and run the controls (else only when asked)
+        # whether every graph call must sync and run the controls (else only when due)
         self.per_step = bool(
             opts.stop_at_step is not None or opts.checkpoint_every or opts.checkpoint_minutes
         )
@@ -77,7 +73,6 @@ class LoopControls:
         control = self.control
         if control is not None and not control.due and control.rate_due():
             control.due = True
-            self.on_due()
 
     def _begin(self) -> None:
         self.started = True
@@ -93,7 +88,6 @@ class LoopControls:
                 optimizer = s.optimizer
                 break
         self.control = mon.control
-        mon.control.on_due = self.on_due
         try:
             mon.control.begin(self._state, optimizer, mon.request_stop)
         except Exception as exc:  # noqa: BLE001

@@ -39,7 +39,7 @@ class LoopInterceptor:
             else None
         )
         self.emitter = LoopEmitter(monitor, self.inspector)
-        self.controls = LoopControls(monitor, self.book, lambda: self.sampler.wake())
+        self.controls = LoopControls(monitor, self.book)
         self.metrics = LoopMetrics(monitor.report_error)  # the Keras metrics steps update
         self.sampler = Sampler(
             monitor,
@@ -51,6 +51,7 @@ class LoopInterceptor:
             self.sync,
             self._function_called,
             lambda: self.metrics.discover(self.tf),
+            self.metrics.traced_graphs,
         )
         self.explicit = ExplicitApi(monitor, self.book, self.emitter, self._lock)
         self.reader = RingReader(
@@ -77,7 +78,6 @@ class LoopInterceptor:
         self.tf = tf
         self.detector.tf = tf
         patch_tensorflow(tf, self._patches, self)
-        self.monitor.on_stop = self.sampler.stop_due
 
     def __exit__(self, *exc: object) -> None:
         self.explicit.uninstall()
@@ -250,11 +250,11 @@ class LoopInterceptor:
         return loop
 
     def _loop_changed(self) -> None:
-        """The current loop or its step functions changed (the quiet path is for its functions)."""
+        """The current loop or its step functions changed: the sampler's current functions."""
         current = self.book.current()
-        self.sampler.current_loop(
-            {fid for fid, s in self.fn_series.items() if current is not None and s.loop is current}
-        )
+        fns = self.sampler.current_fns
+        fns.clear()
+        fns.update(fid for fid, s in self.fn_series.items() if current and s.loop is current)
 
 
 def _function_code(function: Any) -> Any:

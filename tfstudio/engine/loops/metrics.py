@@ -72,7 +72,8 @@ class LoopMetrics:
         """Find the metrics of the graphs traced since the last call (a trace is over)."""
         if not self.traced_graphs:
             return
-        pending, self.traced_graphs = list(self.traced_graphs.values()), {}
+        pending = list(self.traced_graphs.values())
+        self.traced_graphs.clear()
         try:
             for graph, loop, metrics in pending:
                 captured = {id(t) for t in graph.external_captures}

@@ -8,9 +8,9 @@ gradient norm and, with the inspector on, the gradients' summaries. A step funct
 stateful random op (its state lives in the op, so a twin would replay the draws) gets no
 twin: its own graph writes the norm at every step.
 
-The ``Function.__call__`` wrapper (:meth:`Sampler.wrap`) takes a quiet path (a count and a
-comparison) until call ``quiet_until``; whatever the training thread must see at the next
-call (a stop, a command, a control's work, a new step function) sets that to 0.
+Once a step was traced, each eager ``tf.function`` call is a step boundary
+(:meth:`Sampler.wrap`): the controls' work runs after a call when it has some, and what
+came between two calls (a stop, a pause, a command) is taken before the next.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ class Sampler:
     """The run's step functions, their calls, and the sampled calls that run a twin.
 
     ``sync`` reports every graph step that ran; ``resumed`` is told the id of an ended
-    loop's step function before its call; ``traced`` runs after each full-path call (a
-    trace may have ended in it).
+    loop's step function before its call; ``traced`` runs after a call in which a trace
+    noted Keras metrics (``traced_graphs``).
     """
 
     def __init__(
@@ -66,6 +66,7 @@ class Sampler:
         sync: Callable[[], None],
         resumed: Callable[[int], None],
         traced: Callable[[], None],
+        traced_graphs: dict[int, Any],
     ) -> None:
         self.monitor = monitor
         self.inspector = inspector
@@ -76,20 +77,18 @@ class Sampler:
         self._sync = sync
         self._resumed = resumed
         self._traced = traced
+        self._traced_graphs = traced_graphs
         self.probing = 0  # >0 while the inspector's own tf.functions run: no steps
         self.call_code: Any = None  # the wrapper's code: its frame holds the function called
         self.step_fns: set[int] = set()  # ids of tf.functions whose graph holds a step
-        self.current_fns: set[int] = set()  # ... those of the current loop (the quiet path's)
+        self.current_fns: set[int] = set()  # ... those of the current loop
         self.graph_active = False  # a step was traced: tf.function calls are step boundaries
         self.recording = False  # a twin is being traced: write the norm (and summaries)
         self.calls = 0  # calls of step functions
         self.sample_call = FIRST_SAMPLE  # the call that runs the twin
-        self.special_call = FIRST_SAMPLE  # the first call not a plain one (or 0: woken)
-        self.quiet_until = 0  # calls before this one take the quiet path (0: none)
         self._twins: dict[int, Any] = {}  # step function id -> its twin (None: none can be)
         self._round: set[int] = set()  # step functions whose twin ran for this sample
         self._round_cost = 0.0
-        self._woken = False
 
     @contextmanager
     def probing_context(self) -> Iterator[None]:
@@ -118,25 +117,7 @@ class Sampler:
         if found is not None:
             self.step_fns.add(id(found))
         self.graph_active = True
-        self.quiet_until = 0
         return self.recording or draws_stateful_random(graph)
-
-    def current_loop(self, fids: set[int]) -> None:
-        """The current loop's step functions changed: the next call takes the full path."""
-        self.current_fns.clear()
-        self.current_fns.update(fids)
-        self.quiet_until = 0
-
-    def wake(self) -> None:
-        """The controls have work (any thread): the next step function's call is special
-        (a wake while :meth:`_special` runs is kept: it looks at ``_woken`` after)."""
-        self._woken = True
-        self.special_call = 0
-        self.quiet_until = 0
-
-    def stop_due(self) -> None:
-        """A stop was asked (any thread): the next call takes the full path."""
-        self.quiet_until = 0
 
     def clear(self) -> None:
         """Drop the twins (the run is over)."""
@@ -149,71 +130,56 @@ class Sampler:
         monitor, controls = self.monitor, self.controls
         commands = monitor.channel.command_queue
         resume, stop = monitor.resume, monitor.stop_requested
-        step_fns, current = self.step_fns, self.current_fns
-
-        def waiting() -> bool:  # a stop, a pause or a command waits for a step boundary
-            return bool(commands) or stop.is_set() or not resume.is_set()
+        step_fns, current, traced = self.step_fns, self.current_fns, self._traced_graphs
 
         def __call__(function: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N807
-            # The quiet path: nothing is due before call `quiet_until` and no command
-            # waits. The full path below costs 10-15 us a call.
-            if self.calls + 1 < self.quiet_until and not commands and id(function) in current:
-                self.calls += 1
-                return original(function, *args, **kwargs)
             if self.probing or monitor.in_fit or not executing_eagerly():
                 return original(function, *args, **kwargs)  # probes, fit, nested calls
             fid = id(function)
-            if fid in step_fns and fid not in current:
-                self._resumed(fid)  # a step function of an ended loop: it goes on anew
-            if self.graph_active and controls.started and waiting():
-                # it came while the previous call ran its quiet path: the boundary after it
-                if stop.is_set():
-                    raise RunStopped()
-                self._sync()
-                controls.after_step(None)
-            if self.calls + 1 >= self.special_call and fid in step_fns:
-                result = self._special(function, original, args, kwargs)
-            else:
-                result = original(function, *args, **kwargs)
-            self._traced()
-            if self.graph_active:  # a step boundary for stop, pause and commands
-                if stop.is_set():
-                    raise RunStopped()
-                if fid in step_fns:
-                    self.calls += 1
-                # the full boundary only when it has work (a learning-rate read syncs the
-                # device: ~5% of a small graph loop at every call)
-                if controls.per_step or not controls.started or waiting():
+            step = fid in step_fns
+            if self.graph_active:
+                if step and fid not in current:
+                    self._resumed(fid)  # a step function of an ended loop: it goes on anew
+                control = controls.control
+                # what came between two calls (a stop, a pause, a command, a rate the
+                # script set) is the boundary before this one: no step runs after a stop
+                if (
+                    commands
+                    or not resume.is_set()
+                    or stop.is_set()
+                    or (control is not None and control.due)
+                ):
+                    if stop.is_set():
+                        raise RunStopped()
                     self._sync()
                     controls.after_step(None)
-                # quiet until the next special call, unless work waits (looked at after
-                # the store: a thread that wakes the sampler meanwhile is never overwritten)
-                self.quiet_until = self.special_call
+            if step and self.calls + 1 >= self.sample_call:
+                result = self._sampled_call(function, original, args, kwargs)
+            else:
+                result = original(function, *args, **kwargs)
+            if traced:
+                self._traced()  # a trace in this call noted Keras metrics
+            if self.graph_active:  # the step boundary after the call
+                if stop.is_set():
+                    raise RunStopped()
+                if step or fid in step_fns:  # (its first call traced a step)
+                    self.calls += 1
+                control = controls.control
+                # only when it has work: a learning-rate read syncs the device (~5% of a
+                # small graph loop at every call)
                 if (
-                    self.special_call < self.quiet_until
+                    commands
+                    or not resume.is_set()
                     or controls.per_step
-                    or not controls.started
-                    or waiting()
+                    or control is None
+                    or control.due
                 ):
-                    self.quiet_until = 0
+                    self._sync()
+                    controls.after_step(None)
             return result
 
         self.call_code = __call__.__code__
         return __call__
-
-    def _special(self, function: Any, original: Callable[..., Any], args: Any, kwargs: Any) -> Any:
-        """A step function's call at or after ``special_call``: the controls' work, the twin."""
-        self._woken = False
-        control = self.controls.control
-        if control is not None and control.due:  # a rate the script set: sent at this step
-            self._sync()
-            self.controls.after_step(None)
-        if self.calls + 1 >= self.sample_call:
-            result = self._sampled_call(function, original, args, kwargs)
-        else:
-            result = original(function, *args, **kwargs)
-        self.special_call = 0 if self._woken else self.sample_call
-        return result
 
     def _sampled_call(
         self, function: Any, original: Callable[..., Any], args: Any, kwargs: Any
