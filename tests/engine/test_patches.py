@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tfstudio.engine.loops.patching import Patches
+from tfstudio.engine.patches import Patches
 
 
 class Base:

@@ -43,11 +43,11 @@ from tfstudio.core.hparams import (
     session_start_event,
 )
 from tfstudio.engine.monitor import RunMonitor
+from tfstudio.engine.patches import Patches
 
 if TYPE_CHECKING:
     from tfstudio.engine.recorder import Recorder
 
-_MISSING = object()
 DEFAULT_BATCH_SIZE = 32  # Keras's when fit is given arrays and no batch_size
 # An optimizer's config keys that say nothing (its name) or repeat the class.
 _OPTIMIZER_SKIP = frozenset({"name"})
@@ -322,7 +322,7 @@ class HParamsCapture:
         self._pending: dict[str, Any] | None = None  # a compile before the first fit
         self._loops: list[dict[str, Any]] = []
         self._sent: HParams | None = None
-        self._saved: list[tuple[Any, str, Any]] = []  # (owner, attribute, original)
+        self._patches = Patches()
 
     # -- patching -------------------------------------------------------
     def patch(self, keras: Any) -> None:
@@ -331,32 +331,17 @@ class HParamsCapture:
         tf = sys.modules.get("tensorflow")
         if tf is not None:
             self._base["tensorflow"] = str(getattr(tf, "__version__", ""))
-        model_cls = keras.Model
-        original = model_cls.compile
-        self._replace(model_cls, "compile", self._wrap_compile(original), own=True)
+        self._patches.replace(keras.Model, "compile", self._wrap_compile)
         utils = getattr(keras, "utils", None)
         if utils is not None and callable(getattr(utils, "set_random_seed", None)):
-            self._replace(utils, "set_random_seed", self._wrap_seed(utils.set_random_seed))
+            self._patches.replace(utils, "set_random_seed", self._wrap_seed)
         random = getattr(tf, "random", None) if tf is not None else None
         if random is not None and callable(getattr(random, "set_seed", None)):
-            self._replace(random, "set_seed", self._wrap_seed(random.set_seed))
-
-    def _replace(self, owner: Any, name: str, wrapper: Any, own: bool = False) -> None:
-        saved = owner.__dict__.get(name, _MISSING) if own else getattr(owner, name)
-        setattr(owner, name, wrapper)
-        self._saved.append((owner, name, saved))
+            self._patches.replace(random, "set_seed", self._wrap_seed)
 
     def unpatch(self) -> None:
         """Put back what :meth:`patch` wrapped (idempotent)."""
-        for owner, name, saved in reversed(self._saved):
-            if saved is _MISSING:
-                try:
-                    delattr(owner, name)
-                except AttributeError:
-                    pass
-            else:
-                setattr(owner, name, saved)
-        self._saved.clear()
+        self._patches.restore()
 
     def _wrap_compile(self, original: Callable[..., Any]) -> Callable[..., Any]:
         signature = inspect.signature(original)

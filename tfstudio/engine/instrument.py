@@ -20,9 +20,8 @@ from typing import Any
 
 from tfstudio.engine.hparams import HParamsCapture
 from tfstudio.engine.monitor import RunMonitor
+from tfstudio.engine.patches import Patches
 from tfstudio.engine.script import RunStopped
-
-_MISSING = object()
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
@@ -111,7 +110,7 @@ class FitInterceptor:
     def __init__(self, monitor: RunMonitor) -> None:
         self.monitor = monitor
         self._keras: Any = None
-        self._saved: Any = _MISSING
+        self._patches = Patches()
         self._hook: _AfterImport | None = None
         # what compile, fit and the seed calls set: the run's hyperparameters
         self.hparams = monitor.hparams = HParamsCapture(monitor)
@@ -136,26 +135,14 @@ class FitInterceptor:
 
     def _patch(self, keras: Any) -> None:
         self._keras = keras
-        model_cls = keras.Model
-        self._saved = model_cls.__dict__.get("fit", _MISSING)
-        original = model_cls.fit
-        model_cls.fit = self._wrap(original)
+        self._patches.replace(keras.Model, "fit", self._wrap)
         self.hparams.patch(keras)
 
     def __exit__(self, *exc: object) -> None:
         if self._hook is not None:
             self._hook.remove()
         self.hparams.unpatch()
-        if self._keras is None:
-            return
-        model_cls = self._keras.Model
-        if self._saved is _MISSING:
-            try:
-                del model_cls.fit
-            except AttributeError:
-                pass
-        else:
-            model_cls.fit = self._saved
+        self._patches.restore()
         self._keras = None
 
     def _wrap(self, original: Callable[..., Any]) -> Callable[..., Any]:

@@ -13,12 +13,13 @@ from tfstudio.engine.loops.emission import LoopEmitter
 from tfstudio.engine.loops.explicit import ExplicitApi
 from tfstudio.engine.loops.metrics import LoopMetrics
 from tfstudio.engine.loops.owners import discover, user_site, variable_label
-from tfstudio.engine.loops.patching import Patches, patch_tensorflow
+from tfstudio.engine.loops.patching import patch_tensorflow
 from tfstudio.engine.loops.ring import RingReader
 from tfstudio.engine.loops.sampling import Sampler
 from tfstudio.engine.loops.series import Loop, LoopBook, Series
 from tfstudio.engine.loops.steps import PendingStep, StepDetector, scalar
 from tfstudio.engine.monitor import RunMonitor
+from tfstudio.engine.patches import Patches
 from tfstudio.engine.script import RunStopped
 
 

@@ -15,9 +15,8 @@ from typing import Any, Protocol
 from tfstudio.engine.loops.sampling import Sampler
 from tfstudio.engine.loops.steps import StepDetector
 from tfstudio.engine.monitor import RunMonitor
+from tfstudio.engine.patches import Patches
 from tfstudio.engine.script import RunStopped
-
-_MISSING = object()
 
 
 class LoopHooks(Protocol):
@@ -31,35 +30,6 @@ class LoopHooks(Protocol):
     def eager(self) -> bool: ...
     def gradient_taken(self, target: Any, sources: Any, grads: Any) -> None: ...
     def updated(self, variables: list[Any], optimizer: Any, where: str) -> None: ...
-
-
-class Patches:
-    """Class attributes replaced for a run, restored in reverse order."""
-
-    def __init__(self) -> None:
-        # (cls, name) -> (what was there, its wrapper), in the order replaced
-        self._replaced: dict[tuple[type, str], tuple[Any, Any]] = {}
-
-    def replace(self, cls: type, name: str, make: Callable[[Any], Any]) -> None:
-        """Set ``cls.name`` to ``make(current value)``; remember what was there first."""
-        key = (cls, name)
-        saved = (
-            self._replaced[key][0] if key in self._replaced else cls.__dict__.get(name, _MISSING)
-        )
-        original = getattr(cls, name)
-        wrapper = make(original)
-        wrapper.__wrapped__ = original
-        setattr(cls, name, wrapper)
-        self._replaced[key] = (saved, wrapper)
-
-    def restore(self) -> None:
-        """Put back every replaced attribute (inherited ones are deleted again)."""
-        for (cls, name), (saved, _) in reversed(self._replaced.items()):
-            if saved is not _MISSING:
-                setattr(cls, name, saved)
-            elif name in cls.__dict__:
-                delattr(cls, name)
-        self._replaced = {}
 
 
 def patch_tensorflow(tf: Any, patches: Patches, it: LoopHooks) -> None:
