@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import math
 import threading
 from typing import Any
 
@@ -90,7 +89,7 @@ class LoopInterceptor:
             with self._lock:
                 for loop in self.book.loops:
                     if not loop.ended:
-                        self.emitter.end(loop, self.metrics.sample(loop, math.inf))
+                        self.emitter.end(loop, self.metrics.sample(loop))
         except Exception as exc:  # noqa: BLE001
             self.monitor.report_error("custom loop end", exc)
         self.controls.end()
@@ -239,7 +238,7 @@ class LoopInterceptor:
         if previous is not None:
             with self.tf.init_scope():
                 if not previous.ended:
-                    self.emitter.end(previous, self.metrics.sample(previous, math.inf))
+                    self.emitter.end(previous, self.metrics.sample(previous))
                 self.controls.end()
         mon, book = self.monitor, self.book
         index, cadence = mon.fits + len(book.loops), new_cadence(mon)

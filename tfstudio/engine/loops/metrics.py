@@ -21,14 +21,11 @@ import numpy as np
 
 from tfstudio.engine.loops.owners import is_user_file
 
-# Seconds between reads of a metric: a mean (four raw variable reads, ~90 us) at every
-# beat of the graph reader; another metric (one traced read, ~0.13 ms) twice a second.
-MEAN_EVERY_S = 0.0
-RESULT_EVERY_S = 0.5
 SETTLE_S = 0.001  # between a mean's two reads on the reader's thread (see _reader)
 MAX_METRICS = 16  # per loop: more are not plotted (and not read)
-# An eager loop's metrics are read on the training thread, at most this often (a mean's
-# four reads, ~0.1 ms, beside eager steps of a few ms each).
+# A graph loop's metrics are read at each beat of its reader (a mean: four raw variable
+# reads, ~90 us; another metric: one traced call, ~0.13 ms); an eager loop's on the
+# training thread, at most this often (beside eager steps of a few ms each).
 EAGER_READ_EVERY_S = 0.2
 
 
@@ -44,7 +41,6 @@ class LoopMetrics:
         self._seen_graphs: weakref.WeakSet[Any] = weakref.WeakSet()  # looked at already
         # loop -> [(key, metric, reader)]: reader gives its value (None: nothing to show)
         self._metrics: dict[int, list[tuple[str, Any, Any]]] = {}
-        self._last: dict[int, float] = {}  # metric id -> when it was last read
         # eager loops: loop -> (the metrics its first update could reach, their states)
         self._eager: dict[int, tuple[list[Any], list[list[bytes]]]] = {}
         self._eager_read: dict[int, float] = {}  # loop -> when its metrics were last read
@@ -120,7 +116,7 @@ class LoopMetrics:
         if now - self._eager_read.get(key, -math.inf) < EAGER_READ_EVERY_S:
             return None
         self._eager_read[key] = now
-        return self.sample(loop, now)
+        return self.sample(loop)
 
     def carry(self, ended: Any, loop: Any) -> None:
         """``loop`` goes on with the series of ``ended``, and with its metrics (a step function
@@ -133,19 +129,15 @@ class LoopMetrics:
         """Whether the eager loop's steps wait for the next one (its metrics are read)."""
         return bool(self._metrics.get(id(loop)))
 
-    def sample(self, loop: Any, now: float | None = None, settle: bool = False) -> dict[str, float]:
-        """The values of the loop's metrics due a read now (a reset one has none); ``settle``:
-        off the training thread, where a reset may be half done (see ``_reader``)."""
+    def sample(self, loop: Any, settle: bool = False) -> dict[str, float]:
+        """The values of the loop's metrics now (a reset one has none); ``settle``: off the
+        training thread, where a reset may be half done (see ``_reader``)."""
         found = self._metrics.get(id(loop))
         if not found:
             return {}
-        now = time.monotonic() if now is None else now
         out: dict[str, float] = {}
         try:
-            for key, metric, reader in found:
-                if now - self._last.get(id(metric), -math.inf) < reader.every:
-                    continue
-                self._last[id(metric)] = now
+            for key, _, reader in found:
                 value = reader(settle)
                 if value is not None:
                     out[key] = value
@@ -159,7 +151,6 @@ class LoopMetrics:
         self.traced_graphs.clear()
         self._seen_graphs.clear()
         self._metrics.clear()
-        self._last.clear()
         self._eager.clear()
         self._eager_read.clear()
 
@@ -257,7 +248,6 @@ def _reader(tf: Any, metric: Any) -> Any:
                 return None if c == 0 else t / c
             return None
 
-        mean.every = MEAN_EVERY_S  # type: ignore[attr-defined]
         return mean
 
     def both() -> tuple[Any, Any]:  # its value, and whether it holds anything
@@ -274,5 +264,4 @@ def _reader(tf: Any, metric: Any) -> Any:
         value = np.asarray(value)
         return float(value) if value.size == 1 else None
 
-    result.every = RESULT_EVERY_S  # type: ignore[attr-defined]
     return result

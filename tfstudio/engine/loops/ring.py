@@ -67,35 +67,24 @@ class GraphRing:
 
     def read(self, known: int) -> tuple[int, list[float], list[float]]:
         """Steps written so far, and the losses and global norms of steps ``known..count-1``
-        (NaN: overwritten before this read, or no norm measured). Eagerly (the reader), or
-        while a trace asks how far its loop is (in ``init_scope``)."""
+        (NaN: overwritten before this read, or no norm measured)."""
         tf = self._tf
         if tf is None:  # its first trace is still writing the ops (the reader came between)
             return known, [], []
-        if tf.executing_eagerly():  # the reader thread: raw reads (~20 us, .numpy() ~110 us)
-            from tfstudio.engine.probes.values import read_handle
+        from tfstudio.engine.probes.values import read_handle
 
+        with tf.init_scope():  # eager reads, also while a trace asks (a new series)
             count = int(read_handle(self.counter.handle, tf.int64))
             if count <= known:
                 return count, [], []
             losses = read_handle(self.losses.handle, tf.float32)
             rows = read_handle(self.norms.handle, tf.float32)
-        else:  # while tracing (a new series asks how far the loop is)
-            with tf.init_scope():
-                count = int(self.counter.numpy())
-                if count <= known:
-                    return count, [], []
-                losses = self.losses.numpy()
-                rows = self.norms.numpy()
         lost = max(0, count - known - RING)  # overwritten before this read
         first = known + lost
         out_losses = [math.nan] * lost
         out_norms = [math.nan] * (count - known)
         if first < count:
-            if first // RING == (count - 1) // RING:  # no wrap: a view, no copy
-                out_losses.extend(losses[first % RING : (count - 1) % RING + 1].tolist())
-            else:
-                out_losses.extend(losses[np.arange(first, count) % RING].tolist())
+            out_losses.extend(losses[np.arange(first, count) % RING].tolist())
             # the rows written by steps first..count-1 (each names its step)
             high, low = rows[:, -2].astype(np.int64), rows[:, -1].astype(np.int64)
             steps = high * STEP_SPLIT + low
