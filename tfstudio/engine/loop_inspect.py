@@ -131,16 +131,16 @@ class LoopInspector:
     def eager_step(self, loop: Any, series: Any, pairs: list[tuple[Any, Any]]) -> None:
         """A series' eager step happened (after its update): sample it if it is due."""
         j = series.step_count()
-        sample = loop.sample
+        sample = loop.sampling.sample
         if sample is not None and series is loop.series[0] and j > sample.step:
             self.flush(loop)  # a series of the sampled step never came: report what came
             sample = None
-        if j < loop.sample_at:
+        if j < loop.sampling.sample_at:
             return
         if self.deferred is not None and self.deferred[0] is loop:
             return  # the previous sample is not out yet (its weights are read first)
         if sample is None:
-            sample = loop.sample = _Sample(j)
+            sample = loop.sampling.sample = _Sample(j)
         if j != sample.step or any(s is series for s in sample.series):
             return
         started = self.clock()
@@ -160,7 +160,7 @@ class LoopInspector:
         is found at the first: the weights are read when the next step's gradient
         comes (or the loop ends), after every update of the sampled step.
         """
-        sample, loop.sample = loop.sample, None
+        sample, loop.sampling.sample = loop.sampling.sample, None
         if sample is None:
             return
         self.settle()
@@ -244,7 +244,7 @@ class LoopInspector:
             self._emit(GradientStats(loop.fit_index, global_step, total, tuple(grads)))
         now = self.clock()
         cost += now - started
-        cadence = loop.cadence
+        cadence = loop.sampling.cadence
         gap = schedule(loop, step, cost, now)
         self._plan_weight_trace(loop, now)
         self._emit(
@@ -254,7 +254,7 @@ class LoopInspector:
                 cadence.mode,
                 gap,
                 cadence.budget,
-                cadence.overhead(now - loop.t0 + loop.first_cost),
+                cadence.overhead(now - loop.sampling.t0 + loop.sampling.first_cost),
                 cost * 1000.0,
                 self.largest_message,
                 outputs_off=LOOP_OUTPUTS_OFF,
@@ -271,13 +271,14 @@ class LoopInspector:
         try:
             from tfstudio.engine.probes.weights import WeightProbe
 
-            if loop.weights is None:
-                loop.weights = WeightProbe(_Variables(variables))
+            own = loop.sampling
+            if own.weights is None:
+                own.weights = WeightProbe(_Variables(variables))
             started = self.clock()
             with self.probing():
-                event = loop.weights.sample(loop.fit_index, 0, traced=loop.trace_weights)
-            if not loop.trace_weights:
-                loop.host_weights_s = self.clock() - started
+                event = own.weights.sample(loop.fit_index, 0, traced=own.trace_weights)
+            if not own.trace_weights:
+                own.host_weights_s = self.clock() - started
         except Exception as exc:  # noqa: BLE001
             self._error("inspector: weights (custom loop)", exc)
             return None
@@ -294,16 +295,17 @@ class LoopInspector:
         """
         from tfstudio.engine.probes.inspector import weight_trace_estimate
 
-        probe, cadence = loop.weights, loop.cadence
-        if loop.trace_weights or probe is None or cadence is None:
+        own = loop.sampling
+        probe, cadence = own.weights, own.cadence
+        if own.trace_weights or probe is None or cadence is None:
             return
         if cadence.mode == "fixed":
-            loop.trace_weights = True
+            own.trace_weights = True
             return
-        estimate = weight_trace_estimate(loop.host_weights_s, len(probe.variables))
+        estimate = weight_trace_estimate(own.host_weights_s, len(probe.variables))
         if estimate is not None:
-            train = now - loop.t0 + loop.first_cost - cadence.probe_seconds
-            loop.trace_weights = cadence.credit(train) >= estimate
+            train = now - own.t0 + own.first_cost - cadence.probe_seconds
+            own.trace_weights = cadence.credit(train) >= estimate
 
     @property
     def largest_message(self) -> int:
@@ -320,29 +322,44 @@ class LoopInspector:
             self.monitor.report_error(where, exc)
 
 
-def new_cadence(monitor: RunMonitor) -> Cadence:
-    """A loop's sampling cadence, from the run's options."""
+class LoopSampling:
+    """A loop's sampling state: its cadence, the next sampled step, the inspector's probes."""
+
+    def __init__(self, cadence: Cadence | None = None) -> None:
+        self.cadence = cadence
+        self.sample_at = FIRST_SAMPLE  # the loop's next sampled step (1-based)
+        self.sample: _Sample | None = None  # eager: the sampled step being collected
+        self.weights: Any = None  # its WeightProbe, made at the first sample
+        self.trace_weights = False  # summarise the weights on the device (see _weights)
+        self.host_weights_s = 0.0  # what the last host summary of the weights took
+        self.t0 = 0.0  # the cadence's clock: when the first sample ended
+        self.step0: int | None = None  # the step of the first sample
+        self.first_cost = 0.0  # what the first sample cost (traces included)
+
+
+def new_sampling(monitor: RunMonitor) -> LoopSampling:
+    """A loop's sampling state, on the cadence the run's options give."""
     opts = monitor.options
-    return Cadence(opts.inspector_budget, opts.sample_every)
+    return LoopSampling(Cadence(opts.inspector_budget, opts.sample_every))
 
 
 def schedule(loop: Any, step: int, cost: float, now: float) -> int:
     """After a sample of ``loop`` at its ``step`` that cost ``cost`` s: the gap to the next
-    (``loop.sample_at``), on its cadence.
+    (``loop.sampling.sample_at``), on its cadence.
 
     The step time is measured from the end of the first sample on: before it, the loop's
     time holds its own trace (and the first sample traces the twin and the weight probe),
     which would make steps look slow and samples too frequent. The first sample's cost
     still counts in the overhead.
     """
-    cadence = loop.cadence
-    if loop.step0 is None:
-        gap = cadence.next_gap(cost, 1, cost + 1.0)  # the first sample: FIRST_GAP
-        loop.t0, loop.step0, loop.first_cost = now, step, cost
+    own = loop.sampling
+    if own.step0 is None:
+        gap = own.cadence.next_gap(cost, 1, cost + 1.0)  # the first sample: FIRST_GAP
+        own.t0, own.step0, own.first_cost = now, step, cost
     else:
-        elapsed = now - loop.t0 + loop.first_cost
-        gap = cadence.next_gap(cost, max(step - loop.step0, 1), elapsed)
-    loop.sample_at = step + gap
+        elapsed = now - own.t0 + own.first_cost
+        gap = own.cadence.next_gap(cost, max(step - own.step0, 1), elapsed)
+    own.sample_at = step + gap
     return gap
 
 

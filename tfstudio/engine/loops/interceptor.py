@@ -6,7 +6,7 @@ import inspect
 import threading
 from typing import Any
 
-from tfstudio.engine.loop_inspect import LoopInspector, new_cadence
+from tfstudio.engine.loop_inspect import LoopInspector, new_sampling
 from tfstudio.engine.loops.controls import LoopControls
 from tfstudio.engine.loops.emission import LoopEmitter
 from tfstudio.engine.loops.explicit import ExplicitApi
@@ -241,9 +241,9 @@ class LoopInterceptor:
                     self.emitter.end(previous, self.metrics.sample(previous))
                 self.controls.end()
         mon, book = self.monitor, self.book
-        index, cadence = mon.fits + len(book.loops), new_cadence(mon)
+        index, sampling = mon.fits + len(book.loops), new_sampling(mon)
         loop = (
-            book.new_loop(index, cadence) if ended is None else book.reopen(ended, index, cadence)
+            book.new_loop(index, sampling) if ended is None else book.reopen(ended, index, sampling)
         )
         loop.output = mon.output_mark()  # its first step: before the script prints it
         mon.loops = len(book.loops)

@@ -245,7 +245,7 @@ class Sampler:
                     for loop in loops:
                         if loop.series:
                             schedule(loop, loop.series[0].written(), cost, now)
-                gaps = [lp.sample_at - lp.series[0].written() for lp in loops if lp.series]
+                gaps = [lp.sampling.sample_at - lp.series[0].written() for lp in loops if lp.series]
             gap = max(1, min(gaps) if gaps else 1)
             self.sample_call = self.calls + 1 + (gap - 1) * calls_per_step + 1
         except Exception as exc:  # noqa: BLE001

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tfstudio.engine.loop_inspect import FIRST_SAMPLE
+from tfstudio.engine.loop_inspect import LoopSampling
 from tfstudio.engine.loops.ring import GraphRing
 
 
@@ -128,7 +128,7 @@ class Series:
 class Loop:
     """One discovered custom loop: a segment of the run."""
 
-    def __init__(self, number: int, fit_index: int, cadence: Any = None) -> None:
+    def __init__(self, number: int, fit_index: int, sampling: LoopSampling | None = None) -> None:
         self.number = number
         self.fit_index = fit_index
         self.series: list[Series] = []
@@ -142,16 +142,7 @@ class Loop:
         # the script's output mark at its first step: where viewers put its line among the output
         self.output: tuple[int, int] | None = None
         self.read_at: float | None = None  # run time of the last read of its steps
-        # the inspector's sampling (engine/loop_inspect.py)
-        self.cadence = cadence
-        self.sample_at = FIRST_SAMPLE  # the loop's next sampled step (1-based)
-        self.sample: Any = None  # eager: the sampled step being collected
-        self.weights: Any = None  # its WeightProbe, made at the first sample
-        self.trace_weights = False  # summarise them on the device (see LoopInspector._weights)
-        self.host_weights_s = 0.0  # what the last host summary of its weights took
-        self.t0 = 0.0  # the cadence's clock: when the first sample ended
-        self.step0: int | None = None  # the step of the first sample
-        self.first_cost = 0.0  # what the first sample cost (traces included)
+        self.sampling = sampling or LoopSampling()  # its cadence (engine/loop_inspect.py)
 
     def is_graph(self) -> bool:
         """Whether any of its series runs inside a ``tf.function``."""
@@ -184,9 +175,9 @@ class LoopBook:
             return True
         return all(not (s.key & key) and s.site[0] == site[0] for s in loop.series)
 
-    def new_loop(self, fit_index: int, cadence: Any = None) -> Loop:
+    def new_loop(self, fit_index: int, sampling: LoopSampling | None = None) -> Loop:
         """Start the next loop (numbered from 1)."""
-        loop = Loop(len(self.loops) + 1, fit_index, cadence)
+        loop = Loop(len(self.loops) + 1, fit_index, sampling)
         self.loops.append(loop)
         return loop
 
@@ -210,9 +201,9 @@ class LoopBook:
                     return s
         return None
 
-    def reopen(self, loop: Loop, fit_index: int, cadence: Any = None) -> Loop:
+    def reopen(self, loop: Loop, fit_index: int, sampling: LoopSampling | None = None) -> Loop:
         """Start the next loop with ``loop``'s series (it ended; its steps came again)."""
-        again = self.new_loop(fit_index, cadence)
+        again = self.new_loop(fit_index, sampling)
         for s in loop.series:
             s.rebase()
             s.loop = again
