@@ -175,19 +175,19 @@ def _values(
     columns: list[tuple[str, np.ndarray, Any]] = []  # (key, values, rows having it: None = all)
     for s, count in zip(series, counts, strict=True):
         have = min(max(count, first), limit) - first
-        losses, norms = s.values(first, first + have)
-        pad = [math.nan] * (n - have)
-        norm = np.array(norms + pad, dtype=f64)
-        present = None if have == n else np.arange(n) < have
-        columns.append((s.loss_key, np.array(losses + pad, dtype=f64), present))
+        rows = s.rows(first, first + have)
+        pad = [math.nan] * (n - len(rows))
+        norm = np.array([r[1] for r in rows] + pad, dtype=f64)
+        present = None if len(rows) == n else np.arange(n) < len(rows)
+        columns.append((s.loss_key, np.array([r[0] for r in rows] + pad, dtype=f64), present))
         columns.append((s.norm_key, norm, ~np.isnan(norm)))
-    for s in series:
-        if s.small_labels:  # eager: the guide's W and b, where they were read
-            rows = [s.extra(first + k) for k in range(n)]
-            for label in s.small_labels:
-                present = [label in r for r in rows]
-                col = np.array([r.get(label, math.nan) for r in rows], dtype=f64)
-                columns.append((label, col, None if all(present) else np.array(present)))
+    for s in series:  # eager: the guide's W and b, where they were read
+        tiny = [r[2] for r in s.rows(first, limit)]
+        tiny += [()] * (n - len(tiny))
+        for i, label in enumerate(s.small_labels):
+            got = np.array([len(t) > i for t in tiny])
+            col = np.array([t[i] if len(t) > i else math.nan for t in tiny], dtype=f64)
+            columns.append((label, col, None if got.all() else got))
     order: dict[str, tuple[int, np.ndarray, Any]] = {}  # key -> (its first row, values, mask)
     for key, col, present in columns:
         if present is None or present.all():

@@ -10,7 +10,6 @@ on in a new loop, counted from its first step there.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from tfstudio.engine.loop_inspect import LoopSampling
@@ -45,16 +44,15 @@ class Series:
         self.tree: Any = None  # the inspector's (ModelNode, summary text) of the owner
         # step numbers: the series' own (graph: its ring's counter); its loop's from _origin
         self._count = 0  # steps seen so far
-        self._losses: list[float] = []  # losses of steps _base.._count-1
-        self._norms: list[float] = []  # their global gradient norms
-        self._extra: list[tuple[float, ...]] = []  # eager: values of tiny variables (W, b)
+        # steps _base.._count-1: (loss, global gradient norm, eager: tiny variables' values)
+        self._rows: list[tuple[float, float, tuple[float, ...]]] = []
         self._base = 0
         self._origin = 0
 
     def rebase(self) -> None:
         """The series goes on in a new loop: its steps count from 0 again there."""
         self._origin = self._base = self._count
-        self._losses, self._norms, self._extra = [], [], []
+        self._rows = []
 
     def graph_ring(self) -> GraphRing:
         """The device buffer this series' traced steps write (made at the first)."""
@@ -71,11 +69,7 @@ class Series:
 
     def add(self, loss: float, norm: float, small: tuple[float, ...] | None) -> None:
         """An eager step's loss, global gradient norm (and tiny variables' values)."""
-        self._losses.append(loss)
-        self._norms.append(norm)
-        if small:
-            self._extra.extend([()] * (len(self._losses) - 1 - len(self._extra)))
-            self._extra.append(small)
+        self._rows.append((loss, norm, small or ()))
         self._count += 1
 
     def step_count(self) -> int:
@@ -87,8 +81,7 @@ class Series:
         if self.ring is not None:
             count, losses, norms = self.ring.read(self._count)
             if count > self._count:
-                self._losses.extend(losses)
-                self._norms.extend(norms)
+                self._rows.extend(zip(losses, norms, [()] * len(losses), strict=True))
                 self._count = count
         return self._count - self._origin
 
@@ -101,28 +94,13 @@ class Series:
         """Forget the values of its loop's first ``emitted`` steps (reported)."""
         emitted += self._origin
         if emitted > self._base:
-            drop = emitted - self._base
-            del self._losses[:drop]
-            del self._norms[:drop]
-            del self._extra[:drop]
+            del self._rows[: emitted - self._base]
             self._base = emitted
 
-    def values(self, first: int, last: int) -> tuple[list[float], list[float]]:
-        """Losses and global gradient norms of its loop's steps ``first..last-1`` (NaN: unknown)."""
-        i, k = first + self._origin - self._base, last + self._origin - self._base
-        losses, norms = self._losses[i:k], self._norms[i:k]
-        missing = (last - first) - len(losses)
-        if missing > 0:
-            losses = losses + [math.nan] * missing
-            norms = norms + [math.nan] * missing
-        return losses, norms
-
-    def extra(self, j: int) -> dict[str, float]:
-        """Values of the tiny variables at its loop's step ``j`` (empty: not read there)."""
-        i = j + self._origin - self._base
-        if 0 <= i < len(self._extra):
-            return dict(zip(self.small_labels, self._extra[i], strict=False))
-        return {}
+    def rows(self, first: int, last: int) -> list[tuple[float, float, tuple[float, ...]]]:
+        """(loss, gradient norm, tiny variables' values) of its loop's steps ``first..last-1``."""
+        i = first + self._origin - self._base
+        return self._rows[i : i + last - first]
 
 
 class Loop:

@@ -31,9 +31,6 @@ class PendingStep(NamedTuple):
     pairs: list[tuple[Any, Any]]  # (variable, gradient) for each that got a gradient
 
 
-_new_pending = tuple.__new__  # the record without NamedTuple's Python-level __new__ (per step)
-
-
 class StepDetector:
     """Pairs tape gradients with the updates that follow them."""
 
@@ -72,7 +69,7 @@ class StepDetector:
         inner = [getattr(v, "_value", None) for v in variables]
         match = key | {id(i) for i in inner if i is not None and hasattr(i, "assign_sub")}
         keep = [p for p in self.pending if p.key != key][-(KEEP - 1) :]
-        keep.append(_new_pending(PendingStep, (key, match, target, variables, small, norm, pairs)))
+        keep.append(PendingStep(key, match, target, variables, small, norm, pairs))
         self.pending = keep
         return True
 
