@@ -12,6 +12,7 @@ import pytest
 
 from tests.engine.helpers import run_script
 from tfstudio.core.events import (
+    ExecutionMode,
     FitEnded,
     FitStarted,
     LearningRate,
@@ -142,6 +143,26 @@ def test_loops_of_raw_variables_are_named_after_their_model_or_function(tmp_path
     assert steps[0].values["w"] == 5.0 and steps[0].values["b"] == 0.0
     assert steps[6].values["slope"] == 1.0 and steps[6].values["offset"] == 0.0
     assert not any("Variable" in key for s in steps for key in s.values)
+
+
+def test_each_loop_says_whether_its_steps_run_eagerly_or_traced(tmp_path: Path) -> None:
+    # The window's eager/graph label follows the loop that runs: an eager loop, then the
+    # same step in a tf.function (traced once; its twin is not counted)
+    _, events, _ = _run(LOOPS / "eager_then_graph.py", tmp_path)
+    said = []
+    for i, event in enumerate(events):
+        if isinstance(event, FitStarted):
+            said.append(next(e for e in events[i:] if isinstance(e, ExecutionMode)))
+    assert [(m.eager, m.traces) for m in said] == [(True, 0), (False, 1)]
+
+
+def test_monitoring_does_not_trace_a_step_function_again(tmp_path: Path) -> None:
+    # tfstudio's buffers are made while the step traces; were they counted as the
+    # function's own variables, TensorFlow would trace the script's function a second time
+    # (twice the trace time, a trace-time print printed twice)
+    _, events, own = _run(LOOPS / "traced_once.py", tmp_path)
+    assert own["tracing_count"] == 1
+    assert len(_steps(events)) == 30
 
 
 def test_explicit_api_does_nothing_outside_tfstudio() -> None:

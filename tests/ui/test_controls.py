@@ -112,6 +112,8 @@ def test_eager_switch_sets_the_next_run_and_switches_a_live_one(window, run, lau
     assert control.options.eager is True and sent(launcher) == []
     assert control.mode_label.text() == "eager"
     assert window.run_script()
+    run.frame()
+    assert control.mode_label.text() == "eager"  # nothing traced yet: no "traced 0×"
     run.fit().emit(ExecutionMode(False, 1, 0)).steps(3).frame()
     assert control.mode_label.text() == "graph · traced 1×"
     assert not control.eager_action.isChecked()  # shows what the run does

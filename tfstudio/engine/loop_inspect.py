@@ -176,8 +176,10 @@ class LoopInspector:
     # -- graph steps ---------------------------------------------------
     def record_graph(self, series: Any, pairs: list[tuple[Any, Any]]) -> None:
         """At trace time of the recording twin: write the gradients' summaries on the device."""
+        import numpy as np
         import tensorflow as tf
 
+        from tfstudio.engine.probes.values import own_variable
         from tfstudio.engine.probes.weights import BINS, summarize
 
         pairs = [(v, g) for v, g in pairs if g is not None]
@@ -185,12 +187,11 @@ class LoopInspector:
             return
         if series.grads is None:
             n = len(series.variables)
-            with tf.init_scope():
-                series.grads = (
-                    tf.Variable(tf.zeros([n, 3]), trainable=False),
-                    tf.Variable(tf.zeros([n, BINS], tf.int32), trainable=False),
-                    tf.Variable(tf.zeros([n]), trainable=False),
-                )
+            series.grads = (
+                own_variable(np.zeros([n, 3], np.float32)),
+                own_variable(np.zeros([n, BINS], np.int32)),
+                own_variable(np.zeros([n], np.float32)),
+            )
         index = {id(v): i for i, v in enumerate(series.variables)}
         stats_buf, hists_buf, seen_buf = series.grads
         rows, stats, hists = [], [], []

@@ -7,11 +7,12 @@ losses share one row), at once for an announced loop of one series, and at the l
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from tfstudio.core.events import FitEnded, FitStarted, ModelSummary, StepColumns
+from tfstudio.core.events import ExecutionMode, FitEnded, FitStarted, ModelSummary, StepColumns
 from tfstudio.engine.loop_inspect import LoopInspector
 from tfstudio.engine.loops.owners import size
 from tfstudio.engine.loops.series import Loop, Series
@@ -21,11 +22,18 @@ _NO_RUNNING: dict[str, float] = {}  # a logged step's running means (shared, nev
 
 
 class LoopEmitter:
-    """Turns a run's loops into events on the run's channel (looked up at each emit)."""
+    """Turns a run's loops into events on the run's channel (looked up at each emit);
+    ``traces`` gives how many times step functions were traced so far."""
 
-    def __init__(self, monitor: RunMonitor, inspector: LoopInspector | None) -> None:
+    def __init__(
+        self,
+        monitor: RunMonitor,
+        inspector: LoopInspector | None,
+        traces: Callable[[], int] = lambda: 0,
+    ) -> None:
         self.monitor = monitor
         self.inspector = inspector
+        self.traces = traces
 
     def announce(self, loop: Loop) -> None:
         """Start the loop's segment: name its series' metrics, emit ``FitStarted``."""
@@ -41,6 +49,8 @@ class LoopEmitter:
         # a loop is announced once its second step exists (a GAN's second series may join
         # it until then): it began at its first read, after its first step
         self._started(loop, name, params, mon.now() if loop.read_at is None else loop.read_at)
+        # how the loop's steps run: the window's eager/graph label says so
+        mon.channel.emit(ExecutionMode(not loop.is_graph(), self.traces(), mon.global_step))
         if self.inspector is not None:
             self.inspector.announce(loop)
 

@@ -38,7 +38,7 @@ class LoopInterceptor:
             if monitor.options.inspector
             else None
         )
-        self.emitter = LoopEmitter(monitor, self.inspector)
+        self.emitter = LoopEmitter(monitor, self.inspector, lambda: self.sampler.traces)
         self.controls = LoopControls(monitor, self.book)
         self.metrics = LoopMetrics(monitor.report_error)  # the Keras metrics steps update
         self.sampler = Sampler(

@@ -48,11 +48,7 @@ class LoopMetrics:
     def traced(self, graph: Any, loop: Any) -> None:
         """While a step of ``loop`` is traced in ``graph``: note the graph and the Keras metrics
         the script's frames reach (``self.train_acc``), to match once the trace is over."""
-        outer = graph
-        while getattr(outer, "outer_graph", None) is not None and hasattr(
-            outer.outer_graph, "external_captures"
-        ):
-            outer = outer.outer_graph  # a cond's or loop's branch: the function around it
+        outer = function_graph(graph)
         if outer in self._seen_graphs:
             return
         self._seen_graphs.add(outer)
@@ -153,6 +149,14 @@ class LoopMetrics:
         self._metrics.clear()
         self._eager.clear()
         self._eager_read.clear()
+
+
+def function_graph(graph: Any) -> Any:
+    """The graph of the ``tf.function`` being traced around ``graph`` (a cond's or a loop's
+    branch, a nested function's graph)."""
+    while hasattr(getattr(graph, "outer_graph", None), "external_captures"):
+        graph = graph.outer_graph
+    return graph
 
 
 def _state(metric: Any) -> list[bytes]:

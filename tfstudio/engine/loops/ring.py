@@ -104,13 +104,14 @@ class GraphRing:
         return int(read_handle(self.counter.handle, self._tf.int64))
 
     def _make(self, tf: Any) -> None:
-        if self.losses is None:
-            with tf.init_scope():
-                self.losses = tf.Variable(tf.zeros([RING], tf.float32), trainable=False)
-                rows = np.zeros((NORM_RING, 3), np.float32)
-                rows[:, 1:] = -1.0  # no row measured yet: a step before the first
-                self.norms = tf.Variable(rows, trainable=False)
-                self.counter = tf.Variable(0, dtype=tf.int64, trainable=False)
+        if self.losses is None:  # (not counted as the step function's: no second trace)
+            from tfstudio.engine.probes.values import own_variable
+
+            self.losses = own_variable(np.zeros([RING], np.float32))
+            rows = np.zeros((NORM_RING, 3), np.float32)
+            rows[:, 1:] = -1.0  # no row measured yet: a step before the first
+            self.norms = own_variable(rows)
+            self.counter = own_variable(0, tf.int64)
         self._tf = tf  # last: the reader thread reads a ring once this is set
 
 

@@ -22,9 +22,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from tfstudio.core.events import ExecutionMode
 from tfstudio.engine.loop_inspect import FIRST_SAMPLE, LoopInspector, schedule
 from tfstudio.engine.loops.controls import LoopControls
 from tfstudio.engine.loops.emission import LoopEmitter
+from tfstudio.engine.loops.metrics import function_graph
 from tfstudio.engine.loops.series import LoopBook
 from tfstudio.engine.monitor import RunMonitor
 from tfstudio.engine.script import RunStopped
@@ -85,6 +87,8 @@ class Sampler:
         self.graph_active = False  # a step was traced: tf.function calls are step boundaries
         self.recording = False  # a twin is being traced: write the norm (and summaries)
         self.calls = 0  # calls of step functions
+        self.traces = 0  # traces of step functions (twins not counted)
+        self._graphs: set[int] = set()  # ids of the graphs counted
         self.sample_call = FIRST_SAMPLE  # the call that runs the twin
         self._twins: dict[int, Any] = {}  # step function id -> its twin (None: none can be)
         self._round: set[int] = set()  # step functions whose twin ran for this sample
@@ -117,6 +121,12 @@ class Sampler:
         if found is not None:
             self.step_fns.add(id(found))
         self.graph_active = True
+        outer = id(function_graph(graph))
+        if not self.recording and outer not in self._graphs:  # a trace (or a retrace)
+            self._graphs.add(outer)
+            self.traces += 1
+            mon = self.monitor
+            mon.channel.emit(ExecutionMode(False, self.traces, mon.global_step))
         return self.recording or draws_stateful_random(graph)
 
     def clear(self) -> None:

@@ -36,6 +36,14 @@ def _plain(variable: Any) -> bool:
     return isinstance(variable, _PLAIN) and tf.executing_eagerly()
 
 
+def own_variable(initial: Any, dtype: Any = None) -> Any:
+    """A non-trainable variable of tfstudio's own, made eagerly (also while a ``tf.function``
+    traces): past the variable creator scopes, so the function being traced does not count
+    it as one it created, and is not traced a second time because of it."""
+    with tf.init_scope():
+        return resource_variable_ops.ResourceVariable(initial, dtype=dtype, trainable=False)
+
+
 def read(variable: Any) -> Any:
     """The variable's value now, as an eager tensor on its device."""
     v = tf_variable(variable)

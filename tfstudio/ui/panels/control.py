@@ -360,7 +360,7 @@ class ControlPanel(QObject):
             self.eager_action.setChecked(self.eager)
             self.eager_action.blockSignals(False)
         mode = "eager" if eager else "graph"
-        traces = f" · traced {self.traces}×" if self.running or self.traces else ""
+        traces = f" · traced {self.traces}×" if self.traces else ""
         self.mode_label.setText(f"{mode}{traces}")
         if self.lr is None:
             self.lr_label.setText(f"next run: {self.options.lr:g}" if self.options.lr else "")
