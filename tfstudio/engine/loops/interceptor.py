@@ -128,16 +128,18 @@ class LoopInterceptor:
 
     def sync(self, metrics: bool = False) -> None:
         """Report every graph step that ran (a device sync), with the loops' Keras metrics
-        when ``metrics`` (the reader's beat)."""
+        when ``metrics`` (on the training thread, between two steps)."""
         with self._lock:
             for loop in self.book.loops:
                 if not loop.ended and loop.is_graph():
-                    running = self.metrics.sample(loop, settle=True) if metrics else None
+                    running = self.metrics.sample(loop) if metrics else None
                     self.emitter.drain(loop, running=running)
 
     def _read(self) -> None:
-        """The reader's beat: report the graph steps and metrics, ask for a schedule's rate."""
-        self.sync(metrics=True)
+        """The reader's beat: report the graph steps, ask for the loops' metrics at the next
+        step function's return and for a schedule's rate."""
+        self.sync()
+        self.sampler.metrics_due = True
         self.controls.beat()
 
     def _function_called(self, fid: int) -> None:

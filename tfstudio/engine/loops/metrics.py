@@ -21,11 +21,11 @@ import numpy as np
 
 from tfstudio.engine.loops.owners import is_user_file
 
-SETTLE_S = 0.001  # between a mean's two reads on the reader's thread (see _reader)
 MAX_METRICS = 16  # per loop: more are not plotted (and not read)
-# A graph loop's metrics are read at each beat of its reader (a mean: four raw variable
-# reads, ~90 us; another metric: one traced call, ~0.13 ms); an eager loop's on the
-# training thread, at most this often (beside eager steps of a few ms each).
+# A loop's metrics are read on the training thread between two steps, where no step is
+# writing them and no reset is half done: a graph loop's after the step function's call
+# that follows a beat of its reader (5 a second; a mean: two raw variable reads, another
+# metric one traced call, ~0.1-0.2 ms), an eager loop's at most this often.
 EAGER_READ_EVERY_S = 0.2
 
 
@@ -125,16 +125,15 @@ class LoopMetrics:
         """Whether the eager loop's steps wait for the next one (its metrics are read)."""
         return bool(self._metrics.get(id(loop)))
 
-    def sample(self, loop: Any, settle: bool = False) -> dict[str, float]:
-        """The values of the loop's metrics now (a reset one has none); ``settle``: off the
-        training thread, where a reset may be half done (see ``_reader``)."""
+    def sample(self, loop: Any) -> dict[str, float]:
+        """The values of the loop's metrics now (a reset one has none)."""
         found = self._metrics.get(id(loop))
         if not found:
             return {}
         out: dict[str, float] = {}
         try:
             for key, _, reader in found:
-                value = reader(settle)
+                value = reader()
                 if value is not None:
                     out[key] = value
         except Exception as exc:  # noqa: BLE001
@@ -234,23 +233,9 @@ def _reader(tf: Any, metric: Any) -> Any:
         total = (_handle(parts["total"]), tf.as_dtype(parts["total"].dtype))
         count = (_handle(parts["count"]), tf.as_dtype(parts["count"].dtype))
 
-        def mean(settle: bool = False) -> float | None:
-            # the steps go on while we read: both must read the same twice (a count read
-            # before a step and a total after it gave 1.05 for an accuracy), else read
-            # again, at most three times. A total of 0 with a count (an accuracy of 0) may
-            # be a reset half done: the script's eager reset zeroes the total, then waits
-            # for the GIL before it zeroes the count. Off the training thread, the reads
-            # are then made again a moment later, once the script has finished it.
-            for _ in range(3):
-                t, c = float(read(*total).numpy()), float(read(*count).numpy())
-                if (float(read(*total).numpy()), float(read(*count).numpy())) != (t, c):
-                    continue
-                if settle and t == 0 and c != 0:
-                    settle = False
-                    time.sleep(SETTLE_S)
-                    continue
-                return None if c == 0 else t / c
-            return None
+        def mean() -> float | None:
+            t, c = float(read(*total).numpy()), float(read(*count).numpy())
+            return None if c == 0 else t / c
 
         return mean
 
@@ -261,7 +246,7 @@ def _reader(tf: Any, metric: Any) -> Any:
     # one graph call (~0.2 ms for an AUC), not a dozen eager ops (~3 ms)
     traced = tf.function(both, autograph=False).get_concrete_function()
 
-    def result(settle: bool = False) -> float | None:
+    def result() -> float | None:
         value, held = traced()
         if not bool(held):
             return None

@@ -65,7 +65,7 @@ class Sampler:
         emitter: LoopEmitter,
         controls: LoopControls,
         lock: threading.RLock,
-        sync: Callable[[], None],
+        sync: Callable[[bool], None],
         resumed: Callable[[int], None],
         traced: Callable[[], None],
         traced_graphs: dict[int, Any],
@@ -87,6 +87,7 @@ class Sampler:
         self.graph_active = False  # a step was traced: tf.function calls are step boundaries
         self.recording = False  # a twin is being traced: write the norm (and summaries)
         self.calls = 0  # calls of step functions
+        self.metrics_due = False  # the reader's beat: read the loops' metrics after a call
         self.traces = 0  # traces of step functions (twins not counted)
         self._graphs: set[int] = set()  # ids of the graphs counted
         self.sample_call = FIRST_SAMPLE  # the call that runs the twin
@@ -161,7 +162,7 @@ class Sampler:
                 ):
                     if stop.is_set():
                         raise RunStopped()
-                    self._sync()
+                    self._sync(False)
                     controls.after_step(None)
             if step and self.calls + 1 >= self.sample_call:
                 result = self._sampled_call(function, original, args, kwargs)
@@ -183,8 +184,10 @@ class Sampler:
                     or controls.per_step
                     or control is None
                     or control.due
+                    or self.metrics_due
                 ):
-                    self._sync()
+                    metrics, self.metrics_due = self.metrics_due, False
+                    self._sync(metrics)  # (no step writes the metrics now)
                     controls.after_step(None)
             return result
 
