@@ -17,7 +17,7 @@ def _steps(channel: Channel) -> list[StepEnded]:
     return [e for e in step_rows(channel.drain()) if isinstance(e, StepEnded)]
 
 
-def test_metrics_read_while_the_newest_step_is_held_back_do_not_go_with_an_earlier_step() -> None:
+def test_metrics_read_at_a_step_go_with_that_step_when_it_is_reported_later() -> None:
     channel = Channel()
     emitter = LoopEmitter(RunMonitor(channel), None)
     book = LoopBook()
@@ -26,19 +26,20 @@ def test_metrics_read_while_the_newest_step_is_held_back_do_not_go_with_an_earli
     book.add(series, loop)
     for k in range(3):
         series.add(1.0 / (k + 1), 0.5, None)
-    # The reader's first beat: the loop is not announced yet (a second series may still
-    # join it), so its newest step, 3, is held back. The metrics were read after step 3
-    # (64 samples a step: 192 seen), so they must not be shown as step 2's.
-    emitter.drain(loop, running={"seen": 192.0})
+    # The training thread read the metrics right after step 3 (64 samples a step: 192
+    # seen). The reader's first beat holds step 3 back (the loop is not announced yet: a
+    # second series may still join it), so the metrics wait for it: not step 2's.
+    loop.running_at = (3, {"seen": 192.0})
+    emitter.drain(loop)
     first = _steps(channel)
     assert [s.global_step for s in first] == [1, 2]
     assert not any(s.running for s in first), first
-    # Announced now: every step goes at once, the metrics with the newest.
+    # Announced now: every step goes at once, the metrics with step 3, not the newest.
     series.add(0.25, 0.5, None)
-    emitter.drain(loop, running={"seen": 256.0})
+    emitter.drain(loop)
     rest = _steps(channel)
     assert [s.global_step for s in rest] == [3, 4]
-    assert not rest[0].running and rest[1].running == {"seen": 256.0}
+    assert rest[0].running == {"seen": 192.0} and not rest[1].running
 
 
 def test_a_graph_loops_norm_says_it_is_sampled() -> None:

@@ -89,8 +89,10 @@ class LoopEmitter:
         hold_newest: bool = False,
     ) -> None:
         """Report the loop's steps whose next primary step exists (all if ``final``), with
-        ``running`` (its Keras metrics read now) on the newest. ``hold_newest``: keep that step
-        back even so (an eager loop's metrics, read at an update, hold the steps before it)."""
+        ``running`` (its Keras metrics read now) on the newest, else the metrics the training
+        thread read at a step (``loop.running_at``) on that step. ``hold_newest``: keep the
+        newest back even so (an eager loop's metrics, read at an update, hold the steps
+        before it)."""
         if not loop.series:
             return
         series = loop.series
@@ -110,23 +112,24 @@ class LoopEmitter:
         start = now if loop.read_at is None else loop.read_at
         loop.read_at = now
         n = limit - first
-        if running and not whole and not hold_newest and len(series) == 1:
-            # A graph loop's first read, before it is announced: its newest step is held back,
-            # and metrics read now hold that step's updates (in its graph the metrics' updates
-            # and the step counter's are not ordered). The next beat reads them again.
-            running = None
-        elif running and limit - loop.metrics_step < 2:
+        at = n - 1  # the row the running values go with
+        pending = loop.running_at
+        if pending is not None and pending[0] <= limit:
+            loop.running_at = None
+            if running is None and pending[0] > first:
+                at, running = pending[0] - first - 1, pending[1]
+        if running and first + at + 1 - loop.metrics_step < 2:
             running = None  # a step after the last sample: it would read as per-step values
         elif running:
-            loop.metrics_step = limit
+            loop.metrics_step = first + at + 1
         g0, s0 = mon.global_step, mon.global_step - loop.start_step
         ks = np.arange(1, n + 1, dtype=np.int64)
         values, absent = _values(series, counts, first, limit)
         newest: dict[str, np.ndarray] = {}
         for key, value in (running or {}).items():
             newest[key] = np.full(n, np.nan)
-            newest[key][-1] = value
-        earlier = np.arange(n) < n - 1  # the running means go with the newest step only
+            newest[key][at] = value
+        others = np.arange(n) != at  # the running means go with that one step
         mon.channel.emit(
             StepColumns(
                 loop.fit_index,
@@ -138,7 +141,7 @@ class LoopEmitter:
                 values,
                 newest,
                 absent,
-                dict.fromkeys(newest, earlier) if n > 1 else {},
+                dict.fromkeys(newest, others) if n > 1 else {},
             )
         )
         mon.global_step = g0 + n

@@ -49,6 +49,7 @@ class LoopInterceptor:
             self.controls,
             self._lock,
             self.sync,
+            self.read_metrics,
             self._function_called,
             lambda: self.metrics.discover(self.tf),
             self.metrics.traced_graphs,
@@ -126,20 +127,27 @@ class LoopInterceptor:
         except Exception as exc:  # noqa: BLE001
             self.monitor.report_error(where, exc)
 
-    def sync(self, metrics: bool = False) -> None:
-        """Report every graph step that ran (a device sync), with the loops' Keras metrics
-        when ``metrics`` (on the training thread, between two steps)."""
+    def sync(self) -> None:
+        """Report every graph step that ran (a device sync)."""
         with self._lock:
-            for loop in self.book.loops:
-                if not loop.ended and loop.is_graph():
-                    running = self.metrics.sample(loop) if metrics else None
-                    self.emitter.drain(loop, running=running)
+            for loop in self.book.open_graph_loops():
+                self.emitter.drain(loop)
+
+    def read_metrics(self) -> None:
+        """On the training thread, between two steps (no step writes them, no reset is half
+        done): the graph loops' Keras metrics and the step they hold, for the next report."""
+        with self._lock:
+            for loop in self.book.open_graph_loops():
+                if self.metrics.holds(loop) and loop.series:
+                    loop.running_at = (loop.series[0].written(), self.metrics.sample(loop))
 
     def _read(self) -> None:
         """The reader's beat: report the graph steps, ask for the loops' metrics at the next
         step function's return and for a schedule's rate."""
         self.sync()
-        self.sampler.metrics_due = True
+        with self._lock:
+            if any(self.metrics.holds(lp) for lp in self.book.open_graph_loops()):
+                self.sampler.metrics_due = True
         self.controls.beat()
 
     def _function_called(self, fid: int) -> None:

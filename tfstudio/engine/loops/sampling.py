@@ -52,7 +52,8 @@ RANDOM_NOTE = (
 class Sampler:
     """The run's step functions, their calls, and the sampled calls that run a twin.
 
-    ``sync`` reports every graph step that ran; ``resumed`` is told the id of an ended
+    ``sync`` reports every graph step that ran; ``read_metrics`` reads the loops' Keras
+    metrics between two steps (when ``metrics_due``); ``resumed`` is told the id of an ended
     loop's step function before its call; ``traced`` runs after a call in which a trace
     noted Keras metrics (``traced_graphs``).
     """
@@ -65,7 +66,8 @@ class Sampler:
         emitter: LoopEmitter,
         controls: LoopControls,
         lock: threading.RLock,
-        sync: Callable[[bool], None],
+        sync: Callable[[], None],
+        read_metrics: Callable[[], None],
         resumed: Callable[[int], None],
         traced: Callable[[], None],
         traced_graphs: dict[int, Any],
@@ -77,6 +79,7 @@ class Sampler:
         self.controls = controls
         self.lock = lock
         self._sync = sync
+        self._read_metrics = read_metrics
         self._resumed = resumed
         self._traced = traced
         self._traced_graphs = traced_graphs
@@ -162,7 +165,7 @@ class Sampler:
                 ):
                     if stop.is_set():
                         raise RunStopped()
-                    self._sync(False)
+                    self._sync()
                     controls.after_step(None)
             if step and self.calls + 1 >= self.sample_call:
                 result = self._sampled_call(function, original, args, kwargs)
@@ -184,11 +187,12 @@ class Sampler:
                     or controls.per_step
                     or control is None
                     or control.due
-                    or self.metrics_due
                 ):
-                    metrics, self.metrics_due = self.metrics_due, False
-                    self._sync(metrics)  # (no step writes the metrics now)
+                    self._sync()
                     controls.after_step(None)
+                if self.metrics_due:  # the reader's beat asked (no step writes them now)
+                    self.metrics_due = False
+                    self._read_metrics()
             return result
 
         self.call_code = __call__.__code__

@@ -120,6 +120,9 @@ class Loop:
         # the script's output mark at its first step: where viewers put its line among the output
         self.output: tuple[int, int] | None = None
         self.read_at: float | None = None  # run time of the last read of its steps
+        # graph: (its step, its Keras metrics) read by the training thread right after that
+        # step, for the reader to report with it
+        self.running_at: tuple[int, dict[str, float]] | None = None
         self.sampling = sampling or LoopSampling()  # its cadence (engine/loop_inspect.py)
 
     def is_graph(self) -> bool:
