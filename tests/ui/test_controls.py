@@ -127,6 +127,22 @@ def test_eager_switch_sets_the_next_run_and_switches_a_live_one(window, run, lau
     assert control.mode_label.text() == "graph · traced 2×"
 
 
+def test_after_an_eager_loop_another_script_shows_the_next_runs_mode(window, run, script):
+    control = window.control
+    window.open_script(str(script))
+    assert window.run_script()
+    run.emit(ExecutionMode(True, 0, 0)).frame()  # an eager custom loop: it says so
+    assert control.mode_label.text() == "eager" and control.eager_action.isChecked()
+    run.ended().frame()
+    other = script.parent / "other.py"
+    other.write_text("print('hello')\n")
+    window.open_script(str(other))
+    control.refresh()
+    # the next run's mode (graph), on the label and the toggle alike
+    assert control.mode_label.text() == "graph" and not control.eager_action.isChecked()
+    assert control.options.eager is not True
+
+
 def test_learning_rate_field_and_schedule_confirmation(window, run, launcher):
     control = window.control
     answers = []

@@ -354,10 +354,11 @@ class ControlPanel(QObject):
         self.checkpoint_every_action.setText(
             f"Checkpoint every {every} steps…" if every else "Checkpoint every…"
         )
+        # the toggle shows what the label says: the run's mode, else the next run's
         eager = self.eager if self.eager is not None else bool(self.options.eager)
-        if self.eager is not None and self.eager_action.isChecked() != self.eager:
+        if self.eager_action.isChecked() != eager:
             self.eager_action.blockSignals(True)
-            self.eager_action.setChecked(self.eager)
+            self.eager_action.setChecked(eager)
             self.eager_action.blockSignals(False)
         mode = "eager" if eager else "graph"
         traces = f" · traced {self.traces}×" if self.traces else ""
