@@ -150,20 +150,8 @@ def test_a_subclass_in_an_eager_custom_loop_is_not_called_traced() -> None:
 
 
 # -- trace-side-effect fires only where the code is traced, and says what traces it -------
-# script text the static advisor reads, never runs (indented here: no test imports TF)
-NOISY_LAYER = textwrap.dedent(
-    """
-    import keras
-    import tensorflow as tf
-
-
-    class Noisy(keras.layers.Layer):
-        def call(self, x):
-            print("noisy", x)
-            return x
-
-    """
-)
+# the start of scripts the static advisor reads, never runs (a file: no test imports TF)
+NOISY_LAYER = (HERE / "noisy_layer.txt").read_text()
 
 
 def _side_effects(src: str) -> list[tuple[int, str]]:
