@@ -39,8 +39,9 @@ MLP): the two first samples run untimed before the timing starts.
 
 The corpus's shape (``--corpus``, on by default): the same interleaved comparison with
 the step of ``tests/scripts/loops/eager_then_graph.py``: its ``tf.function`` also
-updates a Keras metric (which the graph reader reads at its beats), and it runs as the
-run's second loop, after an eager loop of the same step on the same model and optimizer
+updates a Keras metric (read on the training thread after a call, when the graph reader's
+beat asks for it), and it runs as the run's second loop, after an eager loop of the same
+step on the same model and optimizer
 (issue 53: that loop was once merged into the eager one). Its line is printed too, and
 the overhead line is the lower of the two ratios.
 
