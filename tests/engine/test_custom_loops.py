@@ -346,7 +346,7 @@ def test_a_command_or_stop_sent_between_calls_is_taken_before_the_next_call() ->
     controls.after_step = boundary
     sampler = Sampler(
         monitor, None, book, LoopEmitter(monitor, None), controls, threading.RLock(),
-        lambda: None, lambda: None, lambda fid: None, lambda: None, {},
+        lambda: None, lambda: None, lambda fid: None, lambda: None,
     )  # fmt: skip
     step = object()  # a step function of the current loop (its trace found a step)
     sampler.current_fns.add(id(step))

@@ -52,7 +52,6 @@ class LoopInterceptor:
             self.read_metrics,
             self._function_called,
             lambda: self.metrics.discover(self.tf),
-            self.metrics.traced_graphs,
         )
         self.explicit = ExplicitApi(monitor, self.book, self.emitter, self._lock)
         self.reader = RingReader(

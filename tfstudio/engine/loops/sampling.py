@@ -54,8 +54,8 @@ class Sampler:
 
     ``sync`` reports every graph step that ran; ``read_metrics`` reads the loops' Keras
     metrics between two steps (when ``metrics_due``); ``resumed`` is told the id of an ended
-    loop's step function before its call; ``traced`` runs after a call in which a trace
-    noted Keras metrics (``traced_graphs``).
+    loop's step function before its call; ``traced`` runs after each call (a trace may
+    have ended in it).
     """
 
     def __init__(
@@ -70,7 +70,6 @@ class Sampler:
         read_metrics: Callable[[], None],
         resumed: Callable[[int], None],
         traced: Callable[[], None],
-        traced_graphs: dict[int, Any],
     ) -> None:
         self.monitor = monitor
         self.inspector = inspector
@@ -82,7 +81,6 @@ class Sampler:
         self._read_metrics = read_metrics
         self._resumed = resumed
         self._traced = traced
-        self._traced_graphs = traced_graphs
         self.probing = 0  # >0 while the inspector's own tf.functions run: no steps
         self.call_code: Any = None  # the wrapper's code: its frame holds the function called
         self.step_fns: set[int] = set()  # ids of tf.functions whose graph holds a step
@@ -144,7 +142,7 @@ class Sampler:
         monitor, controls = self.monitor, self.controls
         commands = monitor.channel.command_queue
         resume, stop = monitor.resume, monitor.stop_requested
-        step_fns, current, traced = self.step_fns, self.current_fns, self._traced_graphs
+        step_fns, current = self.step_fns, self.current_fns
 
         def __call__(function: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N807
             if self.probing or monitor.in_fit or not executing_eagerly():
@@ -171,8 +169,7 @@ class Sampler:
                 result = self._sampled_call(function, original, args, kwargs)
             else:
                 result = original(function, *args, **kwargs)
-            if traced:
-                self._traced()  # a trace in this call noted Keras metrics
+            self._traced()  # a trace may have ended in this call: its Keras metrics
             if self.graph_active:  # the step boundary after the call
                 if stop.is_set():
                     raise RunStopped()
