@@ -173,7 +173,7 @@ class Sampler:
             if self.graph_active:  # the step boundary after the call
                 if stop.is_set():
                     raise RunStopped()
-                if step or fid in step_fns:  # (its first call traced a step)
+                if fid in step_fns:  # (also its first call, which traced the step)
                     self.calls += 1
                 control = controls.control
                 # only when it has work: a learning-rate read syncs the device (~5% of a
