@@ -81,18 +81,11 @@ class LoopEmitter:
         )
         mon.flush()  # the viewer has the loop's line before the script's next output
 
-    def drain(
-        self,
-        loop: Loop,
-        final: bool = False,
-        running: dict[str, float] | None = None,
-        hold_newest: bool = False,
-    ) -> None:
-        """Report the loop's steps whose next primary step exists (all if ``final``), with
-        ``running`` (its Keras metrics read now) on the newest, else the metrics the training
-        thread read at a step (``loop.running_at``) on that step. ``hold_newest``: keep the
-        newest back even so (an eager loop's metrics, read at an update, hold the steps
-        before it)."""
+    def drain(self, loop: Loop, final: bool = False, hold_newest: bool = False) -> None:
+        """Report the loop's steps whose next primary step exists (all if ``final``), the
+        Keras metrics the training thread read at a step (``loop.running_at``) on that step.
+        ``hold_newest``: keep the newest back even so (an eager loop's metrics, read at an
+        update, hold the steps before it)."""
         if not loop.series:
             return
         series = loop.series
@@ -112,11 +105,11 @@ class LoopEmitter:
         start = now if loop.read_at is None else loop.read_at
         loop.read_at = now
         n = limit - first
-        at = n - 1  # the row the running values go with
+        at, running = n - 1, None  # the row the running values go with; those values
         pending = loop.running_at
         if pending is not None and pending[0] <= limit:
             loop.running_at = None
-            if running is None and pending[0] > first:
+            if pending[0] > first:
                 at, running = pending[0] - first - 1, pending[1]
         if running and first + at + 1 - loop.metrics_step < 2:
             running = None  # a step after the last sample: it would read as per-step values
@@ -153,7 +146,9 @@ class LoopEmitter:
         """Report the loop's last steps (``running``: its metrics now) and close its segment."""
         if loop.ended:
             return
-        self.drain(loop, final=True, running=running)
+        if running and loop.series:
+            loop.running_at = (loop.series[0].written(), running)
+        self.drain(loop, final=True)
         if self.inspector is not None:
             self.inspector.flush(loop)
             self.inspector.settle()

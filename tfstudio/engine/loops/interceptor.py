@@ -189,12 +189,13 @@ class LoopInterceptor:
             # the loop's Keras metrics as of its previous step (read before this one's
             # update_state), reported with that step. Only at its first series' updates: a
             # GAN's second update comes before the step's metrics are updated
-            running = None
             if not loop.series or series is loop.series[0]:
                 running = self.metrics.eager_step(loop, self.tf)
+                if running is not None:
+                    loop.running_at = (series.written(), running)
             with self._lock:
                 series.add(loss, found.norm, found.small)
-                self.emitter.drain(loop, running=running, hold_newest=self.metrics.holds(loop))
+                self.emitter.drain(loop, hold_newest=self.metrics.holds(loop))
             if self.inspector is not None:
                 self.inspector.eager_step(loop, series, found.pairs)
             if series is loop.series[0]:

@@ -222,28 +222,13 @@ def _key(metric: Any, found: list[tuple[str, Any, Any]]) -> str:
 
 
 def _reader(tf: Any, metric: Any) -> Any:
-    """A function giving the metric's value now, or None while it holds nothing (reset): a
-    mean (``total`` / ``count``: accuracies, ``Mean``) is two raw variable reads, another
-    metric one traced call of its ``result()``."""
-    from tensorflow.python.ops import gen_resource_variable_ops
-
-    read = gen_resource_variable_ops.read_variable_op
-    parts = {getattr(v, "name", "").rsplit("/", 1)[-1].split(":")[0]: v for v in metric.variables}
-    if set(parts) == {"total", "count"}:
-        total = (_handle(parts["total"]), tf.as_dtype(parts["total"].dtype))
-        count = (_handle(parts["count"]), tf.as_dtype(parts["count"].dtype))
-
-        def mean() -> float | None:
-            t, c = float(read(*total).numpy()), float(read(*count).numpy())
-            return None if c == 0 else t / c
-
-        return mean
+    """A function giving the metric's value now, or None while it holds nothing (reset): one
+    traced call of its ``result()`` (~0.15 ms, 5 times a second)."""
 
     def both() -> tuple[Any, Any]:  # its value, and whether it holds anything
         held = [tf.reduce_any(tf.not_equal(tf.convert_to_tensor(v), 0)) for v in metric.variables]
         return metric.result(), tf.reduce_any(tf.stack(held))
 
-    # one graph call (~0.2 ms for an AUC), not a dozen eager ops (~3 ms)
     traced = tf.function(both, autograph=False).get_concrete_function()
 
     def result() -> float | None:
