@@ -167,6 +167,14 @@ def test_model_tree_summary_and_selection_drive_the_views(window, run, qtbot):
     assert "overhead 1.2%" in panel.status.text() and "20.0 kB" in panel.status.text()
     run.emit(InspectorStatus(0, 20, "budget", 480, 0.03, 0.004, 2.5, 20_480, capped=True)).frame()
     assert "every 480 steps (budget 3%, at most one a second)" in panel.status.text()
+    assert "overhead 0.4% ·" in panel.status.text()
+    # a short run's share holds the first samples' traces: said so, not left to alarm
+    run.emit(InspectorStatus(0, 40, "budget", 600, 0.03, 0.139, 2.5, 20_480)).frame()
+    assert "overhead 13.9% (one-off traces at the start; it falls toward 3%)" in (
+        panel.status.text()
+    )
+    run.emit(InspectorStatus(0, 50, "fixed", 5, 0.03, 0.139, 2.5, 20_480)).frame()
+    assert "overhead 13.9% ·" in panel.status.text()  # a fixed cadence has no budget to keep
     nan = float("nan")  # a later fit's first sample: too little training to say
     run.emit(InspectorStatus(1, 21, "budget", 10, 0.03, nan, 2.5, 20_480)).frame()
     assert "overhead — (measuring)" in panel.status.text()

@@ -241,6 +241,8 @@ class InspectorStore:
         # NaN until a second of training backs the share (see Cadence.overhead)
         if math.isfinite(s.overhead):
             overhead = f"{s.overhead:.1%}"
+            if s.mode != "fixed" and s.overhead > s.budget:  # samples keep within the budget
+                overhead += f" (one-off traces at the start; it falls toward {s.budget:.0%})"
         else:  # the run ended before a second of training backed the share
             overhead = "— (too little training to measure)" if self.ended else "— (measuring)"
         return (
