@@ -119,6 +119,15 @@ def test_a_step_after_a_pause_clears_it_even_if_the_resume_event_is_missed(windo
     assert window.status.rate_label.text() == "100 steps/s"
 
 
+def test_a_run_stopped_while_paused_says_stopped_not_paused(window, run):
+    run.started().fit(epochs=1, steps_per_epoch=1000).steps(50, dt=0.01)
+    run.emit(RunState("paused", 50)).frame()
+    assert window.status.rate_label.text() == "paused at step 50"
+    run.fit_end(stopped=True).ended("stopped", 130).frame()
+    assert window.status.state_text().startswith("stopped")
+    assert "paused" not in window.status.summary()
+
+
 def test_a_new_step_count_does_not_lay_the_window_out_again(window, run):
     from PySide6.QtCore import QEvent, QObject
     from PySide6.QtWidgets import QApplication

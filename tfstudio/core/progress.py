@@ -164,6 +164,7 @@ class ProgressTracker:
             p.eta = 0.0  # (a loop's length was never known: no ETA, not 0:00)
         elif isinstance(event, RunEnded):
             p.ended = True
+            p.paused = False  # a run stopped while paused is no longer held: it ended
             if event.status != "finished":
                 p.eta = None  # it will not end when the last estimate said
         elif isinstance(event, RunState):

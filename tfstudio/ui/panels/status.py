@@ -409,4 +409,6 @@ def _rate_text(p: Progress) -> str:
     """Steps/s, or where training is held: a paused run has no speed."""
     if p.paused:
         return f"paused at step {p.global_step:,}"
-    return f"{p.rate:,.0f} steps/s" if p.rate else "-- steps/s"
+    if p.rate:
+        return f"{p.rate:,.0f} steps/s"
+    return "" if p.ended else "-- steps/s"  # (an ended run's rate, unmeasured: none)
