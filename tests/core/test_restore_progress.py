@@ -68,3 +68,20 @@ def test_a_new_fit_forgets_the_restore(restored):
     p = restored.progress
     assert p.restored_step is None and p.restore_note() == "" and p.restore_explanation() == ""
     assert p.fit_end_step() == 2169 + 20
+
+
+def test_a_custom_loops_step_goes_back_with_the_run_step():
+    """A loop counts its steps from the run's (what the next step reports): a restore takes
+    both back, so paused after it the status says step 4,096, not the old 18,466."""
+    tracker = ProgressTracker()
+    loop = FitStarted(0, MODEL, 0, 0, None, 1, 0, 0.0, kind="loop")
+    tracker.feed(loop)
+    tracker.feed(StepEnded(0, 18466, 0, 18466, 1, {"loss": 0.5}, {}, 10.0))
+    tracker.feed(RunState("paused", 18466))
+    tracker.feed(CheckpointRestored("/ck/ckpt-4096", 4096, 4096, 11.0))
+    p = tracker.progress
+    assert (p.global_step, p.step) == (4096, 4096)
+    assert p.restore_note() == ""  # one count: the loop's step is the run's
+    assert "step 4096" in describe(tracker) and "18466" not in describe(tracker)
+    tracker.feed(StepEnded(0, 4097, 0, 4097, 1, {"loss": 0.5}, {}, 12.0))
+    assert (p.global_step, p.step) == (4097, 4097)

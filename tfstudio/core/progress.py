@@ -173,10 +173,14 @@ class ProgressTracker:
             self._restart_rate()
         elif isinstance(event, CheckpointRestored):
             # The run's step goes back; the epoch and the step within it are Keras's
-            # loop's, which goes on where it was (the module's docstring).
+            # loop's, which goes on where it was (the module's docstring). A custom
+            # loop's steps count from the run's: they go back alike.
+            back = p.global_step - event.step
             p.global_step = event.step
-            if p.fit_index >= 0:
+            if p.fit_index >= 0 and p.epochs:
                 p.restored_step = event.step
+            elif p.fit_index >= 0:
+                p.step = max(0, p.step - back)
             self._restart_rate()
 
     @property
