@@ -17,6 +17,16 @@ def test_a_failed_run_counts_fits_loops_and_steps_like_a_finished_one():
     assert finished.summary() == "Run finished after 1:15: 1 fit, 2 loops, 1234 steps (exit code 0)"
 
 
+def test_a_run_with_a_restore_counts_the_steps_trained_and_says_where_its_step_is():
+    """Restored from step 18,466 to 4,096, then 734 more: 19,200 trained, run step 4,830."""
+    ended = RunEnded("finished", 0, 0, 4830, 31.0, loops=1, rewound=18466 - 4096)
+    assert ended.summary() == (
+        "Run finished after 0:31: 0 fits, 1 loop, 19200 steps trained, run step 4830 after a "
+        "restore (exit code 0)"
+    )
+    assert ended.steps_text(",") == "19,200 steps trained, run step 4,830 after a restore"
+
+
 def test_a_short_run_is_never_zero_seconds():
     assert (
         "after 0.4 s: 0 fits, 1 loop, 1 step "

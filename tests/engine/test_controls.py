@@ -145,6 +145,12 @@ def test_pause_resume_save_restore_bit_exact_and_mismatch_refused(write_script, 
     seen.channel.send(Stop())
     ended = session.join(timeout=60)
     assert ended is not None and ended.status == "stopped"
+    # the steps the restore took back were trained all the same: the summary says both
+    assert ended.rewound == later.global_step - saved.step > 0
+    trained = seen.steps()[-1].global_step + ended.rewound
+    assert f"{trained} steps trained, run step {ended.global_step} after a restore" in (
+        ended.summary()
+    )
 
 
 PRINTS = """

@@ -24,7 +24,9 @@ from tfstudio.core.events import (
     CheckpointSaved,
     ConsoleOutput,
     ExecutionMode,
+    FitStarted,
     LearningRate,
+    ModelSummary,
     NonFinite,
     Notice,
     RunState,
@@ -91,6 +93,7 @@ def test_checkpoints_panel_lists_restores_while_paused_and_deletes_with_confirma
     assert sent(launcher) == [RestoreCheckpoint("/ck/ckpt-10")]
     run.emit(CheckpointRestored("/ck/ckpt-10", 10, 10)).frame()
     assert "Restored step 10" in panel.message.text()
+    assert "Keras's epoch loop is not rewound" in panel.message.text()
     assert panel.table.item(0, 4).text() == "automatic · restored"
     assert (10, "restored step 10") in window.metrics.marks()
     run.emit(
@@ -298,3 +301,15 @@ def test_a_restore_keeping_the_typed_rate_or_with_none_typed_says_nothing(window
     control.set_learning_rate(0.001)
     run.emit(CheckpointRestored("/tmp/c/ckpt-1", 2, 2), LearningRate(2, 0.001, False)).frame()
     assert "learning rate" not in window.console.text()
+
+
+def test_a_restore_in_a_custom_loop_speaks_of_the_loop_not_of_keras_epochs(window, run):
+    panel = window.checkpoints
+    run.started().emit(
+        FitStarted(0, ModelSummary("mlp", "custom loop", (), 42, 42), 0, 0, None, 1, 0, 0.0,
+                   kind="loop", loop_index=1),
+    )  # fmt: skip
+    run.steps(20).emit(saved("/ck/ckpt-10", 10), RunState("paused", 20)).frame()
+    run.emit(CheckpointRestored("/ck/ckpt-10", 10, 10)).frame()
+    text = panel.message.text()
+    assert "your loop's own for is not rewound" in text and "Keras" not in text

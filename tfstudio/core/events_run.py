@@ -165,7 +165,16 @@ class RunEnded:
     time: float
     error: ScriptError | None = None
     message: str = ""
-    loops: int = 0  # custom training loops discovered (engine/loops.py)
+    loops: int = 0  # custom training loops discovered (engine/loops/)
+    rewound: int = 0  # steps restores took the run's step back over: trained, not counted
+
+    def steps_text(self, group: str = "") -> str:
+        """``4830 steps``, or after a restore ``19200 steps trained, run step 4830 after a
+        restore`` (``group=","``: ``4,830``)."""
+        n, spec = self.global_step, group and f"{group}"
+        if self.rewound:
+            return f"{n + self.rewound:{spec}} steps trained, run step {n:{spec}} after a restore"
+        return f"{n:{spec}} step{'' if n == 1 else 's'}"
 
     def summary(self) -> str:
         """One line for consoles and terminals: how the run ended and after what.
@@ -176,7 +185,7 @@ class RunEnded:
         fits = f"{self.fits} fit{'' if self.fits == 1 else 's'}"
         if self.loops:
             fits += f", {self.loops} loop{'' if self.loops == 1 else 's'}"
-        done = f"{fits}, {self.global_step} step{'' if self.global_step == 1 else 's'}"
+        done = f"{fits}, {self.steps_text()}"
         if self.status == "failed" and self.error is not None:
             err = self.error
             return (

@@ -144,6 +144,7 @@ class CheckpointControl:
             return False
         was_at = mon.global_step
         mon.global_step = restored.step
+        mon.rewound += max(0, was_at - restored.step)
         self._last_auto_step = restored.step
         self._nan_active = False
         try:

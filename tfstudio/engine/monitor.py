@@ -39,6 +39,7 @@ class RunMonitor:
         self.fits_started = 0  # fits that reached their first hook (announced: the run's count)
         self.loops = 0  # custom training loops found so far (engine/loops/)
         self.global_step = 0
+        self.rewound = 0  # steps restores took the run's step back over (trained all the same)
         self.in_fit = False
         self.stop_requested = threading.Event()
         self.resume = threading.Event()

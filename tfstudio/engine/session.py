@@ -258,7 +258,15 @@ class TrainingSession:
         fits = mon.fits_started  # the fits announced (a fit that failed before its first
         # hook, e.g. on its data, was never announced: the traceback tells of it)
         return RunEnded(
-            status, code, fits, mon.global_step, mon.now(), error, message, loops=mon.loops
+            status,
+            code,
+            fits,
+            mon.global_step,
+            mon.now(),
+            error,
+            message,
+            loops=mon.loops,
+            rewound=mon.rewound,
         )
 
 

@@ -265,4 +265,4 @@ def end_detail(end: RunEnded) -> str:
         return f"{err.type_name} at {where}"
     if end.status == "finished" and end.fits == 0 and end.loops == 0:
         return "no fit was monitored"
-    return f"{end.global_step:,} steps in {format_duration(end.time)}"
+    return f"{end.steps_text(',')} in {format_duration(end.time)}"

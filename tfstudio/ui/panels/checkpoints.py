@@ -31,6 +31,7 @@ from tfstudio.core.events import (
     CheckpointRefused,
     CheckpointRestored,
     CheckpointSaved,
+    FitStarted,
     RunEnded,
     RunStarted,
     RunState,
@@ -63,6 +64,7 @@ class CheckpointsPanel(QWidget):
         CheckpointDeleted,
         CheckpointRestored,
         CheckpointRefused,
+        FitStarted,
         RunState,
         RunStarted,
         RunEnded,
@@ -83,6 +85,7 @@ class CheckpointsPanel(QWidget):
         self.running = False
         self.paused = False
         self.restored: str = ""
+        self._in_loop = False  # the run's current segment is a custom loop (not a fit)
         self.table = QTableWidget(0, len(COLUMNS), self)
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -199,11 +202,16 @@ class CheckpointsPanel(QWidget):
             self.message.setText(f"Deleted {Path(event.path).name}.")
         elif isinstance(event, CheckpointRestored):
             self.restored = event.path
+            goes_on = (
+                "your loop's own for is not rewound: it runs the iterations it had left."
+                if self._in_loop
+                else "the fit's epoch count goes on where it was (Keras's epoch loop is not "
+                "rewound: the status bar says where the fit ends)."
+            )
             self.message.setText(
                 f"Restored step {event.step} from {Path(event.path).name} "
                 f"(optimizer iterations {event.optimizer_iterations}); Resume continues from it. "
-                "The run's step counts on from it; the fit's epoch count goes on where it was "
-                "(Keras's epoch loop is not rewound: the status bar says where the fit ends)."
+                f"The run's step counts on from it; {goes_on}"
             )
         elif isinstance(event, CheckpointRefused):
             self.message.setText(f"{event.action.capitalize()} refused: {event.reason}")
@@ -218,6 +226,9 @@ class CheckpointsPanel(QWidget):
                         f"Paused ({event.reason}): Restore the last good checkpoint, "
                         "then Resume; or Stop."
                     )
+        elif isinstance(event, FitStarted):
+            self._in_loop = event.kind == "loop"
+            return
         elif isinstance(event, RunStarted):
             self.running, self.paused, self.restored = True, False, ""
         elif isinstance(event, RunEnded):
