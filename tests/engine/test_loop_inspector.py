@@ -464,10 +464,10 @@ def test_norm_rows_name_their_step_exactly_far_past_float32s_integers() -> None:
     step(True)  # makes the buffers; its row is step 0's
     ring.counter.assign(start)
     step(True)  # step `start`: gradient 2w = (6, 8), norm 10
-    count, losses, norms = ring.read(start)
+    count, losses, norms, _ = ring.read(start)
     assert count == start + 1 and losses == [25.0] and norms == [10.0]
     ring.counter.assign(start + NORM_RING)
     step(False)  # the row of `start + NORM_RING`'s slot is still `start`'s: not this step's
-    count, losses, norms = ring.read(start + NORM_RING)
+    count, losses, norms, _ = ring.read(start + NORM_RING)
     assert count == start + NORM_RING + 1 and losses == [25.0]
     assert len(norms) == 1 and math.isnan(norms[0])

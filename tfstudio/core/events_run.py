@@ -280,7 +280,9 @@ class NonFinite:
             parts.append(f"First variable with a non-finite gradient: {self.gradient}.")
         if self.variable:
             parts.append(f"First variable now non-finite: {self.variable}.")
-        if not (self.layer or self.gradient or self.variable):
+        if not (self.layer or self.gradient or self.variable) and self.detail.startswith(
+            "recomputed"
+        ):
             parts.append("No layer output or gradient was non-finite when recomputed.")
         if self.detail:
             parts.append(f"({self.detail})")

@@ -186,7 +186,7 @@ class TrainingController(CheckpointControl, LearningRateControl):
         self._watch_rate(None)
 
     # -- the step boundary (hot path) ----------------------------------
-    def after_step(self, loss: float | None) -> None:
+    def after_step(self, loss: float | None, step: int | None = None) -> None:
         """Called after every step: NaN guard, stop at step, automatic saves, commands, pause.
 
         Most steps have nothing to do but look at the loss: a comparison with the steps
@@ -201,7 +201,7 @@ class TrainingController(CheckpointControl, LearningRateControl):
                     self._nan_active = False
             elif not self._nan_active and self.options.on_nan != "ignore":
                 self._nan_active = True
-                self._on_non_finite(loss)
+                self._on_non_finite(loss, step)
         if self._planned_at <= self.monitor.global_step < self._next_due:
             if not self.due and not self._commands:
                 return
@@ -345,10 +345,13 @@ class TrainingController(CheckpointControl, LearningRateControl):
         self.monitor.channel.emit(Notice("retracing", text.strip()))
 
     # -- NaN guard -----------------------------------------------------
-    def _on_non_finite(self, loss: float) -> None:
+    def _on_non_finite(self, loss: float, step: int | None = None) -> None:
+        """``step``: the offending step when it is not this one (a graph loop's, read from
+        the device after more steps ran)."""
         from tfstudio.engine.nan_guard import diagnose, first_non_finite_variable
 
         mon = self.monitor
+        at = mon.global_step if step is None else step
         action = "stop" if self.options.on_nan == "stop" else "pause"
         layer = gradient = variable = ""
         detail = ""
@@ -356,7 +359,9 @@ class TrainingController(CheckpointControl, LearningRateControl):
             variable = first_non_finite_variable(self.model.trainable_variables)
             keeper = self._keeper
             batch = keeper.last() if keeper is not None else None
-            if batch is None and keeper is not None and not keeper.disabled and not keeper.armed:
+            if not hasattr(self.model, "make_train_function"):
+                detail = "a custom loop's batches are the script's own: none was recomputed"
+            elif batch is None and keeper is not None and not keeper.disabled and not keeper.armed:
                 detail = self._arm(keeper)
             elif batch is None:
                 why = getattr(keeper, "disabled", "") or "the guard was off"
@@ -366,12 +371,12 @@ class TrainingController(CheckpointControl, LearningRateControl):
         except Exception as exc:  # noqa: BLE001
             mon.report_error("NaN guard", exc)
             detail = f"recomputing the batch failed: {type(exc).__name__}: {exc}"
-        event = NonFinite(mon.global_step, float(loss), layer, gradient, variable, detail, action)
+        event = NonFinite(at, float(loss), layer, gradient, variable, detail, action)
         mon.channel.emit(event)
         mon.note(event.describe())
         if action == "stop":
             mon.stop_exit_code = NAN_EXIT_CODE
-            mon.stop_message = f"non-finite loss at step {mon.global_step} (--on-nan stop)"
+            mon.stop_message = f"non-finite loss at step {at} (--on-nan stop)"
             mon.request_stop()
             self._request_stop()
         else:

@@ -24,6 +24,7 @@ class LoopControls:
         self.optimizer: Any = None  # the last Keras optimizer seen applying gradients
         self.control: Any = None  # the run's TrainingController, once the controls began
         self._state: Any = None  # what checkpoints hold (engine/loop_state.py)
+        self._non_finite: tuple[int, float] | None = None  # a graph step's NaN, for the guard
         opts = monitor.options
         # whether every graph call must sync and run the controls (else only when due)
         self.per_step = bool(
@@ -48,8 +49,11 @@ class LoopControls:
         control = self.monitor.control
         if control is None:
             return
+        step = None
+        if loss is None and self._non_finite is not None:  # a graph step's, read since
+            (step, loss), self._non_finite = self._non_finite, None
         try:
-            control.after_step(loss)
+            control.after_step(loss, step)
         except RunStopped:
             raise
         except Exception as exc:  # noqa: BLE001
@@ -67,6 +71,14 @@ class LoopControls:
             except Exception as exc:  # noqa: BLE001
                 self.monitor.report_error("controls (custom loop end)", exc)
         self.started = False
+
+    def non_finite(self, step: int, loss: float) -> None:
+        """From the reader's thread: a graph step's loss was NaN or Inf; the guard acts at the
+        next step boundary (and names this step)."""
+        control = self.control
+        if control is not None and self._non_finite is None:
+            self._non_finite = (step, loss)
+            control.due = True
 
     def beat(self) -> None:
         """From the reader's thread: ask for a schedule's rate once its last read is old."""

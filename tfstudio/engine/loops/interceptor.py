@@ -127,10 +127,16 @@ class LoopInterceptor:
             self.monitor.report_error(where, exc)
 
     def sync(self) -> None:
-        """Report every graph step that ran (a device sync)."""
+        """Report every graph step that ran (a device sync); a reported NaN or Inf loss goes
+        to the NaN guard, with its step, at the next step boundary."""
         with self._lock:
             for loop in self.book.open_graph_loops():
                 self.emitter.drain(loop)
+                bad = loop.series[0].non_finite if loop.series else None
+                if bad is not None and bad[0] < loop.emitted:  # reported: its run step is
+                    loop.series[0].non_finite = None  # counted back from the newest
+                    step = self.monitor.global_step - (loop.emitted - 1 - bad[0])
+                    self.controls.non_finite(step, bad[1])
 
     def read_metrics(self) -> None:
         """On the training thread, between two steps (no step writes them, no reset is half

@@ -65,26 +65,31 @@ class GraphRing:
         with tf.control_dependencies(written):
             self.counter.assign_add(1, read_value=False)
 
-    def read(self, known: int) -> tuple[int, list[float], list[float]]:
-        """Steps written so far, and the losses and global norms of steps ``known..count-1``
-        (NaN: overwritten before this read, or no norm measured)."""
+    def read(self, known: int) -> tuple[int, list[float], list[float], int | None]:
+        """Steps written so far, the losses and global norms of steps ``known..count-1`` (NaN:
+        overwritten before this read, or no norm measured), and the first of them whose loss
+        read is NaN or Inf (None: none)."""
         tf = self._tf
         if tf is None:  # its first trace is still writing the ops (the reader came between)
-            return known, [], []
+            return known, [], [], None
         from tfstudio.engine.probes.values import read_handle
 
         with tf.init_scope():  # eager reads, also while a trace asks (a new series)
             count = int(read_handle(self.counter.handle, tf.int64))
             if count <= known:
-                return count, [], []
+                return count, [], [], None
             losses = read_handle(self.losses.handle, tf.float32)
             rows = read_handle(self.norms.handle, tf.float32)
         lost = max(0, count - known - RING)  # overwritten before this read
         first = known + lost
         out_losses = [math.nan] * lost
         out_norms = [math.nan] * (count - known)
+        bad = None
         if first < count:
-            out_losses.extend(losses[np.arange(first, count) % RING].tolist())
+            read = losses[np.arange(first, count) % RING]
+            out_losses.extend(read.tolist())
+            non_finite = np.flatnonzero(~np.isfinite(read))
+            bad = first + int(non_finite[0]) if non_finite.size else None
             # the rows written by steps first..count-1 (each names its step)
             high, low = rows[:, -2].astype(np.int64), rows[:, -1].astype(np.int64)
             steps = high * STEP_SPLIT + low
@@ -93,7 +98,7 @@ class GraphRing:
                 norms = np.sqrt(2.0 * rows[new, 0].astype(np.float64))  # sqrt(2 l2_loss)
                 for step, norm in zip(steps[new].tolist(), norms.tolist(), strict=True):
                     out_norms[step - known] = norm
-        return count, out_losses, out_norms
+        return count, out_losses, out_norms, bad
 
     def written(self) -> int:
         """Steps written so far (eagerly; the counter alone)."""

@@ -42,6 +42,8 @@ class Series:
         self.norm_sampled = False  # graph: only twins write its norm (not every step's graph)
         self.grads: Any = None  # graph: the inspector's device buffers (loop_inspect)
         self.tree: Any = None  # the inspector's (ModelNode, summary text) of the owner
+        # graph: (a step of its loop, its loss) read NaN or Inf, for the NaN guard
+        self.non_finite: tuple[int, float] | None = None
         # step numbers: the series' own (graph: its ring's counter); its loop's from _origin
         self._count = 0  # steps seen so far
         # steps _base.._count-1: (loss, global gradient norm, eager: tiny variables' values)
@@ -79,7 +81,9 @@ class Series:
     def snapshot(self) -> int:
         """Steps of its loop that exist now (graph: read from the device buffer)."""
         if self.ring is not None:
-            count, losses, norms = self.ring.read(self._count)
+            count, losses, norms, bad = self.ring.read(self._count)
+            if bad is not None and self.non_finite is None:
+                self.non_finite = (bad - self._origin, losses[bad - self._count])
             if count > self._count:
                 self._rows.extend(zip(losses, norms, [()] * len(losses), strict=True))
                 self._count = count

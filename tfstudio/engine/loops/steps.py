@@ -108,9 +108,10 @@ def global_norm(tf: Any, grads: list[Any]) -> float:
     values = [g.values if isinstance(g, tf.IndexedSlices) else g for g in grads]
     if all(host_float(tf, v) for v in values):
         total = 0.0
-        for v in values:
-            a = v.numpy().ravel()
-            total += float(np.dot(a, a))
+        with np.errstate(over="ignore", invalid="ignore"):  # a diverging step's: inf, NaN
+            for v in values:
+                a = v.numpy().ravel()
+                total += float(np.dot(a, a))
         return math.sqrt(total)
     return float(tf.linalg.global_norm(values))
 

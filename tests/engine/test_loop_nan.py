@@ -1,0 +1,69 @@
+"""The NaN guard in custom loops: the offending step is named, eager and ``tf.function`` alike.
+
+A graph step's loss exists on the device only: the reader finds it NaN up to a read later
+(0.2 s), and the guard acts at the next call of the step function, naming the step whose
+loss was NaN, not the one it stopped or paused at.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tests.conftest import wait_for
+from tests.engine.helpers import of, run_script
+from tests.engine.test_controls import start
+from tfstudio.core.commands import Stop
+from tfstudio.core.events import NonFinite, RunState, StepEnded
+from tfstudio.core.options import RunOptions
+from tfstudio.engine.control import NAN_EXIT_CODE
+
+pytestmark = pytest.mark.tf
+
+# Batch 7 (steps count from 1) holds a NaN input: its loss is NaN, and so is every later one.
+LOOP = """
+import numpy as np, keras, tensorflow as tf
+rng = np.random.default_rng(0)
+x = rng.random((8 * 400, 4), dtype="float32"); y = x.sum(1, keepdims=True)
+x[6 * 8] = np.nan
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+opt = keras.optimizers.SGD(0.01)
+
+{decorator}
+def train_step(xb, yb):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((model(xb) - yb) ** 2)
+    grads = tape.gradient(loss, model.trainable_variables)
+    opt.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+
+for i in range(400):
+    train_step(x[i * 8 : (i + 1) * 8], y[i * 8 : (i + 1) * 8])
+"""
+
+
+@pytest.mark.parametrize("decorator", ["@tf.function", ""], ids=["graph", "eager"])
+def test_a_nan_loss_stops_the_loop_naming_its_step(write_script, decorator):
+    script = write_script(LOOP.format(decorator=decorator))
+    ended, events = run_script(script, options=RunOptions(on_nan="stop", inspector=False))
+    assert ended.status == "stopped" and ended.exit_code == NAN_EXIT_CODE
+    assert "non-finite loss at step 7 " in ended.message
+    (nan,) = of(events, NonFinite)
+    assert nan.global_step == 7 and nan.action == "stop" and math.isnan(nan.loss)
+    assert "none was recomputed" in nan.detail  # the script's batches are its own
+    losses = {e.global_step: e.values["loss"] for e in of(events, StepEnded)}
+    assert all(math.isfinite(losses[s]) for s in range(1, 7)) and math.isnan(losses[7])
+    assert ended.global_step < 400  # stopped, not trained to the end
+
+
+def test_a_nan_loss_in_a_graph_loop_pauses_it_in_the_window(write_script):
+    session, seen = start(write_script(LOOP.format(decorator="@tf.function")), on_nan="pause")
+    wait_for(lambda: of(seen.poll(), RunState))
+    paused = of(seen.events, RunState)[0]
+    assert paused.state == "paused" and paused.reason == "non-finite loss"
+    (nan,) = of(seen.events, NonFinite)
+    assert nan.global_step == 7 and nan.action == "pause"
+    seen.channel.send(Stop())
+    ended = session.join(timeout=60)
+    assert ended is not None and ended.status == "stopped"
