@@ -122,6 +122,8 @@ def test_opening_another_script_after_a_run_shows_its_empty_state(
         return [float(v) for v in x if not math.isnan(v)]
 
     qtbot.waitUntil(lambda: drawn()[-1:] == [20.0], timeout=10_000)  # b's run, all of it
+    # fitted, not the head-room a growing run gets (its 20 steps on an axis to 50)
+    qtbot.waitUntil(lambda: plot.vb.viewRange()[0][1] < 22.0, timeout=10_000)
     assert window.metrics.previous_box.isVisible()
     assert window.run_action.isEnabled()
 

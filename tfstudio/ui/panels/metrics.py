@@ -328,8 +328,10 @@ class MetricsPanel(FamiliesAndFits, QWidget):
         if self._hidden_by_default:
             self._show_running_families()
         self._refresh_in_view()
-        done = self.store.ended is not None or not self.model.live  # a recorded run: no
-        if self._run_ended or (done and not self._finished):  # room to grow (a Keras folder)
+        # a recorded run, or a script opened and not run (its previous run is shown whole):
+        # no room to grow (a Run clears the plots)
+        done = self.store.ended is not None or not self.model.live or self.store.started is None
+        if self._run_ended or (done and not self._finished):
             self._finished = True  # the x range fits the data, with no room to grow
             for group in self._groups():
                 group.finish()
