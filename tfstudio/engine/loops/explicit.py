@@ -54,7 +54,10 @@ class ExplicitApi:
             if current is not None and current.series and not current.ended:
                 if not current.announced:
                     self.emitter.announce(current)
-                fit_index, global_step = current.fit_index, mon.global_step
+                # the step the script is at: a graph loop's steps are reported up to 0.2 s
+                # later than they run (its step counter is one read)
+                ahead = max(0, current.series[0].written() - current.emitted)
+                fit_index, global_step = current.fit_index, mon.global_step + ahead
             else:
                 loop = self._segment
                 if loop is None:

@@ -1,0 +1,49 @@
+"""``monitor.log`` inside a discovered loop: its scalars go with the step the script is at.
+
+A ``tf.function`` loop's steps are read from the device up to 0.2 s late; a value logged at
+an epoch's end still belongs to that epoch's last step, not to the last step read.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.engine.helpers import of, run_script
+from tfstudio.core.events import StepEnded
+from tfstudio.core.options import RunOptions
+
+pytestmark = pytest.mark.tf
+
+LOOP = """
+import numpy as np, keras, tensorflow as tf
+from tfstudio import monitor
+rng = np.random.default_rng(0)
+x = rng.random((16 * 8, 4), dtype="float32"); y = x.sum(1, keepdims=True)
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+opt = keras.optimizers.SGD(0.01)
+
+{decorator}
+def train_step(xb, yb):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((model(xb) - yb) ** 2)
+    grads = tape.gradient(loss, model.trainable_variables)
+    opt.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+
+for epoch in range(6):
+    for i in range(16):
+        train_step(x[i * 8 : (i + 1) * 8], y[i * 8 : (i + 1) * 8])
+    monitor.log(epoch, val_score=float(epoch) / 10)
+"""
+
+
+@pytest.mark.parametrize("decorator", ["@tf.function", ""], ids=["graph", "eager"])
+def test_a_value_logged_at_an_epochs_end_goes_with_its_last_step(write_script, decorator):
+    script = write_script(LOOP.format(decorator=decorator))
+    ended, events = run_script(script, options=RunOptions(inspector=False))
+    assert ended.status == "finished" and ended.global_step == 96
+    logged = [(e.global_step, e.values["val_score"]) for e in of(events, StepEnded)
+              if e.values.get("val_score", float("nan")) == e.values.get("val_score")]  # fmt: skip
+    assert logged == [(16 * (k + 1), k / 10) for k in range(6)]
+    losses = [e.global_step for e in of(events, StepEnded) if "loss" in e.values]
+    assert sorted(set(losses)) == list(range(1, 97))  # every step, each once
