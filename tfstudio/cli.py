@@ -461,11 +461,33 @@ def display_problem(
     )
 
 
+def misplaced_options(parser: argparse.ArgumentParser, script: str, args: list[str]) -> list[str]:
+    """A note for each of tfstudio's own options given after the script (where they go to the
+    script, as ``python script.py ...`` would pass them): ``-h`` is left to the script."""
+    own = {o: a for o, a in parser._option_string_actions.items() if o.startswith("--")}
+    own.pop("--help", None)
+    notes = []
+    for i, arg in enumerate(args):
+        name = arg.split("=", 1)[0]
+        if name in own:
+            takes = own[name].nargs != 0 and "=" not in arg and i + 1 < len(args)
+            value = [args[i + 1]] if takes else []
+            moved = " ".join([arg, *value, os.path.basename(script)])
+            notes.append(
+                f"tfstudio: note: {name} comes after the script, so it goes to the script, "
+                f"not to tfstudio; tfstudio's own options come first: tfstudio run {moved}"
+            )
+    return notes
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``tfstudio`` command; returns the process exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "run":
-        ns = headless_parser().parse_args(argv[1:])
+        parser = headless_parser()
+        ns = parser.parse_args(argv[1:])
+        for note in misplaced_options(parser, ns.script, ns.args):
+            sys.stderr.write(note + "\n")
         from tfstudio.headless import run_headless
 
         return run_headless(ns.script, ns.args, run_options(ns), verbose=ns.verbose)

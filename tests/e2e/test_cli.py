@@ -71,3 +71,23 @@ def test_script_arguments_without_the_separator_say_where_they_go(tmp_path):
     result = run("-m", "tfstudio", str(tmp_path / "train.py"), "--epochs", "3")
     assert result.returncode == 2
     assert f"tfstudio {tmp_path / 'train.py'} -- --epochs 3" in result.stderr
+
+
+def test_tfstudios_own_options_after_the_script_say_they_go_to_the_script():
+    """`tfstudio run train.py --checkpoint-every 500` passes the option to the script (as
+    python would): a note says so and shows where it goes; the script's own are left be."""
+    from tfstudio.cli import headless_parser, misplaced_options
+
+    parser = headless_parser()
+    args = ["--epochs", "3", "--checkpoint-every", "500", "--no-record", "--lr=0.1", "-h"]
+    notes = misplaced_options(parser, "/proj/train.py", args)
+    assert notes == [
+        "tfstudio: note: --checkpoint-every comes after the script, so it goes to the script, "
+        "not to tfstudio; tfstudio's own options come first: "
+        "tfstudio run --checkpoint-every 500 train.py",
+        "tfstudio: note: --no-record comes after the script, so it goes to the script, "
+        "not to tfstudio; tfstudio's own options come first: tfstudio run --no-record train.py",
+        "tfstudio: note: --lr comes after the script, so it goes to the script, "
+        "not to tfstudio; tfstudio's own options come first: tfstudio run --lr=0.1 train.py",
+    ]
+    assert misplaced_options(parser, "train.py", ["--epochs", "3"]) == []
