@@ -81,7 +81,7 @@ def test_a_command_is_applied_at_the_next_step_whenever_it_arrives():
 def test_a_pause_from_the_nan_guard_waits_at_that_same_step():
     control, boundaries = controller(on_nan="pause")
     waited: list[int] = []
-    control._on_non_finite = lambda loss: control.pause("non-finite loss")
+    control._on_non_finite = lambda loss, step=None: control.pause("non-finite loss")
     control.wait_while_paused = lambda: (
         waited.append(control.monitor.global_step),
         control.monitor.resume.set(),
@@ -109,7 +109,7 @@ def test_a_loss_that_is_not_finite_clears_when_a_finite_one_comes():
     steps(control, 1, loss=float("nan"))
     assert not control._nan_active
     control, _ = controller(on_nan="pause")
-    control._on_non_finite = lambda loss: None
+    control._on_non_finite = lambda loss, step=None: None
     steps(control, 1, loss=float("nan"))
     assert control._nan_active
     steps(control, 1, loss=0.25)
