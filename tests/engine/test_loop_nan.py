@@ -67,3 +67,39 @@ def test_a_nan_loss_in_a_graph_loop_pauses_it_in_the_window(write_script):
     seen.channel.send(Stop())
     ended = session.join(timeout=60)
     assert ended is not None and ended.status == "stopped"
+
+
+GAN = """
+import numpy as np, keras, tensorflow as tf
+generator = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)], name="generator")
+critic = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)], name="critic")
+g_opt, c_opt = keras.optimizers.SGD(0.01), keras.optimizers.SGD(0.01)
+real = np.random.default_rng(0).normal(size=(8, 2)).astype("float32")
+noise = np.random.default_rng(1).normal(size=(400, 2, 8, 2)).astype("float32")
+noise[6, 1, 0, 0] = np.nan  # step 7: the generator's loss is NaN first (the critic's at 8)
+
+@tf.function
+def train_step(real, z, z2):
+    with tf.GradientTape() as tape:
+        c_loss = tf.reduce_mean(critic(generator(z))) - tf.reduce_mean(critic(real))
+    c_opt.apply_gradients(zip(tape.gradient(c_loss, critic.trainable_variables),
+                              critic.trainable_variables))
+    with tf.GradientTape() as tape:
+        g_loss = -tf.reduce_mean(critic(generator(z2)))
+    g_opt.apply_gradients(zip(tape.gradient(g_loss, generator.trainable_variables),
+                              generator.trainable_variables))
+
+for i in range(400):
+    train_step(real, noise[i, 0], noise[i, 1])
+"""
+
+
+def test_a_nan_in_a_gans_second_model_is_named_at_its_own_step(write_script):
+    ended, events = run_script(
+        write_script(GAN), options=RunOptions(on_nan="stop", inspector=False)
+    )
+    assert ended.exit_code == NAN_EXIT_CODE
+    (nan,) = of(events, NonFinite)
+    assert nan.global_step == 7
+    steps = {e.global_step: e.values for e in of(events, StepEnded)}
+    assert math.isfinite(steps[7]["loss (critic)"]) and math.isnan(steps[7]["loss (generator)"])

@@ -132,9 +132,11 @@ class LoopInterceptor:
         with self._lock:
             for loop in self.book.open_graph_loops():
                 self.emitter.drain(loop)
-                bad = loop.series[0].non_finite if loop.series else None
+                found = [s.non_finite for s in loop.series if s.non_finite is not None]
+                bad = min(found, default=None)  # (a GAN's: either model's, the earlier)
                 if bad is not None and bad[0] < loop.emitted:  # reported: its run step is
-                    loop.series[0].non_finite = None  # counted back from the newest
+                    for s in loop.series:  # counted back from the newest
+                        s.non_finite = None
                     step = self.monitor.global_step - (loop.emitted - 1 - bad[0])
                     self.controls.non_finite(step, bad[1])
 
