@@ -130,7 +130,7 @@ class LoopInspector:
     # -- eager steps ---------------------------------------------------
     def eager_step(self, loop: Any, series: Any, pairs: list[tuple[Any, Any]]) -> None:
         """A series' eager step happened (after its update): sample it if it is due."""
-        j = series.step_count()
+        j = series.written()
         sample = loop.sampling.sample
         if sample is not None and series is loop.series[0] and j > sample.step:
             self.flush(loop)  # a series of the sampled step never came: report what came

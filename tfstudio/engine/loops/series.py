@@ -74,10 +74,6 @@ class Series:
         self._rows.append((loss, norm, small or ()))
         self._count += 1
 
-    def step_count(self) -> int:
-        """Steps of its loop seen so far (graph: as of the last read)."""
-        return self._count - self._origin
-
     def snapshot(self) -> int:
         """Steps of its loop that exist now (graph: read from the device buffer)."""
         if self.ring is not None:
