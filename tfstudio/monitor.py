@@ -15,7 +15,7 @@ __all__ = ["log", "watch"]
 
 
 class _Sink(Protocol):
-    def log(self, step: int, scalars: dict[str, float]) -> None: ...
+    def log(self, step: Any, scalars: dict[str, Any]) -> None: ...
 
     def watch(self, obj: Any, name: str | None) -> None: ...
 
@@ -26,8 +26,8 @@ _sink: _Sink | None = None  # set by the engine while a run lasts
 def log(step: int, **scalars: float) -> None:
     """Report ``scalars`` (e.g. ``loss=0.3``) at training step ``step``; no-op outside tfstudio."""
     sink = _sink
-    if sink is not None:
-        sink.log(int(step), {k: float(v) for k, v in scalars.items()})
+    if sink is not None:  # (it reports what it cannot take: the script goes on, as without it)
+        sink.log(step, scalars)
 
 
 def watch(model_or_module: Any, name: str | None = None) -> Any:
@@ -36,3 +36,9 @@ def watch(model_or_module: Any, name: str | None = None) -> Any:
     if sink is not None:
         sink.watch(model_or_module, name)
     return model_or_module
+
+
+# Called inside a tf.function, AutoGraph would convert these (and what they call) into graph
+# code; marked as its own artifacts, they are called as they are.
+log.autograph_info__ = None  # type: ignore[attr-defined]
+watch.autograph_info__ = None  # type: ignore[attr-defined]

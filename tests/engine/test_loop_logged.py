@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.engine.helpers import of, run_script
-from tfstudio.core.events import StepEnded
+from tests.engine.helpers import console, of, run_script
+from tfstudio.core.events import MonitorError, StepEnded
 from tfstudio.core.options import RunOptions
 
 pytestmark = pytest.mark.tf
@@ -47,3 +47,29 @@ def test_a_value_logged_at_an_epochs_end_goes_with_its_last_step(write_script, d
     assert logged == [(16 * (k + 1), k / 10) for k in range(6)]
     losses = [e.global_step for e in of(events, StepEnded) if "loss" in e.values]
     assert sorted(set(losses)) == list(range(1, 97))  # every step, each once
+
+
+TRACED_LOG = """
+import tensorflow as tf
+from tfstudio import monitor
+
+v = tf.Variable(1.0)
+
+@tf.function
+def step():
+    monitor.log(0, value=v * 2.0)  # a symbolic tensor while traced: a no-op without tfstudio
+    v.assign_add(1.0)
+
+for _ in range(3):
+    step()
+print("value", float(v), flush=True)
+"""
+
+
+def test_a_log_the_monitor_cannot_take_never_fails_the_script(write_script):
+    ended, events = run_script(write_script(TRACED_LOG), options=RunOptions(inspector=False))
+    assert ended.status == "finished" and ended.exit_code == 0
+    assert "value 4.0" in console(events)
+    (error,) = of(events, MonitorError)  # said once, in words
+    assert error.where == "monitor.log" and "inside a tf.function" in error.message
+    assert ended.global_step == 0 and ended.loops == 0  # nothing was logged

@@ -46,8 +46,21 @@ class ExplicitApi:
         except Exception as exc:  # noqa: BLE001
             self.monitor.report_error("monitor.watch", exc)
 
-    def log(self, step: int, scalars: dict[str, float]) -> None:
-        """``monitor.log``: scalars at a step, in the current loop, else a segment of their own."""
+    def log(self, step: Any, scalars: dict[str, Any]) -> None:
+        """``monitor.log``: scalars at a step, in the current loop, else a segment of their own.
+        What it cannot take (a tensor of a ``tf.function`` being traced, a string) is reported,
+        never raised: outside tfstudio the call does nothing, and the script must not fail."""
+        try:
+            step, scalars = int(step), {k: float(v) for k, v in scalars.items()}
+        except Exception as exc:  # noqa: BLE001
+            error: BaseException = exc
+            if any(hasattr(v, "graph") for v in scalars.values()):  # symbolic: a trace's
+                error = TypeError(
+                    "monitor.log was called inside a tf.function, whose tensors have no value "
+                    "while it is traced: call it outside, with the values the function returns"
+                )
+            self.monitor.report_error("monitor.log", error)
+            return
         mon = self.monitor
         with self.lock:
             current = self.book.current()
