@@ -21,6 +21,7 @@ budget: everything from the start.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import time
 import weakref
@@ -116,6 +117,7 @@ class Inspector:
         self._spe = 1
         self._budgeted = not options.sample_every
         self._first_end: tuple[float, float, int] | None = None  # (time, probe s, step)
+        self._last_status: InspectorStatus | None = None  # the last sample's (end() says it anew)
         self._armed_t: float | None = None  # when the gradients' recording was armed
         self._trace_charged = 0.0  # of the gradient probe's trace_seconds, what is charged
         self._weights_traced = not self._budgeted
@@ -224,8 +226,13 @@ class Inspector:
             self._activations.allow_trace = not self._budgeted
 
     def end(self) -> None:
-        """Restore the optimizers; stop sampling."""
+        """Restore the optimizers; stop sampling; say the fit's measured overhead (over all
+        of it, not as of its last sample: a budget may space the last sample early)."""
         self.next_at = NEVER
+        last = self._last_status
+        if last is not None:
+            overhead = self.cadence.overhead(self.clock() - self._t0)
+            self._emit(dataclasses.replace(last, step=self.monitor.global_step, overhead=overhead))
         if self._gradients is not None:
             try:
                 self._gradients.remove()
@@ -265,22 +272,21 @@ class Inspector:
             self._first_end = (ended, cadence.probe_seconds, step)
         settled = clock()
         self._plan_traces(train)
-        self._emit(
-            InspectorStatus(
-                self.fit_index,
-                step,
-                cadence.mode,
-                gap,
-                cadence.budget,
-                cadence.overhead(clock() - self._t0),
-                cost * 1000.0,
-                self.largest_message,
-                self.waiting,
-                self.outputs_off
-                or (self._activations.off_reason if self._activations is not None else ""),
-                cadence.capped,
-            )
+        self._last_status = InspectorStatus(
+            self.fit_index,
+            step,
+            cadence.mode,
+            gap,
+            cadence.budget,
+            cadence.overhead(clock() - self._t0),
+            cost * 1000.0,
+            self.largest_message,
+            self.waiting,
+            self.outputs_off
+            or (self._activations.off_reason if self._activations is not None else ""),
+            cadence.capped,
         )
+        self._emit(self._last_status)
         self._schedule(step + gap)
         cadence.charge(clock() - settled)  # planning and the status count too
 
