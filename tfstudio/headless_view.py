@@ -168,6 +168,8 @@ class TerminalView:
         if kind is FitStarted:
             items += self._end_startup()
             items += self._device_line()
+        elif kind is RunEnded:  # no training came (a script without fit or loop): before it
+            items += self._end_startup()
         items += [("line", text) for text in self._lines(event, now)]
         mark = getattr(event, "output", None)
         if mark is not None and items:

@@ -139,6 +139,21 @@ def test_tensorflow_start_up_lines_fold_into_one_line_said_when_training_starts(
     assert (tmp_path / "startup.log").read_text() == startup
 
 
+def test_a_run_without_training_says_tensorflow_started_before_it_ended(tmp_path):
+    view, term = _view(interactive=False)
+    startup = "I0000 00:00:1795485259.405270    3261 cudart_stub.cc:31] Could not find cuda\n"
+    view.take(ConsoleOutput("stderr", startup, native=True), CLOCK + 0.1)
+    view.take(ConsoleOutput("stdout", "hello\n"), CLOCK + 0.2)
+    view.take(RunEnded("finished", 0, 0, 0, 0.5), CLOCK + 0.5)
+    view.finish()
+    lines = term.getvalue().splitlines()
+    assert lines[:2] == [
+        "hello",
+        "tfstudio: TensorFlow started (1 start-up line hidden; --verbose shows them)",
+    ]
+    assert lines[2].startswith("tfstudio: Run finished after ")
+
+
 def test_the_terminal_has_no_window_words():
     note = (
         "Inspector: gradients start after about 276 s of training (a fixed cadence shows "
