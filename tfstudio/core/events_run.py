@@ -171,7 +171,7 @@ class RunEnded:
     def steps_text(self, group: str = "") -> str:
         """``4830 steps``, or after a restore ``19200 steps trained, run step 4830 after a
         restore`` (``group=","``: ``4,830``)."""
-        n, spec = self.global_step, group and f"{group}"
+        n, spec = self.global_step, group
         if self.rewound:
             return f"{n + self.rewound:{spec}} steps trained, run step {n:{spec}} after a restore"
         return f"{n:{spec}} step{'' if n == 1 else 's'}"
@@ -280,10 +280,6 @@ class NonFinite:
             parts.append(f"First variable with a non-finite gradient: {self.gradient}.")
         if self.variable:
             parts.append(f"First variable now non-finite: {self.variable}.")
-        if not (self.layer or self.gradient or self.variable) and self.detail.startswith(
-            "recomputed"
-        ):
-            parts.append("No layer output or gradient was non-finite when recomputed.")
         if self.detail:
             parts.append(f"({self.detail})")
         return " ".join(parts)

@@ -368,6 +368,8 @@ class TrainingController(CheckpointControl, LearningRateControl):
                 detail = f"the offending batch was not kept: {why}"
             else:
                 layer, gradient, detail = self._recompute(batch, diagnose)
+                if not (layer or gradient or variable):
+                    detail = f"no layer output or gradient was non-finite when {detail}"
         except Exception as exc:  # noqa: BLE001
             mon.report_error("NaN guard", exc)
             detail = f"recomputing the batch failed: {type(exc).__name__}: {exc}"

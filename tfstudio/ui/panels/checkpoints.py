@@ -85,7 +85,6 @@ class CheckpointsPanel(QWidget):
         self.running = False
         self.paused = False
         self.restored: str = ""
-        self._in_loop = False  # the run's current segment is a custom loop (not a fit)
         self.table = QTableWidget(0, len(COLUMNS), self)
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -202,9 +201,10 @@ class CheckpointsPanel(QWidget):
             self.message.setText(f"Deleted {Path(event.path).name}.")
         elif isinstance(event, CheckpointRestored):
             self.restored = event.path
+            fits = self.model.metrics.fits  # (its model has every event before a view)
             goes_on = (
                 "your loop's own for is not rewound: it runs the iterations it had left."
-                if self._in_loop
+                if fits and fits[-1].kind == "loop"
                 else "the fit's epoch count goes on where it was (Keras's epoch loop is not "
                 "rewound: the status bar says where the fit ends)."
             )
@@ -227,8 +227,7 @@ class CheckpointsPanel(QWidget):
                         "then Resume; or Stop."
                     )
         elif isinstance(event, FitStarted):
-            self._in_loop = event.kind == "loop"
-            return
+            return  # (for a panel's own model: the segment a restore's message speaks of)
         elif isinstance(event, RunStarted):
             self.running, self.paused, self.restored = True, False, ""
         elif isinstance(event, RunEnded):
