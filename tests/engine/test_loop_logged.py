@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.engine.helpers import console, of, run_script
+from tests.engine.test_loop_nan import TRAIN_STEP
 from tfstudio.core.events import MonitorError, StepEnded
 from tfstudio.core.options import RunOptions
 
@@ -19,22 +20,16 @@ import numpy as np, keras, tensorflow as tf
 from tfstudio import monitor
 rng = np.random.default_rng(0)
 x = rng.random((16 * 8, 4), dtype="float32"); y = x.sum(1, keepdims=True)
-model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
-opt = keras.optimizers.SGD(0.01)
-
-{decorator}
-def train_step(xb, yb):
-    with tf.GradientTape() as tape:
-        loss = tf.reduce_mean((model(xb) - yb) ** 2)
-    grads = tape.gradient(loss, model.trainable_variables)
-    opt.apply_gradients(zip(grads, model.trainable_variables))
-    return loss
-
+"""
+LOOP += (
+    TRAIN_STEP
+    + """
 for epoch in range(6):
     for i in range(16):
         train_step(x[i * 8 : (i + 1) * 8], y[i * 8 : (i + 1) * 8])
     monitor.log(epoch, val_score=float(epoch) / 10)
 """
+)
 
 
 @pytest.mark.parametrize("decorator", ["@tf.function", ""], ids=["graph", "eager"])

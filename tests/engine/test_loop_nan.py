@@ -21,12 +21,8 @@ from tfstudio.engine.control import NAN_EXIT_CODE
 
 pytestmark = pytest.mark.tf
 
-# Batch 7 (steps count from 1) holds a NaN input: its loss is NaN, and so is every later one.
-LOOP = """
-import numpy as np, keras, tensorflow as tf
-rng = np.random.default_rng(0)
-x = rng.random((8 * 400, 4), dtype="float32"); y = x.sum(1, keepdims=True)
-x[6 * 8] = np.nan
+# A one-layer model and its step, eager or @tf.function (``decorator``), for the loop tests.
+TRAIN_STEP = """
 model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
 opt = keras.optimizers.SGD(0.01)
 
@@ -37,10 +33,22 @@ def train_step(xb, yb):
     grads = tape.gradient(loss, model.trainable_variables)
     opt.apply_gradients(zip(grads, model.trainable_variables))
     return loss
+"""
 
+# Batch 7 (steps count from 1) holds a NaN input: its loss is NaN, and so is every later one.
+LOOP = """
+import numpy as np, keras, tensorflow as tf
+rng = np.random.default_rng(0)
+x = rng.random((8 * 400, 4), dtype="float32"); y = x.sum(1, keepdims=True)
+x[6 * 8] = np.nan
+"""
+LOOP += (
+    TRAIN_STEP
+    + """
 for i in range(400):
     train_step(x[i * 8 : (i + 1) * 8], y[i * 8 : (i + 1) * 8])
 """
+)
 
 
 @pytest.mark.parametrize("decorator", ["@tf.function", ""], ids=["graph", "eager"])
