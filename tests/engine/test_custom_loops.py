@@ -320,7 +320,7 @@ def test_a_command_or_stop_sent_between_calls_is_taken_before_the_next_call() ->
     from tfstudio.core.channel import Channel
     from tfstudio.core.commands import SaveCheckpoint
     from tfstudio.core.options import RunOptions
-    from tfstudio.engine.loops.controls import LoopControls
+    from tfstudio.engine.control_loops import LoopControls
     from tfstudio.engine.loops.emission import LoopEmitter
     from tfstudio.engine.loops.sampling import Sampler
     from tfstudio.engine.loops.series import LoopBook
@@ -340,7 +340,7 @@ def test_a_command_or_stop_sent_between_calls_is_taken_before_the_next_call() ->
         controls.control.due = False
 
     book = LoopBook()
-    controls = LoopControls(monitor, book)
+    controls = LoopControls(monitor, list)
     controls.started = True
     controls.control = types.SimpleNamespace(due=False)  # the controls began, nothing due
     controls.after_step = boundary
@@ -349,8 +349,7 @@ def test_a_command_or_stop_sent_between_calls_is_taken_before_the_next_call() ->
         lambda: None, lambda: None, lambda fid: None, lambda: None,
     )  # fmt: skip
     step = object()  # a step function of the current loop (its trace found a step)
-    sampler.current_fns.add(id(step))
-    sampler.step_fns.add(id(step))
+    sampler.step_fns[id(step)] = types.SimpleNamespace(loop=types.SimpleNamespace(ended=False))
     sampler.graph_active = True
     sampler.sample_call = 10**9  # no sample due
     call = sampler.wrap(original)

@@ -177,34 +177,30 @@ def _values(
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Steps ``first..limit-1`` as columns (each series' loss and gradient norm, the tiny
     variables' value lines) and masks of the steps that lack a key, keys in the order steps
-    first have them (the order their plots appear in)."""
+    first have them (the order their plots appear in; within a step, the series' order)."""
     n = limit - first
-    f64 = np.float64
-    columns: list[tuple[str, np.ndarray, Any]] = []  # (key, values, rows having it: None = all)
+    values: dict[str, np.ndarray] = {}
+    absent: dict[str, np.ndarray] = {}
+    starts: dict[str, int] = {}
+
+    def put(key: str, column: list[float], present: np.ndarray) -> None:
+        if present.any():
+            values[key] = np.array(column + [math.nan] * (n - len(column)), dtype=np.float64)
+            starts[key] = int(present.argmax())
+            if not present.all():
+                absent[key] = ~present
+
     for s, count in zip(series, counts, strict=True):
-        have = min(max(count, first), limit) - first
-        rows = s.rows(first, first + have)
-        pad = [math.nan] * (n - len(rows))
-        norm = np.array([r[1] for r in rows] + pad, dtype=f64)
-        present = None if len(rows) == n else np.arange(n) < len(rows)
-        columns.append((s.loss_key, np.array([r[0] for r in rows] + pad, dtype=f64), present))
-        columns.append((s.norm_key, norm, ~np.isnan(norm)))
+        rows = s.rows(first, min(max(count, first), limit))
+        have = np.arange(n) < len(rows)
+        put(s.loss_key, [r[0] for r in rows], have)
+        norms = [r[1] for r in rows]
+        put(s.norm_key, norms, have & ~np.isnan(norms + [math.nan] * (n - len(rows))))
     for s in series:  # eager: the guide's W and b, where they were read
         tiny = [r[2] for r in s.rows(first, limit)]
-        tiny += [()] * (n - len(tiny))
         for i, label in enumerate(s.small_labels):
-            got = np.array([len(t) > i for t in tiny])
-            col = np.array([t[i] if len(t) > i else math.nan for t in tiny], dtype=f64)
-            columns.append((label, col, None if got.all() else got))
-    order: dict[str, tuple[int, np.ndarray, Any]] = {}  # key -> (its first row, values, mask)
-    for key, col, present in columns:
-        if present is None or present.all():
-            order[key] = (0, col, None)
-        elif present[i := int(present.argmax())]:
-            order[key] = (i, col, ~present)
-    values, absent = {}, {}
-    for key in sorted(order, key=lambda k: order[k][0]):  # stable: within a step, series order
-        _, values[key], mask = order[key]
-        if mask is not None:
-            absent[key] = mask
-    return values, absent
+            got = np.arange(n) < 0
+            got[: len(tiny)] = [len(t) > i for t in tiny]
+            put(label, [t[i] if len(t) > i else math.nan for t in tiny], got)
+    order = sorted(values, key=starts.__getitem__)  # stable
+    return {k: values[k] for k in order}, {k: absent[k] for k in order if k in absent}

@@ -6,8 +6,8 @@ import inspect
 import threading
 from typing import Any
 
+from tfstudio.engine.control_loops import LoopControls
 from tfstudio.engine.loop_inspect import LoopInspector, new_sampling
-from tfstudio.engine.loops.controls import LoopControls
 from tfstudio.engine.loops.emission import LoopEmitter
 from tfstudio.engine.loops.explicit import ExplicitApi
 from tfstudio.engine.loops.metrics import LoopMetrics
@@ -39,7 +39,9 @@ class LoopInterceptor:
             else None
         )
         self.emitter = LoopEmitter(monitor, self.inspector, lambda: self.sampler.traces)
-        self.controls = LoopControls(monitor, self.book)
+        self.controls = LoopControls(
+            monitor, lambda: [s.optimizer for lp in self.book.loops[-1:] for s in lp.series]
+        )
         self.metrics = LoopMetrics(monitor.report_error)  # the Keras metrics steps update
         self.sampler = Sampler(
             monitor,
@@ -57,9 +59,6 @@ class LoopInterceptor:
         self.reader = RingReader(
             self._read, lambda exc: monitor.report_error("custom loop (reader)", exc)
         )
-        # step function id -> the (first) series its traces write: a call of one whose loop
-        # ended begins that loop again (see _function_called)
-        self.fn_series: dict[int, Series] = {}
 
     def __enter__(self) -> LoopInterceptor:
         self.explicit.install()
@@ -157,12 +156,11 @@ class LoopInterceptor:
                 self.sampler.metrics_due = True
         self.controls.beat()
 
-    def _function_called(self, fid: int) -> None:
+    def _function_called(self, series: Series) -> None:
         """Before a call of a step function whose loop ended: it goes on in a new loop."""
         try:
             with self._lock:
-                series = self.fn_series.get(fid)
-                if series is not None and series.loop is not None and series.loop.ended:
+                if series.loop is not None and series.loop.ended:
                     self._continue(series.loop)
         except Exception as exc:  # noqa: BLE001
             self.monitor.report_error("custom loop (next loop)", exc)
@@ -184,9 +182,6 @@ class LoopInterceptor:
                 series = self._new_series(found.key, found.variables, site)
             elif series.loop is not None and series.loop.ended:
                 self._continue(series.loop)  # steps of an earlier loop come again
-            if function is not None and self.fn_series.get(id(function)) is None:
-                self.fn_series[id(function)] = series
-                self._loop_changed()
             if optimizer is not None and series.optimizer is None:
                 series.optimizer = optimizer
                 self.controls.track(getattr(optimizer, "name", "optimizer"), optimizer)
@@ -213,7 +208,7 @@ class LoopInterceptor:
             graph = tf.compat.v1.get_default_graph()
             ring = series.graph_ring()
             recording = self.sampler.recording
-            norm = self.sampler.traced_step(graph)
+            norm = self.sampler.traced_step(graph, function, series)
             if norm and not recording:
                 series.norm_sampled = False  # its own graph writes every step's norm
             if recording and self.inspector is not None:
@@ -240,13 +235,11 @@ class LoopInterceptor:
         loop = self.book.current() if self.book.joins_current(key, site) else self._next_loop()
         assert loop is not None
         self.book.add(series, loop)
-        self._loop_changed()
         return series
 
     def _continue(self, ended: Loop) -> None:
         """An ended loop's steps come again: the current loop ends, a new one holds its series."""
         self.metrics.carry(ended, self._next_loop(ended))
-        self._loop_changed()
 
     def _next_loop(self, ended: Loop | None = None) -> Loop:
         """End the current loop and start the next (with ``ended``'s series, if given). Also
@@ -266,13 +259,6 @@ class LoopInterceptor:
         loop.output = mon.output_mark()  # its first step: before the script prints it
         mon.loops = len(book.loops)
         return loop
-
-    def _loop_changed(self) -> None:
-        """The current loop or its step functions changed: the sampler's current functions."""
-        current = self.book.current()
-        fns = self.sampler.current_fns
-        fns.clear()
-        fns.update(fid for fid, s in self.fn_series.items() if current and s.loop is current)
 
 
 def _function_code(function: Any) -> Any:

@@ -23,11 +23,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from tfstudio.core.events import ExecutionMode
+from tfstudio.engine.control_loops import LoopControls
 from tfstudio.engine.loop_inspect import FIRST_SAMPLE, LoopInspector, schedule
-from tfstudio.engine.loops.controls import LoopControls
 from tfstudio.engine.loops.emission import LoopEmitter
 from tfstudio.engine.loops.metrics import function_graph
-from tfstudio.engine.loops.series import LoopBook
+from tfstudio.engine.loops.series import LoopBook, Series
 from tfstudio.engine.monitor import RunMonitor
 from tfstudio.engine.script import RunStopped
 
@@ -53,8 +53,8 @@ class Sampler:
     """The run's step functions, their calls, and the sampled calls that run a twin.
 
     ``sync`` reports every graph step that ran; ``read_metrics`` reads the loops' Keras
-    metrics between two steps (when ``metrics_due``); ``resumed`` is told the id of an ended
-    loop's step function before its call; ``traced`` runs after each call (a trace may
+    metrics between two steps (when ``metrics_due``); ``resumed`` is told the series of an
+    ended loop's step function before its call; ``traced`` runs after each call (a trace may
     have ended in it).
     """
 
@@ -68,7 +68,7 @@ class Sampler:
         lock: threading.RLock,
         sync: Callable[[], None],
         read_metrics: Callable[[], None],
-        resumed: Callable[[int], None],
+        resumed: Callable[[Series], None],
         traced: Callable[[], None],
     ) -> None:
         self.monitor = monitor
@@ -83,8 +83,8 @@ class Sampler:
         self._traced = traced
         self.probing = 0  # >0 while the inspector's own tf.functions run: no steps
         self.call_code: Any = None  # the wrapper's code: its frame holds the function called
-        self.step_fns: set[int] = set()  # ids of tf.functions whose graph holds a step
-        self.current_fns: set[int] = set()  # ... those of the current loop
+        # tf.functions whose graph holds a step: id -> the (first) series its traces write
+        self.step_fns: dict[int, Series] = {}
         self.graph_active = False  # a step was traced: tf.function calls are step boundaries
         self.recording = False  # a twin is being traced: write the norm (and summaries)
         self.calls = 0  # calls of step functions
@@ -116,12 +116,12 @@ class Sampler:
             frame = frame.f_back
         return found
 
-    def traced_step(self, graph: Any) -> bool:
-        """A trace found a step: the function called is a step function. Returns whether
-        this trace writes the gradient norm (a twin's, or one with a stateful random op)."""
-        found = self.calling_function()
-        if found is not None:
-            self.step_fns.add(id(found))
+    def traced_step(self, graph: Any, function: Any, series: Series) -> bool:
+        """A trace of ``function`` (the one called, see :meth:`calling_function`) found a
+        step of ``series``: it is a step function. Returns whether this trace writes the
+        gradient norm (a twin's, or one with a stateful random op)."""
+        if function is not None:
+            self.step_fns.setdefault(id(function), series)
         self.graph_active = True
         outer = id(function_graph(graph))
         if not self.recording and outer not in self._graphs:  # a trace (or a retrace)
@@ -142,51 +142,37 @@ class Sampler:
         monitor, controls = self.monitor, self.controls
         commands = monitor.channel.command_queue
         resume, stop = monitor.resume, monitor.stop_requested
-        step_fns, current = self.step_fns, self.current_fns
+        step_fns = self.step_fns
+
+        def boundary(always: bool) -> None:
+            """A step boundary: what came since the last (a stop, a pause, a command, a rate
+            the script set) is taken here; the controls' work runs only when there is some
+            (a learning-rate read syncs the device: ~5% of a small graph loop at every call)."""
+            if stop.is_set():
+                raise RunStopped()
+            control = controls.control
+            if always or commands or not resume.is_set() or (control is not None and control.due):
+                self._sync()
+                controls.after_step(None)
 
         def __call__(function: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N807
             if self.probing or monitor.in_fit or not executing_eagerly():
                 return original(function, *args, **kwargs)  # probes, fit, nested calls
             fid = id(function)
-            step = fid in step_fns
+            series = step_fns.get(fid)
             if self.graph_active:
-                if step and fid not in current:
-                    self._resumed(fid)  # a step function of an ended loop: it goes on anew
-                control = controls.control
-                # what came between two calls (a stop, a pause, a command, a rate the
-                # script set) is the boundary before this one: no step runs after a stop
-                if (
-                    commands
-                    or not resume.is_set()
-                    or stop.is_set()
-                    or (control is not None and control.due)
-                ):
-                    if stop.is_set():
-                        raise RunStopped()
-                    self._sync()
-                    controls.after_step(None)
-            if step and self.calls + 1 >= self.sample_call:
+                if series is not None and series.loop.ended:
+                    self._resumed(series)  # a step function of an ended loop: it goes on anew
+                boundary(False)  # the one before this call: no step runs after a stop
+            if series is not None and self.calls + 1 >= self.sample_call:
                 result = self._sampled_call(function, original, args, kwargs)
             else:
                 result = original(function, *args, **kwargs)
             self._traced()  # a trace may have ended in this call: its Keras metrics
             if self.graph_active:  # the step boundary after the call
-                if stop.is_set():
-                    raise RunStopped()
                 if fid in step_fns:  # (also its first call, which traced the step)
                     self.calls += 1
-                control = controls.control
-                # only when it has work: a learning-rate read syncs the device (~5% of a
-                # small graph loop at every call)
-                if (
-                    commands
-                    or not resume.is_set()
-                    or controls.per_step
-                    or control is None
-                    or control.due
-                ):
-                    self._sync()
-                    controls.after_step(None)
+                boundary(controls.per_step or controls.control is None)
                 if self.metrics_due:  # the reader's beat asked (no step writes them now)
                     self.metrics_due = False
                     self._read_metrics()
@@ -216,7 +202,7 @@ class Sampler:
             self.recording = False
             self._round_cost += time.perf_counter() - started
         self._round.add(fid)
-        if self._round >= self.step_fns:
+        if self._round >= self.step_fns.keys():
             self._finish_sample()
         return result
 

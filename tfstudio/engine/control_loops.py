@@ -1,14 +1,20 @@
-"""Stop, pause, checkpoints and learning rate at custom-loop steps (``engine/control.py``).
+"""The controls at custom-loop steps: stop, pause, checkpoints and learning rate.
 
-The controls begin at a loop's first step, with what checkpoints hold as their "model"
-(``engine/loop_state.py``: the models, modules and optimizers discovery found).
+:class:`LoopControls` drives the run's :class:`~tfstudio.engine.control.TrainingController`
+(the one ``fit`` drives) from custom-loop step boundaries. It begins at a loop's first step,
+with a :func:`loop_state` as the "model" its checkpoints hold: a ``tf.Module`` whose
+attributes are the loop's trackables found by discovery (the model or module that owns the
+trained variables, the Keras optimizers that applied the gradients; bare ``tf.Variable``
+objects when no owner is found). Attributes added as later loops appear are saved from then
+on, with ``tf.train.Checkpoint(model=..., optimizer=..., step=...)`` as a fit's are.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import Any
 
-from tfstudio.engine.loops.series import LoopBook
 from tfstudio.engine.monitor import RunMonitor
 from tfstudio.engine.script import RunStopped
 
@@ -17,9 +23,9 @@ class LoopControls:
     """The run's :class:`TrainingController` (made here when no fit made one) driven from
     custom-loop steps."""
 
-    def __init__(self, monitor: RunMonitor, book: LoopBook) -> None:
+    def __init__(self, monitor: RunMonitor, optimizers: Callable[[], list[Any]]) -> None:
         self.monitor = monitor
-        self.book = book
+        self._optimizers = optimizers  # those of the current loop's series (None: none)
         self.started = False
         self.optimizer: Any = None  # the last Keras optimizer seen applying gradients
         self.control: Any = None  # the run's TrainingController, once the controls began
@@ -35,8 +41,6 @@ class LoopControls:
         """Add ``obj`` (or bare ``variables``) to what the run's checkpoints hold."""
         try:
             if self._state is None:
-                from tfstudio.engine.loop_state import loop_state
-
                 self._state = loop_state()
             self._state.track(name, obj, list(variables))
         except Exception as exc:  # noqa: BLE001
@@ -93,14 +97,57 @@ class LoopControls:
         mon = self.monitor
         if mon.control is None:
             mon.control = TrainingController(mon)
-        optimizer = self.optimizer
-        current = self.book.current()
-        for s in current.series if current is not None else ():
-            if s.optimizer is not None:
-                optimizer = s.optimizer
-                break
+        optimizer = next((o for o in self._optimizers() if o is not None), self.optimizer)
         self.control = mon.control
         try:
             mon.control.begin(self._state, optimizer, mon.request_stop)
         except Exception as exc:  # noqa: BLE001
             mon.report_error("controls (custom loop)", exc)
+
+
+_state_class: Any = None
+
+
+def loop_state() -> Any:
+    """A new, empty container (a ``tf.Module``) for one run's loops."""
+    global _state_class
+    if _state_class is None:
+        import tensorflow as tf
+
+        class LoopState(tf.Module):
+            """The trackables of a run's custom loops, under readable attribute names."""
+
+            run_eagerly = True  # no Keras train function to rebuild after an LR change
+
+            def __init__(self) -> None:
+                super().__init__(name="custom_loop")
+                # plain dicts, not tracked (object.__setattr__ skips tf.Module's tracking)
+                object.__setattr__(self, "_tfstudio_names", {})
+                object.__setattr__(self, "_tfstudio_vars", {})
+
+            @property
+            def trainable_variables(self) -> list[Any]:
+                """The variables the loops train (what the NaN guard checks)."""
+                return list(self._tfstudio_vars.values())
+
+            def track(self, name: str, obj: Any, variables: list[Any] = ()) -> None:
+                """Save ``obj`` under ``name`` from now on (once per object)."""
+                for v in variables:
+                    self._tfstudio_vars.setdefault(id(v), v)
+                if obj is None or id(obj) in self._tfstudio_names:
+                    return
+                base = re.sub(r"\W", "_", name).strip("_") or "object"
+                if base[0].isdigit():
+                    base = "_" + base
+                unique, n = base, 1
+                while unique in self._tfstudio_names.values() or hasattr(self, unique):
+                    n += 1
+                    unique = f"{base}_{n}"
+                self._tfstudio_names[id(obj)] = unique
+                setattr(self, unique, obj)
+
+            def reset_metrics(self) -> None:
+                """Nothing to reset: a loop keeps its own metrics (called after a restore)."""
+
+        _state_class = LoopState
+    return _state_class()
