@@ -8,8 +8,8 @@ series into *loops*, each a segment announced as ``FitStarted(kind="loop")``. By
   its update), ``series.py`` (series and loops), ``owners.py`` (what a loop is called);
 - the graph step's device-side record and its reader: ``ring.py``;
 - sampling: ``sampling.py`` (step functions, the twins), ``metrics.py`` (Keras metrics);
-- emission: ``emission.py``; ``controls.py`` (stop, pause, checkpoints, learning rate),
-  ``explicit.py`` (``tfstudio.monitor``); ``interceptor.py`` puts them together.
+- emission: ``emission.py``, ``explicit.py`` (``tfstudio.monitor``); ``interceptor.py`` puts
+  them together. The controls at loop steps are ``engine/control_loops.py``'s.
 """
 
 from tfstudio.engine.loops.interceptor import LoopInterceptor

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -17,8 +16,6 @@ from tfstudio.engine.loop_inspect import LoopInspector
 from tfstudio.engine.loops.owners import size
 from tfstudio.engine.loops.series import Loop, Series
 from tfstudio.engine.monitor import RunMonitor
-
-_NO_RUNNING: dict[str, float] = {}  # a logged step's running means (shared, never mutated)
 
 
 class LoopEmitter:
@@ -165,11 +162,6 @@ class LoopEmitter:
                 )
             )
             mon.flush()  # a loop's end reaches the viewer even if the process dies next
-
-    def logged(self, fit_index: int, global_step: int, step: int, scalars: dict[str, Any]) -> None:
-        """One ``monitor.log`` call's scalars as a step."""
-        mon = self.monitor
-        mon.channel.step(fit_index, global_step, 0, step, 1, scalars, _NO_RUNNING, mon.now())
 
 
 def _values(

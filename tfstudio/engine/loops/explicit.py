@@ -12,7 +12,7 @@ from tfstudio.engine.monitor import RunMonitor
 
 
 class ExplicitApi:
-    """Installed as ``tfstudio.monitor._sink`` while a run lasts."""
+    """``tfstudio.monitor._sink`` while a run lasts (the interceptor installs it)."""
 
     def __init__(
         self, monitor: RunMonitor, book: LoopBook, emitter: LoopEmitter, lock: threading.RLock
@@ -23,19 +23,6 @@ class ExplicitApi:
         self.lock = lock
         self.watched: dict[int, tuple[str, Any]] = {}  # variable id -> (name, watched object)
         self._segment: Loop | None = None  # the segment monitor.log reports into
-
-    def install(self) -> None:
-        """Make ``tfstudio.monitor``'s calls reach this run."""
-        import tfstudio.monitor as explicit
-
-        explicit._sink = self
-
-    def uninstall(self) -> None:
-        """``tfstudio.monitor``'s calls do nothing again."""
-        import tfstudio.monitor as explicit
-
-        if explicit._sink is self:
-            explicit._sink = None
 
     def watch(self, obj: Any, name: str | None) -> None:
         """``monitor.watch``: loops training ``obj``'s variables are named after it."""
@@ -79,4 +66,4 @@ class ExplicitApi:
                     self.emitter.announce_explicit(loop)
                 mon.global_step = max(mon.global_step + 1, loop.start_step + step)
                 fit_index, global_step = loop.fit_index, mon.global_step
-            self.emitter.logged(fit_index, global_step, step, scalars)
+            mon.channel.step(fit_index, global_step, 0, step, 1, scalars, {}, mon.now())

@@ -6,6 +6,7 @@ import inspect
 import threading
 from typing import Any
 
+import tfstudio.monitor as explicit_api
 from tfstudio.engine.control_loops import LoopControls
 from tfstudio.engine.loop_inspect import LoopInspector, new_sampling
 from tfstudio.engine.loops.emission import LoopEmitter
@@ -61,7 +62,7 @@ class LoopInterceptor:
         )
 
     def __enter__(self) -> LoopInterceptor:
-        self.explicit.install()
+        explicit_api._sink = self.explicit  # tfstudio.monitor's calls reach this run
         from tfstudio.engine.instrument import patch_on_import
 
         self._hook = patch_on_import(
@@ -79,7 +80,8 @@ class LoopInterceptor:
         patch_tensorflow(tf, self._patches, self)
 
     def __exit__(self, *exc: object) -> None:
-        self.explicit.uninstall()
+        if explicit_api._sink is self.explicit:
+            explicit_api._sink = None
         if self._hook is not None:
             self._hook.remove()
         self._patches.restore()
@@ -92,8 +94,6 @@ class LoopInterceptor:
         except Exception as exc:  # noqa: BLE001
             self.monitor.report_error("custom loop end", exc)
         self.controls.end()
-        self.sampler.clear()
-        self.metrics.clear()
         self.tf = None
 
     def eager(self) -> bool:
@@ -171,8 +171,7 @@ class LoopInterceptor:
             raise RunStopped()
         function = None
         if eager:
-            where = user_site()
-            site: tuple[Any, ...] = ("eager", *where) if where is not None else ("eager",)
+            site: tuple[Any, ...] = ("eager", *user_site())
         else:
             function = self.sampler.calling_function()
             site = ("graph", _function_code(function))

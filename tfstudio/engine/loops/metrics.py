@@ -141,14 +141,6 @@ class LoopMetrics:
             self._metrics[id(loop)] = []
         return out
 
-    def clear(self) -> None:
-        """Forget everything (the run ended)."""
-        self.traced_graphs.clear()
-        self._seen_graphs.clear()
-        self._metrics.clear()
-        self._eager.clear()
-        self._eager_read.clear()
-
 
 def function_graph(graph: Any) -> Any:
     """The graph of the ``tf.function`` being traced around ``graph`` (a cond's or a loop's

@@ -56,18 +56,16 @@ def is_user_file(filename: str) -> bool:
     return known
 
 
-def user_site(depth: int = 2) -> tuple[Any, int] | None:
-    """The innermost user frame on the caller's stack, (its code, its line), or None: where
+def user_site(depth: int = 2) -> tuple[Any, ...]:
+    """The innermost user frame on the caller's stack, (its code, its line), or (): where
     the script runs an eager step (two loops over one model and optimizer are two loops)."""
     frame: FrameType | None = sys._getframe(depth)
-    while frame is not None:
+    while frame is not None and frame.f_code is not _RUNNER:
         code = frame.f_code
-        if code is _RUNNER:
-            return None
         if is_user_file(code.co_filename) and not code.co_name.startswith("tf__"):
             return code, frame.f_lineno
         frame = frame.f_back
-    return None
+    return ()
 
 
 class Owner(NamedTuple):

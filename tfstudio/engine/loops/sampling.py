@@ -131,10 +131,6 @@ class Sampler:
             mon.channel.emit(ExecutionMode(False, self.traces, mon.global_step))
         return self.recording or draws_stateful_random(graph)
 
-    def clear(self) -> None:
-        """Drop the twins (the run is over)."""
-        self._twins.clear()
-
     def wrap(self, original: Callable[..., Any]) -> Callable[..., Any]:
         """The ``Function.__call__`` wrapper around TensorFlow's ``original``."""
         from tensorflow.python.eager.context import executing_eagerly

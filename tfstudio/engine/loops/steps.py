@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from tfstudio.engine.loop_inspect import host_float
 from tfstudio.engine.loops.owners import is_variable, size
 
@@ -42,12 +44,12 @@ class StepDetector:
 
     def gradient(self, target: Any, sources: Any, grads: Any, eager: bool) -> bool:
         """A tape gradient was taken; True when it may begin a step (it has variable sources)."""
-        flat_sources = flat(sources)
+        flat_sources = self.tf.nest.flatten(sources)
         variables = [s for s in flat_sources if is_variable(s)]
         if not variables:
             return False  # a gradient of inputs (saliency), not a training step
         key = frozenset(id(v) for v in variables)
-        flat_grads = flat(grads)
+        flat_grads = self.tf.nest.flatten(grads)
         pairs: list[tuple[Any, Any]] = []
         if len(flat_grads) == len(flat_sources):
             pairs = [
@@ -103,8 +105,6 @@ def global_norm(tf: Any, grads: list[Any]) -> float:
     benchmark's MLP); ``tf.linalg.global_norm`` runs a dozen eager ops (~0.3-1 ms, ~3%
     of that MLP's eager step). Others (on a GPU, half precision) go the TensorFlow way.
     """
-    import numpy as np
-
     values = [g.values if isinstance(g, tf.IndexedSlices) else g for g in grads]
     if all(host_float(tf, v) for v in values):
         total = 0.0
@@ -116,22 +116,11 @@ def global_norm(tf: Any, grads: list[Any]) -> float:
     return float(tf.linalg.global_norm(values))
 
 
-def flat(x: Any) -> list[Any]:
-    """The leaves of nested lists, tuples and dicts (a tape's sources and gradients)."""
-    if isinstance(x, dict):
-        x = list(x.values())
-    if isinstance(x, list | tuple):
-        return [leaf for v in x for leaf in flat(v)]
-    return [x]
-
-
 def scalar(target: Any) -> float:
     """A loss (or variable) as one float: its mean when it is not a scalar; NaN if unreadable."""
     if target is None:
         return float("nan")
     try:
-        import numpy as np
-
         value = target.numpy() if hasattr(target, "numpy") else target
         arr = np.asarray(value, dtype=np.float64)
         return float(arr.mean()) if arr.size != 1 else float(arr.reshape(()))
