@@ -43,13 +43,14 @@ def _gradients(step: int) -> GradientStats:
     )
 
 
-def shown(window, name: str):
-    """Pick run ``name`` in the Runs panel and press "Show run": the window's inspector."""
+def shown(window, name: str, view: str = "weights"):
+    """Pick run ``name`` in the Runs panel and press "Show run": the window's inspector,
+    with ``view`` in front."""
     window.runs.select([name])
     window.runs.open_inspector()
     assert window.parts.wait()  # (read on the session's reader thread)
     inspector = window.inspector
-    assert inspector.tabs.currentWidget() is inspector.weights
+    assert inspector.tabs.currentWidget() is getattr(inspector, view)
     assert window.session.shown.name == name and not window.session.shown.live
     inspector.refresh()
     return inspector
@@ -90,6 +91,30 @@ def test_a_recorded_run_opens_in_the_inspector_as_it_was(window, qtbot, tmp_path
     assert window.grab().save(str(tmp_path / "recorded_inspector.png"))
     inspector.tabs.setCurrentWidget(inspector.gradients)
     assert list(inspector.gradients.rows) == ["m/dense/kernel"]
+
+
+def _recorded(folder, scale: float) -> None:
+    rec = Recorder(folder)
+    rec.write([RunStarted("/proj/fit.py", ("/proj/fit.py",), "/proj", 0.0, 1)])
+    for s in (10, 20):
+        g = _gradients(s)
+        rec.write([_weights(s), GradientStats(0, s, scale * g.global_norm, g.variables)])
+    rec.close(RunEnded("finished", 0, 1, 20, 1.0))
+
+
+def test_show_run_keeps_the_inspector_view_the_user_compares_in(window, qtbot, tmp_path):
+    # comparing two runs' gradients: "Show run" on the second stays on Gradients
+    _recorded(tmp_path / "a-20260101-000000", 1.0)
+    _recorded(tmp_path / "b-20260101-000001", 3.0)
+    window.runs.set_logdir(tmp_path)
+    inspector = shown(window, "a-20260101-000000")
+    assert inspector.store.global_norm.scalars["norm"] == pytest.approx([1.0, 0.5])
+    inspector.tabs.setCurrentWidget(inspector.gradients)
+    inspector = shown(window, "b-20260101-000001", view="gradients")
+    assert inspector.store.global_norm.scalars["norm"] == pytest.approx([3.0, 1.5])
+    assert list(inspector.gradients.rows) == ["m/dense/kernel"]
+    inspector.tabs.setCurrentIndex(0)  # back on the metrics: the view looked at last again
+    shown(window, "a-20260101-000000", view="gradients")
 
 
 def test_histograms_of_a_foreign_log_dir_show_as_heat_maps(window, qtbot, tmp_path):

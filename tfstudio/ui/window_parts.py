@@ -103,9 +103,10 @@ class RunsShown:
         self.metrics.refresh()
 
     def _on_inspect_requested(self, path: object) -> None:
-        """The Runs panel's "Show run": the run in every view, the inspector's tab in front."""
+        """The Runs panel's "Show run": the run in every view, the inspector in front (the
+        view looked at last: comparing runs' gradients, the Gradients tab stays)."""
         self.show_run(str(path), self.runs.stores.get(path))
-        self.inspector.show_view("weights")
+        self.inspector.show_inspector()
 
     def _on_runs_data(self) -> None:
         if not self._run_seen and not self.runs.picked() and self._previous is None:

@@ -77,6 +77,7 @@ class InspectorPanels(QObject):
         self.tabs.addTab(self.gradients, "Gradients")
         self.tabs.addTab(self.outputs, "Layer outputs")
         self.tabs.addTab(self.walk, "Forward walk")
+        self._last_view: QWidget = self.weights  # the inspector view "Show run" brings to the front
         self.tabs.currentChanged.connect(self._on_tab_changed)
         self.model = ModelPanel(self.store)
         self.model_dock = QDockWidget("Model", window)
@@ -139,11 +140,17 @@ class InspectorPanels(QObject):
         }[name]
         self.tabs.setCurrentWidget(widget)
 
+    def show_inspector(self) -> None:
+        """Bring the inspector's views to the front: the one looked at last, else Weights."""
+        self.tabs.setCurrentWidget(self._last_view)
+
     def run_options(self) -> RunOptions:
         """The inspector's settings for the next run (from the model panel)."""
         return self.model.run_options()
 
-    def _on_tab_changed(self, _index: int) -> None:
+    def _on_tab_changed(self, index: int) -> None:
+        if index > 0:
+            self._last_view = self.tabs.widget(index)
         self.refresh()
 
     def _on_selected(self, path: str | None) -> None:
