@@ -183,6 +183,15 @@ def test_non_finite_loss_is_marked_on_the_plots_and_named(window, run, tmp_path)
     # every plot made later carries the marker too
     assert "NaN/Inf loss at step 7" in window.metrics.plots["loss"].mark_labels()
     assert window.grab().save(str(tmp_path / "controls-nan.png"))
+    # stopped there, the x range fits the data: the mark sits at its end and its label
+    # still reads whole, inside the plot (labels are placed as the window paints)
+    run.ended("stopped", 130).frame()
+    assert window.grab().save(str(tmp_path / "controls-nan-stopped.png"))
+    plot = window.metrics.plots["loss"]
+    ((_, line),) = plot.marks
+    assert plot.vb.viewRange()[0][1] < 8
+    inside = plot.vb.sceneBoundingRect()
+    assert inside.contains(line.label.mapRectToScene(line.label.boundingRect()))
 
 
 def test_console_shows_fd_level_output_apart_from_print(window, run):

@@ -96,7 +96,9 @@ class FitOverlays:
             movable=False,
             pen=pg.mkPen(colour, width=1.5, style=Qt.PenStyle.DashDotLine),
             label=text,
-            labelOpts={"position": 0.85, "color": colour, "anchors": [(0, 0.5), (0, 0.5)]},
+            # on the side of the view's centre: a mark at the data's end (a NaN, a restore
+            # after a stop) has its label left of the line, not cut off at the plot's edge
+            labelOpts={"position": 0.85, "color": colour, "anchors": [(0, 0.5), (1, 0.5)]},
         )
         line.setZValue(-4)
         line.setVisible(self.x_mode != PER_FIT)
