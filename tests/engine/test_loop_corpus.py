@@ -76,6 +76,9 @@ CASES: dict[str, tuple[list[str], Callable[[dict[str, Any]], Expected]]] = {
     # already in the corpus: a tf.function retraced by a Python scalar, and a GAN
     "graph_step.py": (["model"], _one),
     "gan.py": (["discriminator + generator"], _gan),
+    # a compiled model trained by train_on_batch: main named the loop "self" (Keras's
+    # train_step) and failed reading its compiled metrics (one metric holding several)
+    "train_on_batch.py": (["model"], _one),
 }
 
 
@@ -132,6 +135,11 @@ def test_every_loop_and_step_of_the_corpus_is_reported_as_the_script_computed_it
         begin = loops[1].output[0]
         assert stdout[:begin].splitlines()[-1].startswith("eager epoch 1 ")
         assert stdout[begin:].startswith("graph epoch 0 ")
+
+    if script == "train_on_batch.py":  # its compiled metric, read between two batches,
+        running = [(s.global_step, s.running["binary_accuracy"]) for s in steps if s.running]
+        assert running  # goes with the batch it holds, as the script's own logs have it
+        assert all(v == own["accuracy"][k - 1] for k, v in running), running
 
     # the run folder holds the same: one step/loss point a step, the script's values
     (run,) = list_runs(runs)

@@ -76,7 +76,7 @@ class LoopMetrics:
                         continue
                     handles = [_handle(v) for v in metric.variables]
                     if handles and any(id(h) in captured for h in handles if h is not None):
-                        found.append((_key(metric, found), metric, _reader(tf, metric)))
+                        found.append(_entry(tf, metric, found))
         except Exception as exc:  # noqa: BLE001
             self._report_error("custom loop (metrics)", exc)
 
@@ -99,7 +99,7 @@ class LoopMetrics:
                 chosen = self._metrics.setdefault(key, [])
                 for metric, before in zip(*pending, strict=True):
                     if len(chosen) < MAX_METRICS and before != _state(metric):
-                        chosen.append((_key(metric, chosen), metric, _reader(tf, metric)))
+                        chosen.append(_entry(tf, metric, chosen))
                 return None
         except Exception as exc:  # noqa: BLE001
             self._eager.pop(key, None)
@@ -132,10 +132,8 @@ class LoopMetrics:
             return {}
         out: dict[str, float] = {}
         try:
-            for key, _, reader in found:
-                value = reader()
-                if value is not None:
-                    out[key] = value
+            for _, _, reader in found:
+                out.update(reader())
         except Exception as exc:  # noqa: BLE001
             self._report_error("custom loop (metrics)", exc)
             self._metrics[id(loop)] = []
@@ -203,19 +201,16 @@ def _handle(variable: Any) -> Any:
     return getattr(inner, "handle", None)
 
 
-def _key(metric: Any, found: list[tuple[str, Any, Any]]) -> str:
-    """The metric's name, made unique among the loop's metrics."""
+def _entry(tf: Any, metric: Any, found: list[tuple[str, Any, Any]]) -> tuple[str, Any, Any]:
+    """(key, metric, reader) of a metric: its name made unique among the loop's metrics, and a
+    function giving its values now, ``{key: value}`` (a Keras model's compiled metrics, as
+    ``train_on_batch`` updates them: one per metric) or ``{}`` while it holds nothing (reset):
+    one traced call of its ``result()`` (~0.15 ms, 5 times a second)."""
     name = str(getattr(metric, "name", "") or type(metric).__name__)
     taken = {k for k, _, _ in found}
     key, n = name, 2
     while key in taken:
         key, n = f"{name} ({n})", n + 1
-    return key
-
-
-def _reader(tf: Any, metric: Any) -> Any:
-    """A function giving the metric's value now, or None while it holds nothing (reset): one
-    traced call of its ``result()`` (~0.15 ms, 5 times a second)."""
 
     def both() -> tuple[Any, Any]:  # its value, and whether it holds anything
         held = [tf.reduce_any(tf.not_equal(tf.convert_to_tensor(v), 0)) for v in metric.variables]
@@ -223,11 +218,10 @@ def _reader(tf: Any, metric: Any) -> Any:
 
     traced = tf.function(both, autograph=False).get_concrete_function()
 
-    def result() -> float | None:
+    def result() -> dict[str, float]:
         value, held = traced()
-        if not bool(held):
-            return None
-        value = np.asarray(value)
-        return float(value) if value.size == 1 else None
+        values = value if isinstance(value, dict) else {key: value}
+        arrays = {k: np.asarray(v) for k, v in values.items()} if bool(held) else {}
+        return {k: float(v) for k, v in arrays.items() if v.size == 1}
 
-    return result
+    return key, metric, result

@@ -85,8 +85,8 @@ def discover(variables: list[Any], watched: dict[int, tuple[str, Any]]) -> Owner
             name, obj = watched[id(v)]
             owned = trainable_ids(obj)
             return Owner(name, obj, ids <= owned, _labels(variables, obj, {}))
-    best: tuple[int, str, Any, bool] | None = None
-    bound: dict[int, str] = {}  # variable id -> a binding that holds it (bare variables)
+    best: tuple[int, str, Any, bool] | None = None  # (size, binding, owner, holds all)
+    named: dict[int, str] = {}  # object id -> the script's innermost name for it (not self)
     function = ""  # the innermost script function running the step
     script_file = ""  # the file of the innermost user frame
     frame: FrameType | None = sys._getframe(1)
@@ -103,7 +103,7 @@ def discover(variables: list[Any], watched: dict[int, tuple[str, Any]]) -> Owner
         if not ids <= owned_ids:
             return False
         if best is None or len(owned_ids) < best[0]:
-            best = (len(owned_ids), _name_of(obj, binding), obj, ids <= trainable_ids(obj))
+            best = (len(owned_ids), binding, obj, ids <= trainable_ids(obj))
         return True
 
     while frame is not None and depth < MAX_FRAMES and frame.f_code is not _RUNNER:
@@ -116,11 +116,9 @@ def discover(variables: list[Any], watched: dict[int, tuple[str, Any]]) -> Owner
             script_file = frame.f_code.co_filename
         for scope in (frame.f_locals, frame.f_globals):
             for binding, obj in list(scope.items()):
-                if id(obj) in ids:
-                    if in_script:  # the script's own name for a bare variable
-                        bound.setdefault(id(obj), binding)
-                    continue
-                if id(obj) in seen or isinstance(obj, type | ModuleType):
+                if in_script and binding != "self":  # (Keras's train_step: its model)
+                    named.setdefault(id(obj), binding)
+                if id(obj) in ids or id(obj) in seen or isinstance(obj, type | ModuleType):
                     continue
                 seen.add(id(obj))
                 if not consider(binding, obj) and in_script:
@@ -134,10 +132,11 @@ def discover(variables: list[Any], watched: dict[int, tuple[str, Any]]) -> Owner
                     seen.add(id(obj))
                     consider(binding, obj)
     if best is not None:
-        _, name, obj, holds_all = best
-        return Owner(name, obj, holds_all, _labels(variables, obj, bound))
-    labels = _labels(variables, None, bound)
-    name = function or _common_prefix(variables) or _bound_names(variables, bound)
+        _, binding, obj, holds_all = best
+        name = _name_of(obj, named.get(id(obj), binding))
+        return Owner(name, obj, holds_all, _labels(variables, obj, named))
+    labels = _labels(variables, None, named)
+    name = function or _common_prefix(variables) or _bound_names(variables, named)
     if not name and script_file:
         name = os.path.splitext(os.path.basename(script_file))[0]
     return Owner(name or "custom loop", None, False, labels)
