@@ -79,6 +79,8 @@ CASES: dict[str, tuple[list[str], Callable[[dict[str, Any]], Expected]]] = {
     # a compiled model trained by train_on_batch: main named the loop "self" (Keras's
     # train_step) and failed reading its compiled metrics (one metric holding several)
     "train_on_batch.py": (["model"], _one),
+    # a LossScaleOptimizer's scaled loss: main plotted loss and gradient norm x 32768
+    "mixed_precision.py": (["model", "model"], _by_counts),
 }
 
 
@@ -140,6 +142,12 @@ def test_every_loop_and_step_of_the_corpus_is_reported_as_the_script_computed_it
         running = [(s.global_step, s.running["binary_accuracy"]) for s in steps if s.running]
         assert running  # goes with the batch it holds, as the script's own logs have it
         assert all(v == own["accuracy"][k - 1] for k, v in running), running
+
+    if script == "mixed_precision.py":  # the norm of the gradients the optimizer applies
+        norms = [(s.global_step, v) for s in steps for k, v in s.values.items() if "norm" in k]
+        assert len(norms) > 16, norms  # every eager step's, the graph loop's sampled ones
+        for k, v in norms:
+            assert v == pytest.approx(own["norms"][k - 1], rel=1e-5), (k, v)
 
     # the run folder holds the same: one step/loss point a step, the script's values
     (run,) = list_runs(runs)

@@ -17,7 +17,7 @@ from tfstudio.engine.loops.patching import patch_tensorflow
 from tfstudio.engine.loops.ring import RingReader
 from tfstudio.engine.loops.sampling import Sampler
 from tfstudio.engine.loops.series import Loop, LoopBook, Series
-from tfstudio.engine.loops.steps import PendingStep, StepDetector, scalar
+from tfstudio.engine.loops.steps import PendingStep, StepDetector, scalar, unscale
 from tfstudio.engine.monitor import RunMonitor
 from tfstudio.engine.patches import Patches
 from tfstudio.engine.script import RunStopped
@@ -210,9 +210,12 @@ class LoopInterceptor:
             norm = self.sampler.traced_step(graph, function, series)
             if norm and not recording:
                 series.norm_sampled = False  # its own graph writes every step's norm
+            pairs = found.pairs
+            if found.scaled is not None and (norm or recording):  # (not in the script's graph)
+                pairs = unscale(tf, pairs, found.scaled, found.target)
             if recording and self.inspector is not None:
-                self.inspector.record_graph(series, found.pairs)
-            ring.write(tf, found.target, found.pairs, norm)
+                self.inspector.record_graph(series, pairs)
+            ring.write(tf, found.target, pairs, norm)
             self.metrics.traced(graph, loop)
             self.reader.start()
 

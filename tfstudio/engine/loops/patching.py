@@ -60,8 +60,10 @@ def patch_keras(patches: Patches, it: LoopHooks) -> None:
         return  # the run is over
     from keras.src.backend.common.variables import Variable
     from keras.src.optimizers.base_optimizer import BaseOptimizer
+    from keras.src.optimizers.loss_scale_optimizer import LossScaleOptimizer
 
     patches.replace(BaseOptimizer, "apply", lambda f: _apply(f, it))
+    patches.replace(LossScaleOptimizer, "scale_loss", lambda f: _scale_loss(f, it))
     # keras.Variable.assign_sub is assign(self - value): it never calls tf's assign_sub
     for name in ("assign_sub", "assign_add"):
         patches.replace(Variable, name, lambda f: _assign(f, it))
@@ -97,6 +99,18 @@ def _apply(original: Callable[..., Any], it: LoopHooks) -> Callable[..., Any]:
         return result
 
     return apply
+
+
+def _scale_loss(original: Callable[..., Any], it: LoopHooks) -> Callable[..., Any]:
+    monitor, detector = it.monitor, it.detector
+
+    def scale_loss(optimizer: Any, loss: Any) -> Any:
+        scaled = original(optimizer, loss)
+        if not monitor.in_fit:  # a gradient of it is a step of ``loss``
+            detector.scaled = [*detector.scaled[-3:], (scaled, loss)]
+        return scaled
+
+    return scale_loss
 
 
 def _assign(original: Callable[..., Any], it: LoopHooks) -> Callable[..., Any]:

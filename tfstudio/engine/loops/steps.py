@@ -26,11 +26,12 @@ class PendingStep(NamedTuple):
 
     key: frozenset[int]  # ids of the variables (the series' key)
     match: frozenset[int]  # ids an update may name: key's and the tf.Variable in a Keras one
-    target: Any  # the loss
+    target: Any  # the loss (before a LossScaleOptimizer scaled it)
     variables: list[Any]  # in the tape's order
     small: tuple[float, ...] | None  # eager: the tiny scalar variables' values
     norm: float  # eager: the global gradient norm (NaN in a trace or without gradients)
     pairs: list[tuple[Any, Any]]  # (variable, gradient) for each that got a gradient
+    scaled: Any  # graph: the scaled loss the gradients are of (None: not scaled)
 
 
 class StepDetector:
@@ -41,6 +42,7 @@ class StepDetector:
         self.pending: list[PendingStep] = []
         self.updating = 0  # >0 inside an optimizer's apply: its assigns are no steps
         self._small: dict[frozenset[int], list[Any]] = {}  # key -> its tiny scalar variables
+        self.scaled: list[tuple[Any, Any]] = []  # the last (scaled loss, loss) of scale_loss
 
     def gradient(self, target: Any, sources: Any, grads: Any, eager: bool) -> bool:
         """A tape gradient was taken; True when it may begin a step (it has variable sources)."""
@@ -57,8 +59,13 @@ class StepDetector:
                 for g, s in zip(flat_grads, flat_sources, strict=True)
                 if g is not None and is_variable(s)
             ]
-        small = None
+        small = scaled = None
         norm = math.nan
+        for scaled_loss, loss in self.scaled:  # mixed precision: the loss and gradients
+            if scaled_loss is target:  # the script knows are the unscaled ones
+                scaled, target = target, loss
+        if scaled is not None and eager:
+            pairs, scaled = unscale(self.tf, pairs, scaled, target), None
         if eager:
             tiny = self._small.get(key)
             if tiny is None:  # a tiny model's scalar variables, else none
@@ -71,7 +78,7 @@ class StepDetector:
         inner = [getattr(v, "_value", None) for v in variables]
         match = key | {id(i) for i in inner if i is not None and hasattr(i, "assign_sub")}
         keep = [p for p in self.pending if p.key != key][-(KEEP - 1) :]
-        keep.append(PendingStep(key, match, target, variables, small, norm, pairs))
+        keep.append(PendingStep(key, match, target, variables, small, norm, pairs, scaled))
         self.pending = keep
         return True
 
@@ -96,6 +103,18 @@ class StepDetector:
     def small_variables(self, key: frozenset[int]) -> list[Any]:
         """The tiny scalar variables of a series (plotted as value lines), in tape order."""
         return self._small.get(key) or []
+
+
+def unscale(tf: Any, pairs: list[tuple[Any, Any]], scaled: Any, loss: Any) -> list[Any]:
+    """Gradients of a loss a ``LossScaleOptimizer`` scaled, divided by its scale (``scaled /
+    loss``: a power of two, exact), as the optimizer applies them."""
+    scale = tf.cast(scaled, tf.float32) / tf.cast(loss, tf.float32)
+    out = []
+    for v, g in pairs:
+        if isinstance(g, tf.IndexedSlices):
+            g = tf.IndexedSlices(g.values / tf.cast(scale, g.dtype), g.indices, g.dense_shape)
+        out.append((v, g if isinstance(g, tf.IndexedSlices) else g / tf.cast(scale, g.dtype)))
+    return out
 
 
 def global_norm(tf: Any, grads: list[Any]) -> float:
