@@ -7,14 +7,15 @@ import threading
 from typing import Any
 
 import tfstudio.monitor as explicit_api
+from tfstudio.core.ticker import Ticker
 from tfstudio.engine.control_loops import LoopControls
 from tfstudio.engine.loop_inspect import LoopInspector, new_sampling
+from tfstudio.engine.loops import ring
 from tfstudio.engine.loops.emission import LoopEmitter
 from tfstudio.engine.loops.explicit import ExplicitApi
 from tfstudio.engine.loops.metrics import LoopMetrics
 from tfstudio.engine.loops.owners import discover, user_site, variable_label
 from tfstudio.engine.loops.patching import patch_tensorflow
-from tfstudio.engine.loops.ring import RingReader
 from tfstudio.engine.loops.sampling import Sampler
 from tfstudio.engine.loops.series import Loop, LoopBook, Series
 from tfstudio.engine.loops.steps import PendingStep, StepDetector, scalar, unscale
@@ -57,8 +58,11 @@ class LoopInterceptor:
             lambda: self.metrics.discover(self.tf),
         )
         self.explicit = ExplicitApi(monitor, self.book, self.emitter, self._lock)
-        self.reader = RingReader(
-            self._read, lambda exc: monitor.report_error("custom loop (reader)", exc)
+        self.reader = Ticker(  # the graph loops' reader: their steps, 5 times a second
+            "tfstudio-loop-reader",
+            ring.READ_EVERY,
+            self._read,
+            lambda exc: monitor.report_error("custom loop (reader)", exc),
         )
 
     def __enter__(self) -> LoopInterceptor:

@@ -174,8 +174,9 @@ def _reachable_metrics(frame: Any) -> list[Any]:
                 items = list(obj)[:_MAX_ITEMS]
             elif isinstance(obj, dict):
                 items = list(obj.values())[:_MAX_ITEMS]
-            else:
-                items = list(getattr(obj, "__dict__", {}).values())[:_MAX_ITEMS]
+            else:  # (an autograph Undefined's every attribute is itself)
+                attributes = getattr(obj, "__dict__", None)
+                items = list(attributes.values())[:_MAX_ITEMS] if type(attributes) is dict else []
             for item in items:
                 look(item, depth - 1)
 

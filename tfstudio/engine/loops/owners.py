@@ -11,6 +11,7 @@ module is ``__main__`` too).
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import sys
@@ -180,10 +181,7 @@ def variable_label(variable: Any) -> str:
 
 
 def size(variable: Any) -> int:
-    n = 1
-    for d in tuple(variable.shape):
-        n *= int(d or 1)
-    return n
+    return math.prod(int(d or 1) for d in tuple(variable.shape))
 
 
 def _name_of(obj: Any, binding: str) -> str:

@@ -5,14 +5,12 @@ At trace time a step gets a write of its loss into a device-side ring (a
 counter, then the counter's increment. A step that measures the gradient norm (a twin's)
 also writes a row of a smaller ring: the gradients' ``l2_loss`` summed and the step's
 number in two float32 columns (each part exact), so a reader tells this step's norm from
-one a lap of the ring ago. :class:`RingReader` reads the buffers every ``READ_EVERY`` s.
+one a lap of the ring ago. A reader thread reads the buffers every ``READ_EVERY`` s.
 """
 
 from __future__ import annotations
 
 import math
-import threading
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -118,33 +116,3 @@ class GraphRing:
             self.norms = own_variable(rows)
             self.counter = own_variable(0, tf.int64)
         self._tf = tf  # last: the reader thread reads a ring once this is set
-
-
-class RingReader:
-    """A thread that calls ``sync`` (read the buffers, emit the steps) every ``READ_EVERY`` s."""
-
-    def __init__(self, sync: Callable[[], None], on_error: Callable[[BaseException], None]) -> None:
-        self._sync = sync
-        self._on_error = on_error
-        self._stop = threading.Event()
-        self.thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        """Start reading (once; later calls do nothing)."""
-        if self.thread is not None:
-            return
-        self.thread = threading.Thread(target=self._loop, name="tfstudio-loop-reader", daemon=True)
-        self.thread.start()
-
-    def stop(self) -> None:
-        """Stop the thread and wait for it (briefly)."""
-        self._stop.set()
-        if self.thread is not None:
-            self.thread.join(timeout=2.0)
-
-    def _loop(self) -> None:
-        while not self._stop.wait(READ_EVERY):
-            try:
-                self._sync()
-            except Exception as exc:  # noqa: BLE001
-                self._on_error(exc)

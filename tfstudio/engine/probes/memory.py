@@ -14,6 +14,7 @@ import threading
 from typing import Any
 
 from tfstudio.core.events import DeviceMemory
+from tfstudio.core.ticker import Ticker
 from tfstudio.engine.monitor import RunMonitor
 
 INTERVAL_S = 1.0
@@ -45,27 +46,23 @@ class TFMemorySampler:
         self.monitor = monitor
         self.interval = interval
         self.samples = 0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._ticker = Ticker(
+            "tfstudio-tf-memory",
+            interval,
+            self.sample,  # (it reports its own failure, once, and samples no more)
+            lambda exc: monitor.report_error("GPU memory sampler", exc),
+        )
         self._gpus: list[str] | None = None  # TF device names, once known
         self._done = False  # reported "not available" or failed: nothing more to do
         self._lock = threading.Lock()
 
     def __enter__(self) -> TFMemorySampler:
-        self._thread = threading.Thread(target=self._loop, name="tfstudio-tf-memory", daemon=True)
-        self._thread.start()
+        self._ticker.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        self._ticker.stop(timeout=5)
         self.sample()  # the last figures (and the peak) of a run shorter than one interval
-
-    def _loop(self) -> None:
-        while not self._done and not self._stop.wait(self.interval):
-            self.sample()
 
     def sample(self) -> DeviceMemory | None:
         """Emit one event now if TensorFlow's devices are up; returns it (None otherwise)."""
