@@ -301,9 +301,11 @@ class TerminalView:
             m = event.model
             params = f"{m.total_params:,} params" if m.built else "not built yet"
             spe = event.steps_per_execution
+            first, last = event.initial_epoch + 1, event.epochs  # (resumed: Keras's numbers)
+            epochs = plural(max(0, last - first + 1), "epoch")
             return [
-                f"tfstudio: {label}: {m.name} ({m.class_name}, {params}), "
-                f"{plural(event.epochs, 'epoch')}"
+                f"tfstudio: {label}: {m.name} ({m.class_name}, {params}), {epochs}"
+                + (f" ({first}-{last} of {last})" if first > 1 and last >= first else "")
                 + (f", steps_per_execution={spe}" if spe > 1 else "")
             ]
         if isinstance(event, ModelBuilt):

@@ -118,6 +118,21 @@ def test_a_fit_that_prints_its_epochs_gets_no_line_of_ours_per_epoch_or_at_its_e
     assert term.getvalue() == "tfstudio: fit 1: m (Sequential, 5 params), 1 epoch\n"
 
 
+def test_a_resumed_fit_says_the_epochs_it_runs_as_keras_numbers_them():
+    # fit(epochs=12, initial_epoch=10) runs 2 epochs, shown by Keras as 11/12 and 12/12
+    view, term = _view(interactive=False)
+    model = ModelSummary("m", "Sequential", (), 5, 5, True)
+    view.take(FitStarted(0, model, 12, 10, 2, 1, 0, 1.0, verbose=0, number=1), CLOCK + 1)
+    for epoch in (10, 11):
+        view.take(EpochEnded(0, epoch, epoch - 8, {"loss": 0.5}, 1.1 + epoch), CLOCK + epoch)
+    view.take(FitEnded(0, 4, False, 14.0), CLOCK + 14)
+    view.finish()
+    assert term.getvalue().splitlines() == [
+        "tfstudio: fit 1: m (Sequential, 5 params), 2 epochs (11-12 of 12)",
+        "tfstudio: fit 1 done: 2 epochs, 4 steps - loss: 0.5",
+    ]
+
+
 def test_tensorflow_start_up_lines_fold_into_one_line_said_when_training_starts(tmp_path):
     view, term = _view(interactive=False)
     startup = (
