@@ -19,7 +19,9 @@ sampled through NVML. The checks:
 - ``mirrored``: ``MirroredStrategy`` over all GPUs with ``tfstudio.StudioCallback``:
   the run folder it writes reads back (core.runs) with the steps the worker saw;
 - ``idle-notice``: a fit starved by a slow input pipeline earns the system
-  view's idle-GPU notice (the window's own ``SystemPanel``, offscreen).
+  view's idle-GPU notice (the window's own ``SystemPanel``, offscreen);
+- ``worker-sampler``: the worker's own 1 Hz sampler (``SystemSampled``: what the run
+  folder records and the window draws) finds the GPU memory its process holds.
 
     python bench/gpu_check.py [--only NAME] [--cpu]
 
@@ -488,6 +490,7 @@ SCRIPTS: dict[str, Callable[..., str]] = {
     "jit-inspector": script_jit_inspector,
     "mirrored": lambda logdir="tfstudio-runs": script_mirrored(logdir),
     "idle-notice": script_idle_notice,
+    "worker-sampler": script_tf_memory,  # (the 1 GiB tensor, seen by the worker's sampler)
 }
 
 
@@ -798,6 +801,53 @@ def check_tf_memory(folder: Path) -> str:
     return f"{len(figures)} events, peak {peak / 2**30:.2f} GiB on GPU:0 (1 GiB held)"
 
 
+def _worker_gpu_memory(events: list[Any]) -> list[float]:
+    """The GPU memory of a run's process tree in its worker's own samples (SystemSampled)."""
+    from tfstudio.core.system_sampling import GPU_PROCESS_MEMORY
+
+    return [
+        v
+        for e in events
+        for k, v in e.values.items()
+        if k.endswith(GPU_PROCESS_MEMORY) and "gpu" in k and v
+    ]
+
+
+def check_worker_sampler(folder: Path) -> str:
+    """The worker's own 1 Hz sampler (what the run folder records and the window draws)
+    finds the GPU memory its process holds: at least the 1 GiB tensor of the script."""
+    from tfstudio.core.events import SystemSampled
+
+    out = run_in_worker(script_tf_memory(), folder, "worker_sampler.py")
+    _raise_on_failure(out)
+    samples = out.of(SystemSampled)
+    own = _worker_gpu_memory(samples)
+    held = out.report("bytes") or 0
+    if not own or max(own) < held:
+        raise CheckFailed(f"{len(samples)} worker samples; its GPU memory {own[-3:]} < {held}")
+    return f"{len(samples)} worker samples, its GPU memory up to {max(own) / 2**30:.2f} GiB"
+
+
+def check_worker_sampler_stand_in(folder: Path, gpu_reader: Any = None) -> str:
+    """The worker's own sampler (``core.system.SystemSampling``: its process and children),
+    here in this process while its child, the stand-in load, holds GPU memory."""
+    from tfstudio.core.system import SystemSampling
+
+    events: list[Any] = []
+    sampling = SystemSampling(events.append, time.monotonic, lambda: 0, on_error=print)
+
+    def on_sample(t: float, gpus: tuple[Any, ...]) -> bool:
+        sampling.sample()  # as the worker's own thread does, once a second
+        return False
+
+    out = run_stand_in("busy", STAND_IN_BUSY_S, folder, GPU_SAMPLE_S, on_sample)
+    _raise_on_stand_in_failure(out)
+    own = _worker_gpu_memory(events)
+    if not own:
+        raise CheckFailed(f"no GPU memory of its process tree in {len(events)} samples")
+    return f"{len(events)} samples, its child's GPU memory up to {max(own) / 2**30:.2f} GiB"
+
+
 def check_device(folder: Path) -> str:
     """The device line names the GPUs TensorFlow uses."""
     from tfstudio.core.events import RunDevices
@@ -994,6 +1044,7 @@ CHECKS: dict[str, Callable[[Path], str]] = {
     "jit-inspector": check_jit_inspector,
     "mirrored": check_mirrored,
     "idle-notice": check_idle_notice,
+    "worker-sampler": check_worker_sampler,
 }
 
 
@@ -1001,6 +1052,7 @@ CHECKS: dict[str, Callable[[Path], str]] = {
 STAND_INS: dict[str, Callable[[Path], str]] = {
     "nvml": check_nvml_stand_in,
     "idle-notice": check_idle_notice_stand_in,
+    "worker-sampler": check_worker_sampler_stand_in,
 }
 
 

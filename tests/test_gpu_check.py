@@ -66,7 +66,7 @@ def test_deciding_there_is_no_gpu_does_not_import_tensorflow(capsys):
 def test_every_check_has_a_script_that_compiles():
     bench = _load_bench()
     assert set(bench.SCRIPTS) == set(bench.CHECKS)
-    assert len(bench.CHECKS) == 7
+    assert len(bench.CHECKS) == 8
     for name, generate in bench.SCRIPTS.items():
         source = generate()
         compile(source, f"{name}.py", "exec")
