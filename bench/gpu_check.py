@@ -1009,7 +1009,7 @@ def check_idle_notice(folder: Path, gpu_reader: Any = None) -> str:
                 panel.ingest_event(event)
         if steps:
             panel.ingest_steps(steps)
-        app.processEvents()  # the panel's 1 s sample timer fires here
+        app.processEvents()  # the panel takes the samples its thread took
         if panel.notice_text and not outcome.stopped_by_check:
             outcome.stopped_by_check = True
             launcher.stop()

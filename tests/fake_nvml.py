@@ -29,6 +29,7 @@ class FakeNvml:
         self.inits = 0
         self.shutdowns = 0
         self.fail_utilization_with = None  # an NVML code raised mid-run
+        self.hang = None  # a threading.Event: utilisation reads wait for it (a stuck driver)
 
     def nvmlInit(self):
         self.inits += 1
@@ -48,6 +49,8 @@ class FakeNvml:
         return h["name"]
 
     def nvmlDeviceGetUtilizationRates(self, h):
+        if self.hang is not None:
+            self.hang.wait()
         if self.fail_utilization_with is not None:
             raise NVMLError(self.fail_utilization_with)
         if "util" not in h:  # a MIG device, a GPU in MIG mode, some virtual GPUs

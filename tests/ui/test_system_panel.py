@@ -5,11 +5,24 @@ from __future__ import annotations
 import os
 import re
 
+import pytest
+
 from tests.fake_nvml import GB, H100, H100_MIG, FakeNvml
 from tfstudio.core.events import DeviceMemory, RunDevices
 from tfstudio.core.gpu import GpuReader, IdleGpuWatch
 
 SHOTS = os.environ.get("TFSTUDIO_TEST_SHOTS", "")  # a folder to keep the screenshots in
+
+
+@pytest.fixture(autouse=True)
+def _one_sample_a_run(window):
+    """The sampler's thread takes a run's first sample at once and the next an hour on: a
+    test adds the samples it counts with sample_now."""
+    window.system.interval_s = 3600.0
+
+
+def _first_sample(qtbot, panel):
+    qtbot.waitUntil(lambda: len(panel.samples) == 1, timeout=3000)
 
 
 def _fake_gpu(util=87):
@@ -58,10 +71,12 @@ def test_cpu_only_run_shows_process_and_machine_and_no_gpu(window, run):
     _grab(window.system, "system_cpu_only.png")
 
 
-def test_gpu_run_shows_gpu_figures_and_tensorflow_memory(window, run):
+def test_gpu_run_shows_gpu_figures_and_tensorflow_memory(window, run, qtbot):
     panel = window.system
     panel.gpu_reader = GpuReader(_fake_gpu())
-    run.started().fit(epochs=1, steps_per_epoch=100)
+    run.started().frame()
+    _first_sample(qtbot, panel)
+    run.fit(epochs=1, steps_per_epoch=100)
     run.emit(RunDevices(("GPU 0: NVIDIA H100 80GB HBM3",)))
     run.emit(DeviceMemory(0.5, ("GPU:0",), (28 * GB,), (29 * GB,)))
     run.steps(40, dt=0.01).frame()
@@ -142,6 +157,7 @@ def test_idle_gpu_during_training_gives_one_notice_with_a_link(window, run, qtbo
 
 def test_figures_are_kept_after_the_run_and_cleared_by_the_next(window, run, qtbot):
     panel = window.system
+    panel.interval_s = 1.0  # a sample a second, as in the window
     panel.gpu_reader = GpuReader(_fake_gpu())
     run.started().fit(epochs=1, steps_per_epoch=10).frame()
     assert panel.is_sampling()
@@ -153,8 +169,30 @@ def test_figures_are_kept_after_the_run_and_cleared_by_the_next(window, run, qtb
     qtbot.wait(1200)
     assert len(panel.samples) == kept  # no sampling once the run ended
     run.started().frame()
-    assert len(panel.samples) == 1 and panel.gpu_util_curves  # the new run's first sample
+    _first_sample(qtbot, panel)  # the new run's, taken at once on the sampler's thread
+    assert panel.gpu_util_curves
     assert "peak" in panel.summary()
+
+
+def test_a_stuck_gpu_driver_never_holds_the_window(window, run, qtbot):
+    # NVML calls can hang with a driver in trouble: the window samples off its GUI thread,
+    # keeps answering, and shows the figures once the driver answers again
+    import threading
+    import time
+
+    panel = window.system
+    nvml = _fake_gpu()
+    nvml.hang = threading.Event()
+    threading.Timer(3.0, nvml.hang.set).start()  # the driver answers 3 s on
+    panel.gpu_reader = GpuReader(nvml)
+    started = time.monotonic()
+    run.started().fit(epochs=1, steps_per_epoch=100)
+    run.steps(20, dt=0.01).frame()
+    qtbot.wait(300)  # the GUI thread turns while the sampler's thread waits on the driver
+    assert time.monotonic() - started < 2.0, "the window waited on the driver"
+    assert panel.samples == [] and window.status.step_label.text() == "step 20/100"
+    _first_sample(qtbot, panel)
+    assert "util 87%" in panel.summary()
 
 
 def test_broken_nvml_gives_one_quiet_note(window, run):
@@ -182,12 +220,13 @@ def test_view_menu_toggles_the_system_dock(window):
     assert dock.isVisible()
 
 
-def test_hidden_dock_keeps_sampling_and_draws_when_shown(window, run):
+def test_hidden_dock_keeps_sampling_and_draws_when_shown(window, run, qtbot):
     panel = window.system
     panel.gpu_reader = GpuReader(_fake_gpu())
     window._system_dock.toggleViewAction().trigger()  # hide
     assert not panel.isVisible()
     run.started().frame()
+    _first_sample(qtbot, panel)
     panel.sample_now()
     assert len(panel.samples) == 2
     assert panel.rss_curve.getData()[0] is None  # nothing drawn while hidden

@@ -23,11 +23,13 @@ class Ticker:
         self._tick = tick
         self._on_error = on_error
         self._stop = threading.Event()
+        self._first_now = False
         self.thread: threading.Thread | None = None
 
-    def start(self) -> None:
-        """Start ticking (once)."""
+    def start(self, first_now: bool = False) -> None:
+        """Start ticking (once); ``first_now``: the first tick at once, not an interval on."""
         if self.thread is None:
+            self._first_now = first_now
             self.thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
             self.thread.start()
 
@@ -38,7 +40,9 @@ class Ticker:
             self.thread.join(timeout=timeout)
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
+        wait = 0.0 if self._first_now else self.interval
+        while not self._stop.wait(wait):
+            wait = self.interval
             try:
                 self._tick()
             except Exception as exc:  # noqa: BLE001 - said, and the next tick comes

@@ -2,10 +2,11 @@
 
 The panel draws a run model's system samples (``model.system``, ``system/...`` tags):
 the live run's as they come, a reopened run's as its folder recorded them. While a
-run is live its samples are taken once a second by
-:class:`~tfstudio.core.system_sampling.SystemSampler` (psutil, NVML; core, no Qt) on a
-QTimer and go into the live run's model as ``SystemSampled`` events; it never
-imports TensorFlow. TensorFlow's own memory figures arrive from the worker as
+run is live the worker samples itself once a second (``SystemSampled`` events); the
+panel takes its own samples of the worker too (psutil, NVML), on a thread of its own
+(a driver call can take long: the GUI thread never waits on one), for its figures, the
+idle-GPU rule and the redraw rate, and as the model's samples when the worker sends
+none. It never imports TensorFlow. TensorFlow's own memory figures arrive from the worker as
 :class:`DeviceMemory` events. Step time (from the step events) and GPU
 utilisation share one time axis, so "GPU idle while steps are slow" shows; a
 GPU left mostly idle during training earns one notice about the input pipeline.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import html
 import os
 import re
+import sys
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -55,6 +57,7 @@ from tfstudio.core.system_sampling import (
     gpus_in,
     values_of,
 )
+from tfstudio.core.ticker import Ticker
 from tfstudio.ui.panels.system_figures import (  # GAP_*: the step-time line's gaps
     GAP_FACTOR,
     GAP_MIN_S,
@@ -122,10 +125,14 @@ class SystemPanel(SystemFigures, QWidget):
         self.gpu_reader = gpu_reader
         self.sampler: ProcessSampler | None = None
         self.idle_watch = IdleGpuWatch()
-        self.sample_seconds: deque[float] = deque(maxlen=10_000)  # cost of each sample (bench)
+        self.interval_s = interval_ms / 1000
+        # The samples are taken on a thread of their own (psutil, and NVML: a driver call
+        # can take long, and the window must never wait on one); this GUI timer takes them.
+        self._ticker: Ticker | None = None
+        self._sampled: deque[tuple[float, SystemSample | None, tuple[GpuSample, ...]]] = deque()
         self._timer = QTimer(self)
-        self._timer.setInterval(interval_ms)
-        self._timer.timeout.connect(self.sample_now)
+        self._timer.setInterval(max(1, interval_ms // 4))
+        self._timer.timeout.connect(self._take_sampled)
         self._build()
         self._clear()
         self._render()
@@ -418,7 +425,7 @@ class SystemPanel(SystemFigures, QWidget):
         self.sampler = ProcessSampler(pid)
         if self.gpu_reader is None:
             self.gpu_reader = GpuReader()
-        self.sample_now()
+        self._start_sampling()
         self._timer.start()
 
     def forget_run(self) -> None:
@@ -429,30 +436,63 @@ class SystemPanel(SystemFigures, QWidget):
         self._render()
 
     def end_run(self) -> None:
-        """Stop sampling (after a last sample); the run's figures stay on screen."""
+        """Stop sampling (what was taken is shown); the run's figures stay on screen."""
         if self.live:
             self._timer.stop()
-            self.sample_now()
+            self._stop_sampling()
+            self._take_sampled()  # (taken before the end)
             self.live = False
         self._render()
 
     def stop(self) -> None:
-        """Stop the sample timer (the window is closing)."""
+        """Stop sampling (the window is closing)."""
         self._timer.stop()
+        self._stop_sampling()
         self.live = False
 
     def is_sampling(self) -> bool:
-        """True while the sample timer runs."""
+        """True while a live run is sampled."""
         return self._timer.isActive()
 
+    def _start_sampling(self) -> None:
+        """Sample the run every ``interval_s`` on a thread of its own, at once first."""
+        self._stop_sampling()
+        sampled = self._sampled = deque()  # this run's: a late sample of the last one is lost
+        sampler, reader, t0 = self.sampler, self.gpu_reader, self.t0
+        failed: list[BaseException] = []
+
+        def take() -> None:  # on the sampler's thread
+            if sampler is None or failed:
+                return
+            sample = sampler.sample()
+            gpus = reader.read(sampler.pids()) if reader is not None else ()
+            sampled.append((time.monotonic() - t0, sample, gpus))
+
+        def on_error(exc: BaseException) -> None:  # said once; the figures stop
+            failed.append(exc)
+            print(f"tfstudio: the system view stopped sampling: {exc!r}", file=sys.stderr)
+
+        self._ticker = Ticker("tfstudio-system-view", self.interval_s, take, on_error)
+        self._ticker.start(first_now=True)
+
+    def _stop_sampling(self) -> None:
+        """Stop the sampler's thread without waiting for it (it may be in a driver call)."""
+        if self._ticker is not None:
+            self._ticker.stop(timeout=0)
+            self._ticker = None
+
+    def _take_sampled(self) -> None:
+        """On the GUI thread: the samples the sampler's thread took since the last call."""
+        sampled = self._sampled
+        while sampled:
+            self.add_sample(*sampled.popleft())
+
     def sample_now(self) -> None:
-        """Take one sample of the process, the machine and the GPUs, and redraw."""
+        """Take one sample of the process, the machine and the GPUs here, and redraw."""
         if self.sampler is None:
             return
-        started = time.perf_counter()
         sample = self.sampler.sample()
         gpus = self.gpu_reader.read(self.sampler.pids()) if self.gpu_reader is not None else ()
-        self.sample_seconds.append(time.perf_counter() - started)
         self.add_sample(time.monotonic() - self.t0, sample, gpus)
 
     def add_sample(
