@@ -128,12 +128,14 @@ def test_a_run_stopped_while_paused_says_stopped_not_paused(window, run):
     assert "paused" not in window.status.summary()
 
 
-def test_a_new_step_count_does_not_lay_the_window_out_again(window, run):
+def test_a_new_step_count_does_not_lay_the_window_out_again(window, run, qtbot):
     from PySide6.QtCore import QEvent, QObject
     from PySide6.QtWidgets import QApplication
 
+    window.system.interval_s = 3600.0  # the System view's one sample, taken before counting
     run.started().fit(epochs=1, steps_per_epoch=1000).steps(100).frame()
-    QApplication.processEvents()  # the first texts' room asked for once
+    qtbot.waitUntil(lambda: len(window.system.samples) == 1, timeout=3000)
+    qtbot.wait(100)  # the first texts' room asked for once (the bar's, the window's after)
     requests = []
 
     class Counter(QObject):
