@@ -175,24 +175,21 @@ def _values(
     absent: dict[str, np.ndarray] = {}
     starts: dict[str, int] = {}
 
-    def put(key: str, column: list[float], present: np.ndarray) -> None:
+    def put(key: str, column: list[float], present: np.ndarray | None = None) -> None:
+        col = np.array(column + [math.nan] * (n - len(column)), dtype=np.float64)
+        present = ~np.isnan(col) if present is None else present  # (a NaN loss is a value)
         if present.any():
-            values[key] = np.array(column + [math.nan] * (n - len(column)), dtype=np.float64)
-            starts[key] = int(present.argmax())
+            values[key], starts[key] = col, int(present.argmax())
             if not present.all():
                 absent[key] = ~present
 
     for s, count in zip(series, counts, strict=True):
         rows = s.rows(first, min(max(count, first), limit))
-        have = np.arange(n) < len(rows)
-        put(s.loss_key, [r[0] for r in rows], have)
-        norms = [r[1] for r in rows]
-        put(s.norm_key, norms, have & ~np.isnan(norms + [math.nan] * (n - len(rows))))
+        put(s.loss_key, [r[0] for r in rows], np.arange(n) < len(rows))
+        put(s.norm_key, [r[1] for r in rows])
     for s in series:  # eager: the guide's W and b, where they were read
         tiny = [r[2] for r in s.rows(first, limit)]
         for i, label in enumerate(s.small_labels):
-            got = np.arange(n) < 0
-            got[: len(tiny)] = [len(t) > i for t in tiny]
-            put(label, [t[i] if len(t) > i else math.nan for t in tiny], got)
+            put(label, [t[i] if len(t) > i else math.nan for t in tiny])
     order = sorted(values, key=starts.__getitem__)  # stable
     return {k: values[k] for k in order}, {k: absent[k] for k in order if k in absent}

@@ -164,8 +164,7 @@ class LoopInterceptor:
         """Before a call of a step function whose loop ended: it goes on in a new loop."""
         try:
             with self._lock:
-                if series.loop is not None and series.loop.ended:
-                    self._continue(series.loop)
+                self._continue(series.loop)
         except Exception as exc:  # noqa: BLE001
             self.monitor.report_error("custom loop (next loop)", exc)
 

@@ -63,7 +63,8 @@ def patch_keras(patches: Patches, it: LoopHooks) -> None:
     from keras.src.optimizers.loss_scale_optimizer import LossScaleOptimizer
 
     patches.replace(BaseOptimizer, "apply", lambda f: _apply(f, it))
-    patches.replace(LossScaleOptimizer, "scale_loss", lambda f: _scale_loss(f, it))
+    for cls in (BaseOptimizer, LossScaleOptimizer):  # loss_scale_factor; mixed precision
+        patches.replace(cls, "scale_loss", lambda f: _scale_loss(f, it))
     # keras.Variable.assign_sub is assign(self - value): it never calls tf's assign_sub
     for name in ("assign_sub", "assign_add"):
         patches.replace(Variable, name, lambda f: _assign(f, it))
@@ -106,8 +107,8 @@ def _scale_loss(original: Callable[..., Any], it: LoopHooks) -> Callable[..., An
 
     def scale_loss(optimizer: Any, loss: Any) -> Any:
         scaled = original(optimizer, loss)
-        if not monitor.in_fit:  # a gradient of it is a step of ``loss``
-            detector.scaled = [*detector.scaled[-3:], (scaled, loss)]
+        if not monitor.in_fit:
+            detector.scaled_loss(scaled, loss)
         return scaled
 
     return scale_loss

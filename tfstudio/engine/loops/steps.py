@@ -42,7 +42,7 @@ class StepDetector:
         self.pending: list[PendingStep] = []
         self.updating = 0  # >0 inside an optimizer's apply: its assigns are no steps
         self._small: dict[frozenset[int], list[Any]] = {}  # key -> its tiny scalar variables
-        self.scaled: list[tuple[Any, Any]] = []  # the last (scaled loss, loss) of scale_loss
+        self._scaled: list[tuple[Any, Any]] = []  # the last (scaled loss, loss) of scale_loss
 
     def gradient(self, target: Any, sources: Any, grads: Any, eager: bool) -> bool:
         """A tape gradient was taken; True when it may begin a step (it has variable sources)."""
@@ -61,7 +61,7 @@ class StepDetector:
             ]
         small = scaled = None
         norm = math.nan
-        for scaled_loss, loss in self.scaled:  # mixed precision: the loss and gradients
+        for scaled_loss, loss in self._scaled:  # mixed precision: the loss and gradients
             if scaled_loss is target:  # the script knows are the unscaled ones
                 scaled, target = target, loss
         if scaled is not None and eager:
@@ -81,6 +81,11 @@ class StepDetector:
         keep.append(PendingStep(key, match, target, variables, small, norm, pairs, scaled))
         self.pending = keep
         return True
+
+    def scaled_loss(self, scaled: Any, loss: Any) -> None:
+        """An optimizer's ``scale_loss``: a gradient of ``scaled`` is a step of ``loss``."""
+        if scaled is not loss:
+            self._scaled = [*self._scaled[-(KEEP - 1) :], (scaled, loss)]
 
     @contextmanager
     def applying(self) -> Iterator[None]:
@@ -106,14 +111,13 @@ class StepDetector:
 
 
 def unscale(tf: Any, pairs: list[tuple[Any, Any]], scaled: Any, loss: Any) -> list[Any]:
-    """Gradients of a loss a ``LossScaleOptimizer`` scaled, divided by its scale (``scaled /
-    loss``: a power of two, exact), as the optimizer applies them."""
-    scale = tf.cast(scaled, tf.float32) / tf.cast(loss, tf.float32)
+    """Gradients of a loss ``scale_loss`` scaled, divided by the scale ``scaled / loss`` (a power
+    of two: exact; the optimizer's own is read after its ``apply``, which may change it)."""
+    scale, ix = tf.cast(scaled, tf.float32) / tf.cast(loss, tf.float32), tf.IndexedSlices
     out = []
     for v, g in pairs:
-        if isinstance(g, tf.IndexedSlices):
-            g = tf.IndexedSlices(g.values / tf.cast(scale, g.dtype), g.indices, g.dense_shape)
-        out.append((v, g if isinstance(g, tf.IndexedSlices) else g / tf.cast(scale, g.dtype)))
+        s = tf.cast(scale, g.dtype)
+        out.append((v, ix(g.values / s, g.indices, g.dense_shape) if isinstance(g, ix) else g / s))
     return out
 
 
