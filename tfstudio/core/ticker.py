@@ -23,14 +23,14 @@ class Ticker:
         self._tick = tick
         self._on_error = on_error
         self._stop = threading.Event()
-        self._first_now = False
         self.thread: threading.Thread | None = None
 
     def start(self, first_now: bool = False) -> None:
         """Start ticking (once); ``first_now``: the first tick at once, not an interval on."""
         if self.thread is None:
-            self._first_now = first_now
-            self.thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
+            self.thread = threading.Thread(
+                target=self._loop, args=(first_now,), name=self.name, daemon=True
+            )
             self.thread.start()
 
     def stop(self, timeout: float = 2.0) -> None:
@@ -39,8 +39,8 @@ class Ticker:
         if self.thread is not None:
             self.thread.join(timeout=timeout)
 
-    def _loop(self) -> None:
-        wait = 0.0 if self._first_now else self.interval
+    def _loop(self, first_now: bool) -> None:
+        wait = 0.0 if first_now else self.interval
         while not self._stop.wait(wait):
             wait = self.interval
             try:

@@ -29,7 +29,7 @@ class LoopControls:
         self.started = False
         self.optimizer: Any = None  # the last Keras optimizer seen applying gradients
         self.control: Any = None  # the run's TrainingController, once the controls began
-        self._state: Any = None  # what checkpoints hold (engine/loop_state.py)
+        self._state: Any = None  # what checkpoints hold (a loop_state, below)
         self._non_finite: tuple[int, float] | None = None  # a graph step's NaN, for the guard
         opts = monitor.options
         # whether every graph call must sync and run the controls (else only when due)

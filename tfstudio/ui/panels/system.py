@@ -462,11 +462,8 @@ class SystemPanel(SystemFigures, QWidget):
         failed: list[BaseException] = []
 
         def take() -> None:  # on the sampler's thread
-            if sampler is None or failed:
-                return
-            sample = sampler.sample()
-            gpus = reader.read(sampler.pids()) if reader is not None else ()
-            sampled.append((time.monotonic() - t0, sample, gpus))
+            if sampler is not None and not failed:
+                sampled.append((time.monotonic() - t0, *_look(sampler, reader)))
 
         def on_error(exc: BaseException) -> None:  # said once; the figures stop
             failed.append(exc)
@@ -489,11 +486,8 @@ class SystemPanel(SystemFigures, QWidget):
 
     def sample_now(self) -> None:
         """Take one sample of the process, the machine and the GPUs here, and redraw."""
-        if self.sampler is None:
-            return
-        sample = self.sampler.sample()
-        gpus = self.gpu_reader.read(self.sampler.pids()) if self.gpu_reader is not None else ()
-        self.add_sample(time.monotonic() - self.t0, sample, gpus)
+        if self.sampler is not None:
+            self.add_sample(time.monotonic() - self.t0, *_look(self.sampler, self.gpu_reader))
 
     def add_sample(
         self, t: float, sample: SystemSample | None, gpus: tuple[GpuSample, ...]
@@ -655,6 +649,14 @@ class SystemPanel(SystemFigures, QWidget):
         doc = self.figures.text().replace("</tr>", "\n").replace("<br>", " ")
         lines = html.unescape(re.sub(r"<[^>]+>", " ", doc)).splitlines()
         return "\n".join(" ".join(line.split()) for line in lines if line.strip())
+
+
+def _look(
+    sampler: ProcessSampler, reader: GpuReader | None
+) -> tuple[SystemSample | None, tuple[GpuSample, ...]]:
+    """One look at the run's processes, the machine and the GPUs the run holds memory on."""
+    sample = sampler.sample()
+    return sample, reader.read(sampler.pids()) if reader is not None else ()
 
 
 def _from_zero(plot: pg.PlotItem, ys: np.ndarray) -> None:
