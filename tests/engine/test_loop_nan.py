@@ -36,16 +36,20 @@ def train_step(xb, yb):
 """
 
 # Batch 7 (steps count from 1) holds a NaN input: its loss is NaN, and so is every later one.
+# A graph loop's NaN is read within 0.2 s: the loop is long enough that a loaded machine's
+# reader still reads it while the loop runs (400 steps ended first once in CI).
+STEPS = 4000
 LOOP = """
 import numpy as np, keras, tensorflow as tf
+STEPS = {steps}
 rng = np.random.default_rng(0)
-x = rng.random((8 * 400, 4), dtype="float32"); y = x.sum(1, keepdims=True)
+x = rng.random((8 * STEPS, 4), dtype="float32"); y = x.sum(1, keepdims=True)
 x[6 * 8] = np.nan
 """
 LOOP += (
     TRAIN_STEP
     + """
-for i in range(400):
+for i in range(STEPS):
     train_step(x[i * 8 : (i + 1) * 8], y[i * 8 : (i + 1) * 8])
 """
 )
@@ -53,7 +57,7 @@ for i in range(400):
 
 @pytest.mark.parametrize("decorator", ["@tf.function", ""], ids=["graph", "eager"])
 def test_a_nan_loss_stops_the_loop_naming_its_step(write_script, decorator):
-    script = write_script(LOOP.format(decorator=decorator))
+    script = write_script(LOOP.format(decorator=decorator, steps=STEPS))
     ended, events = run_script(script, options=RunOptions(on_nan="stop", inspector=False))
     assert ended.status == "stopped" and ended.exit_code == NAN_EXIT_CODE
     assert "non-finite loss at step 7 " in ended.message
@@ -62,11 +66,12 @@ def test_a_nan_loss_stops_the_loop_naming_its_step(write_script, decorator):
     assert "none was recomputed" in nan.detail  # the script's batches are its own
     losses = {e.global_step: e.values["loss"] for e in of(events, StepEnded)}
     assert all(math.isfinite(losses[s]) for s in range(1, 7)) and math.isnan(losses[7])
-    assert ended.global_step < 400  # stopped, not trained to the end
+    assert ended.global_step < STEPS  # stopped, not trained to the end
 
 
 def test_a_nan_loss_in_a_graph_loop_pauses_it_in_the_window(write_script):
-    session, seen = start(write_script(LOOP.format(decorator="@tf.function")), on_nan="pause")
+    script = write_script(LOOP.format(decorator="@tf.function", steps=STEPS))
+    session, seen = start(script, on_nan="pause")
     wait_for(lambda: of(seen.poll(), RunState))
     paused = of(seen.events, RunState)[0]
     assert paused.state == "paused" and paused.reason == "non-finite loss"

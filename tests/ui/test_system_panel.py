@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 
 import pytest
 
@@ -17,8 +18,21 @@ SHOTS = os.environ.get("TFSTUDIO_TEST_SHOTS", "")  # a folder to keep the screen
 @pytest.fixture(autouse=True)
 def _one_sample_a_run(window):
     """The sampler's thread takes a run's first sample at once and the next an hour on: a
-    test adds the samples it counts with sample_now."""
-    window.system.interval_s = 3600.0
+    test adds the samples it counts with sample_now, after the first, which a run's start
+    waits for here (on its own it comes a moment later: a test's own samples could come
+    before it)."""
+    panel = window.system
+    panel.interval_s = 3600.0
+    start = panel.start_run
+
+    def start_run(pid):
+        start(pid)
+        deadline = time.monotonic() + 5.0
+        while not panel._sampled and time.monotonic() < deadline:  # (no events handled here)
+            time.sleep(0.005)
+        panel._take_sampled()
+
+    panel.start_run = start_run
 
 
 def _first_sample(qtbot, panel):
@@ -178,9 +192,9 @@ def test_a_stuck_gpu_driver_never_holds_the_window(window, run, qtbot):
     # NVML calls can hang with a driver in trouble: the window samples off its GUI thread,
     # keeps answering, and shows the figures once the driver answers again
     import threading
-    import time
 
     panel = window.system
+    del panel.start_run  # the window's own: it waits for no sample
     nvml = _fake_gpu()
     nvml.hang = threading.Event()
     threading.Timer(3.0, nvml.hang.set).start()  # the driver answers 3 s on
